@@ -1,0 +1,267 @@
+// mismatch-lab-bench-kernels: throughput of the CPU kernels on the model's
+// shapes, as GFLOP/s and as a fraction of this CPU's measured FP32 peak.
+//
+// The peak comes from an FMA-throughput microbenchmark (12 independent FMA
+// chains per thread on the widest vector unit in use, 1 thread and all
+// threads). GEMM rows: forward for both families at decode (M=8) and training
+// (M=1024) sizes, then backward (dinp + dw + dbias) at M=1024.
+//
+// usage: mismatch-lab-bench-kernels [--threads N] [--isa scalar|avx2|avx512] [--quick]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+// GCC 12 reports false (maybe-)uninitialized warnings inside its AVX-512 headers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#endif
+
+#include "kernels/cpu_features.h"
+#include "kernels/kernels.h"
+
+using namespace mlk;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double g_min_time = 0.08;  // seconds of repetitions per measurement
+
+// Seconds per call: best of 5 batches, each batch repeated to >= g_min_time/5.
+double time_call(const std::function<void()>& f) {
+    f();  // warm up (tables, scratch, pool)
+    auto t0 = Clock::now();
+    f();
+    double one = std::chrono::duration<double>(Clock::now() - t0).count();
+    const int reps = std::max(1, (int)std::ceil(g_min_time / 5 / std::max(one, 1e-9)));
+    double best = 1e30;
+    for (int b = 0; b < 5; ++b) {
+        auto s = Clock::now();
+        for (int r = 0; r < reps; ++r) f();
+        best = std::min(best, std::chrono::duration<double>(Clock::now() - s).count() / reps);
+    }
+    return best;
+}
+
+// ---- FMA peak ----------------------------------------------------------------
+#define MLK_R12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("avx512f,fma"))) float fma_loop_512(long iters) {
+#define D5(i) __m512 a##i = _mm512_set1_ps(1.0f + (i) * 1e-3f);
+    MLK_R12(D5)
+    const __m512 b = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
+    for (long it = 0; it < iters; ++it) {
+#define F5(i) a##i = _mm512_fmadd_ps(a##i, b, c);
+        MLK_R12(F5)
+        __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3));
+    }
+    float s = 0;
+#define S5(i) s += _mm512_reduce_add_ps(a##i);
+    MLK_R12(S5)
+    return s;
+}
+__attribute__((target("avx2,fma"))) float fma_loop_256(long iters) {
+#define D2(i) __m256 a##i = _mm256_set1_ps(1.0f + (i) * 1e-3f);
+    MLK_R12(D2)
+    const __m256 b = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
+    for (long it = 0; it < iters; ++it) {
+#define F2(i) a##i = _mm256_fmadd_ps(a##i, b, c);
+        MLK_R12(F2)
+        __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3));
+    }
+    float t[8], s = 0;
+#define S2(i) _mm256_storeu_ps(t, a##i), s += t[0];
+    MLK_R12(S2)
+    return s;
+}
+#endif
+float fma_loop_scalar(long iters) {
+#define D1(i) float a##i = 1.0f + (i) * 1e-3f;
+    MLK_R12(D1)
+    const float b = 0.9999999f, c = 1e-7f;
+    for (long it = 0; it < iters; ++it) {
+#define F1(i) a##i = std::fma(a##i, b, c);
+        MLK_R12(F1)
+    }
+    float s = 0;
+#define S1(i) s += a##i;
+    MLK_R12(S1)
+    return s;
+}
+
+// GFLOP/s of `threads` threads each running 12 FMA chains for `iters` iterations.
+double fma_peak(cpu::Isa isa, int threads) {
+    const int lanes = isa == cpu::Isa::avx512 ? 16 : isa == cpu::Isa::avx2 ? 8 : 1;
+    const long iters = isa == cpu::Isa::scalar ? 2000000 : 20000000;
+    auto body = [&] {
+        volatile float sink = 0;
+#if defined(__x86_64__) || defined(__i386__)
+        if (isa == cpu::Isa::avx512)
+            sink = fma_loop_512(iters);
+        else if (isa == cpu::Isa::avx2)
+            sink = fma_loop_256(iters);
+        else
+#endif
+            sink = fma_loop_scalar(iters);
+        (void)sink;
+    };
+    double best = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+        auto t0 = Clock::now();
+        std::vector<std::thread> ts;
+        for (int t = 1; t < threads; ++t) ts.emplace_back(body);
+        body();
+        for (auto& t : ts) t.join();
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        best = std::max(best, threads * (double)iters * 12 * lanes * 2 / s * 1e-9);
+    }
+    return best;
+}
+
+std::vector<float> randv(size_t n, uint32_t seed) {
+    std::mt19937 g(seed);
+    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(g);
+    return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int threads = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
+            threads = std::atoi(argv[++i]);
+        } else if (!std::strcmp(argv[i], "--isa") && i + 1 < argc) {
+            const char* s = argv[++i];
+            cpu::force_isa(!std::strcmp(s, "scalar") ? cpu::Isa::scalar
+                           : !std::strcmp(s, "avx2") ? cpu::Isa::avx2
+                                                      : cpu::Isa::avx512);
+        } else if (!std::strcmp(argv[i], "--quick")) {
+            g_min_time = 0.02;
+        } else {
+            std::printf("usage: %s [--threads N] [--isa scalar|avx2|avx512] [--quick]\n", argv[0]);
+            return 2;
+        }
+    }
+    set_num_threads(threads);
+    const int T = num_threads();
+    const cpu::Isa isa = cpu::active_isa();
+    std::printf("mismatch-lab kernels bench: ISA %s (detected %s), %d threads\n\n", cpu::isa_name(isa),
+                cpu::isa_name(cpu::detected_isa()), T);
+
+    const double peak1 = fma_peak(isa, 1);
+    const double peakT = fma_peak(isa, T);
+    std::printf("FP32 FMA peak (%s, 12 independent chains/thread): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n\n",
+                cpu::isa_name(isa), peak1, T, peakT);
+
+    const int shapes[][2] = {{64, 64}, {64, 32}, {64, 192}, {192, 64}, {64, 52},  {128, 128}, {128, 384},
+                             {384, 128}, {128, 52}, {64, 8},  {128, 16}, {96, 128}};
+    std::printf("matmul forward  out[M,N] = inp[M,K] @ w[K,N] + bias   (GFLOP/s, %% of %d-thread peak)\n", T);
+    std::printf("%-10s | %-22s %-22s | %-22s %-22s\n", "K x N", "M=8 fast", "M=8 batch-inv", "M=1024 fast",
+                "M=1024 batch-inv");
+    double sum_pct[4] = {0, 0, 0, 0};
+    int nshapes = 0;
+    for (auto s : shapes) {
+        const int K = s[0], N = s[1];
+        auto w = randv((size_t)K * N, 1), b = randv(N, 2);
+        std::printf("%4d x %-3d |", K, N);
+        int col = 0;
+        for (int M : {8, 1024}) {
+            auto x = randv((size_t)M * K, 3);
+            std::vector<float> out((size_t)M * N);
+            for (Family fam : {Family::fast, Family::batch_invariant}) {
+                const Exec ex{fam, Dtype::f32};
+                const double t =
+                    time_call([&] { matmul_forward(ex, out.data(), x.data(), w.data(), b.data(), M, K, N); });
+                const double gf = 2.0 * M * N * K / t * 1e-9;
+                std::printf(" %7.1f (%4.1f%%) %6.2fus%s", gf, 100 * gf / peakT, t * 1e6, col == 1 ? " |" : "");
+                sum_pct[col++] += 100 * gf / peakT;
+            }
+        }
+        ++nshapes;
+        std::printf("\n");
+    }
+    std::printf("%-10s |", "mean %peak");
+    for (int c = 0; c < 4; ++c) std::printf("        %5.1f%%         %s", sum_pct[c] / nshapes, c == 1 ? " |" : "");
+    std::printf("\n\n");
+
+    std::printf("matmul backward M=1024 (dinp + dw + dbias; 4*M*K*N flop)\n");
+    std::printf("%-10s | %-12s %-10s %-8s\n", "K x N", "GFLOP/s", "% peak", "time");
+    double bsum = 0;
+    for (auto s : shapes) {
+        const int K = s[0], N = s[1], M = 1024;
+        auto w = randv((size_t)K * N, 1), x = randv((size_t)M * K, 3), g = randv((size_t)M * N, 4);
+        std::vector<float> dx((size_t)M * K), dw((size_t)K * N), db(N);
+        const double t = time_call(
+            [&] { matmul_backward(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), M, K, N); });
+        const double gf = 4.0 * M * N * K / t * 1e-9;
+        bsum += 100 * gf / peakT;
+        std::printf("%4d x %-3d | %10.1f %8.1f%% %8.1fus\n", K, N, gf, 100 * gf / peakT, t * 1e6);
+    }
+    std::printf("%-10s | %19.1f%%\n\n", "mean", bsum / nshapes);
+
+    // Other kernels at model sizes (time per call).
+    std::printf("other kernels (time per call, fast / batch-invariant)\n");
+    {
+        const int B = 8, Tq = 128, H = 4, Hkv = 2, D = 16;
+        const size_t nq = (size_t)B * Tq * H * D, nk = (size_t)B * Tq * Hkv * D;
+        auto q = randv(nq, 5), k = randv(nk, 6), v = randv(nk, 7), go = randv(nq, 8);
+        std::vector<float> out(nq), att((size_t)B * H * Tq * Tq), dq(nq), dk(nk), dv(nk);
+        double t[2];
+        for (int f = 0; f < 2; ++f) {
+            const Exec ex{f ? Family::batch_invariant : Family::fast, Dtype::f32};
+            t[f] = time_call([&] {
+                attention_forward(ex, out.data(), att.data(), q.data(), k.data(), v.data(), B, Tq, H, Hkv, D);
+            });
+        }
+        const double fl = 4.0 * B * H * (double)Tq * (Tq + 1) / 2 * D;
+        std::printf("  attention prefill B=%d T=%d H=%d/%d D=%d : %8.1fus / %8.1fus  (%.1f / %.1f GFLOP/s)\n", B, Tq,
+                    H, Hkv, D, t[0] * 1e6, t[1] * 1e6, fl / t[0] * 1e-9, fl / t[1] * 1e-9);
+        const double tb = time_call([&] {
+            attention_backward(dq.data(), dk.data(), dv.data(), go.data(), att.data(), q.data(), k.data(), v.data(), B,
+                               Tq, H, Hkv, D);
+        });
+        std::printf("  attention backward (same shape)      : %8.1fus  (%.1f GFLOP/s)\n", tb * 1e6, 2 * fl / tb * 1e-9);
+        const int Bq = 64, L = 128;
+        std::vector<int32_t> slot(Bq), len(Bq, L);
+        for (int s = 0; s < Bq; ++s) slot[s] = s % B;
+        std::vector<float> qd((size_t)Bq * H * D), od(qd.size());
+        for (int f = 0; f < 2; ++f) {
+            const Exec ex{f ? Family::batch_invariant : Family::fast, Dtype::f32};
+            t[f] = time_call([&] {
+                attention_decode(ex, od.data(), qd.data(), k.data(), v.data(), slot.data(), len.data(),
+                                 (int64_t)Tq * Hkv * D, Bq, H, Hkv, D);
+            });
+        }
+        std::printf("  attention decode Bq=%d len=%d          : %8.1fus / %8.1fus\n", Bq, L, t[0] * 1e6, t[1] * 1e6);
+    }
+    {
+        const int M = 1024, C = 128, V = 52;
+        auto x = randv((size_t)M * C, 9), w = randv(C, 10), z = randv((size_t)M * V, 11);
+        std::vector<float> y((size_t)M * C), rs(M), lp((size_t)M * V), ent(M);
+        double t[2], u[2];
+        for (int f = 0; f < 2; ++f) {
+            const Exec ex{f ? Family::batch_invariant : Family::fast, Dtype::f32};
+            t[f] = time_call([&] { rmsnorm_forward(ex, y.data(), rs.data(), x.data(), w.data(), 1e-6f, M, C); });
+            u[f] = time_call([&] {
+                logsoftmax_forward(ex, lp.data(), z.data(), 1.0f, M, V);
+                entropy_forward(ex, ent.data(), lp.data(), M, V);
+            });
+        }
+        std::printf("  rmsnorm M=%d C=%d                  : %8.1fus / %8.1fus\n", M, C, t[0] * 1e6, t[1] * 1e6);
+        std::printf("  log_softmax+entropy M=%d V=%d       : %8.1fus / %8.1fus\n", M, V, u[0] * 1e6, u[1] * 1e6);
+    }
+    return 0;
+}

@@ -1,0 +1,130 @@
+// The op set every backend implements (today: the CPU backend; a CUDA backend
+// goes beside it with the same signatures). Argument order follows llm.c:
+// outputs, inputs, weights, sizes. Shapes are in the comments; every buffer is
+// row-major fp32 storage whose values may be rounded to a narrower Dtype.
+//
+// Two kernel families share these entry points, chosen by Exec::family:
+//  - Family::fast dispatches by shape like real inference/training libraries
+//    (split-K for small M, K-blocked accumulation for large M, split-KV decode
+//    attention, blocked online-softmax prefill attention, row reductions whose
+//    chunking follows batch size and thread count). Its bits depend on M.
+//  - Family::batch_invariant uses one reduction order per reduced length,
+//    independent of M, batch composition, row position and thread count.
+// Each definition (cpu_*.cpp) states its reduction plan in a comment.
+//
+// Linear weights are stored [in, out] (K x N) so the batch-invariant matmul can
+// vectorise along N while every output keeps one sequential FMA chain over K.
+// Checkpoints transpose to Hugging Face's [out, in] on the way out.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/dtype.h"
+
+namespace mlk {
+
+enum class Family { fast, batch_invariant };
+
+struct Exec {
+    Family family = Family::fast;
+    Dtype dtype = Dtype::f32;  // outputs are rounded to this storage precision
+};
+
+// ---- threads -------------------------------------------------------------
+// Kernels run on a process-wide pool. 0 = hardware concurrency.
+void set_num_threads(int n);
+int num_threads();
+
+// ---- matmul --------------------------------------------------------------
+// out[M,N] = inp[M,K] @ w[K,N] (+ bias[N] when non-null), rounded to ex.dtype.
+void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, const float* bias,
+                    int M, int K, int N);
+// dinp[M,K] += dout[M,N] @ w[K,N]^T ; dw[K,N] += inp^T @ dout ; dbias[N] += sum_m dout.
+// Any of dinp / dw / dbias may be null. Deterministic: fixed order independent
+// of thread count.
+void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                     const float* w, int M, int K, int N);
+
+// ---- RMSNorm -------------------------------------------------------------
+// out[M,C] = inp * rsqrt(mean(inp^2) + eps) * weight[C]; rstd[M] saved when non-null.
+void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, const float* weight,
+                     float eps, int M, int C);
+// dinp[M,C] += ..., dweight[C] += ... (dweight may be null).
+void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                      const float* weight, const float* rstd, int M, int C);
+
+// ---- RoPE (rotate-half, Hugging Face convention) -------------------------
+// x[M,H,D] rotated in place for positions pos[M]; D even; theta the base.
+// Angles come from a double-precision table so every engine sees the same bits.
+void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype);
+// Inverse rotation of the gradient, in place.
+void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float theta);
+
+// ---- attention -----------------------------------------------------------
+// Causal self-attention over whole sequences (prefill / training).
+// q[B,T,H,D], k,v[B,T,Hkv,D] (H a multiple of Hkv: grouped-query attention),
+// out[B,T,H,D], att[B,H,T,T] = softmax probabilities saved for backward
+// (may be null). Scale 1/sqrt(D).
+void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k,
+                       const float* v, int B, int T, int H, int Hkv, int D);
+// dq, dk, dv (+=) from dout using the saved att.
+void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att,
+                        const float* q, const float* k, const float* v, int B, int T, int H, int Hkv,
+                        int D);
+// Decode: one new query per active sequence against its KV cache.
+// q[Bq,H,D]; kcache/vcache hold slot s at kcache + slot[s]*cache_stride, each
+// laid out [Tmax,Hkv,D]; len[s] = number of valid positions including the new
+// one. out[Bq,H,D].
+void attention_decode(const Exec& ex, float* out, const float* q, const float* kcache,
+                      const float* vcache, const int32_t* slot, const int32_t* len, int64_t cache_stride,
+                      int Bq, int H, int Hkv, int D);
+
+// ---- softmax family ------------------------------------------------------
+// lp[M,V] = log_softmax(logits * inv_temp) per row.
+void logsoftmax_forward(const Exec& ex, float* lp, const float* logits, float inv_temp, int M, int V);
+// dlogits[M,V] += inv_temp * (dlp - softmax * sum_v dlp) per row.
+void logsoftmax_backward(float* dlogits, const float* dlp, const float* lp, float inv_temp, int M, int V);
+// out[M] = lp[m, target[m]].
+void logprob_gather(float* out, const float* lp, const int32_t* target, int M, int V);
+// ent[M] = -sum_v exp(lp) * lp, a row reduction.
+void entropy_forward(const Exec& ex, float* ent, const float* lp, int M, int V);
+// Gradient w.r.t. the log-prob row taken as free inputs: dlp += -dent * p * (1 + lp);
+// the caller sends it on through logsoftmax_backward.
+void entropy_backward(float* dlp, const float* dent, const float* lp, int M, int V);
+
+// ---- MLP pieces ----------------------------------------------------------
+// out[M,F] = silu(gate) * up.
+void swiglu_forward(const Exec& ex, float* out, const float* gate, const float* up, int64_t n);
+// dgate, dup (+=).
+void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up,
+                     int64_t n);
+
+// ---- embedding -----------------------------------------------------------
+// out[M,C] = table[tok[m], :] (rounded to dtype).
+void embedding_forward(float* out, const int32_t* tok, const float* table, int M, int C, Dtype dtype);
+// dtable[V,C] += scatter of dout in row order m = 0..M-1.
+void embedding_backward(float* dtable, const float* dout, const int32_t* tok, int M, int C);
+
+// ---- MoE router ----------------------------------------------------------
+// Hugging Face Qwen3-MoE: probs = softmax(logits[M,E]); pick top-k (ties: lower
+// expert id first), renormalise to sum 1 (norm_topk_prob = true), i.e. a
+// softmax over the selected logits. ids[M,k] in descending probability;
+// weights[M,k] rounded to dtype.
+void router_topk_forward(const Exec& ex, int32_t* ids, float* weights, const float* logits, int M, int E,
+                         int k);
+// R3: the experts are given (ids from the rollout); weights = softmax over the
+// *training* logits of those experts, so the router keeps its gradient.
+void router_replay_forward(const Exec& ex, float* weights, const float* logits, const int32_t* ids, int M,
+                           int E, int k);
+// dlogits[M,E] += d weights through the softmax over the selected logits.
+void router_backward(float* dlogits, const float* dweights, const float* weights, const int32_t* ids, int M,
+                     int E, int k);
+
+// ---- elementwise / reductions ---------------------------------------------
+// y[n] = round(y + x) (residual add).
+void add_inplace(float* y, const float* x, int64_t n, Dtype dtype);
+// Sum of n floats in the batch-invariant row order (16 lane partials, fixed
+// pairwise tree); used by the metrics so they do not depend on threads.
+float sum_reduce(const float* x, int64_t n);
+
+}  // namespace mlk

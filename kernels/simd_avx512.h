@@ -1,0 +1,96 @@
+// 16-lane vector type for the AVX-512 path (one zmm). Included only by
+// cpu_isa_avx512.cpp, inside its `#pragma GCC target` region and namespace.
+// Every operation is the lane-wise IEEE operation of the scalar V (simd_scalar.h).
+
+struct V {
+    __m512 v;
+    using Mask = __mmask16;
+    static constexpr int kMR = 6;   // GEMM micro-tile rows
+    static constexpr int kNV = 4;   // GEMM micro-tile vectors (16 columns each)
+    static constexpr int kNV1 = 8;  // vectors for single-row tiles (more independent chains)
+
+    static Mask mask(int n) { return n >= 16 ? (Mask)0xffff : (Mask)((1u << (n > 0 ? n : 0)) - 1u); }
+    static V zero() { return {_mm512_setzero_ps()}; }
+    static V set1(float x) { return {_mm512_set1_ps(x)}; }
+    static V load(const float* p) { return {_mm512_loadu_ps(p)}; }
+    static V loadm(const float* p, Mask m) { return {_mm512_maskz_loadu_ps(m, p)}; }
+    void store(float* p) const { _mm512_storeu_ps(p, v); }
+    void storem(float* p, Mask m) const { _mm512_mask_storeu_ps(p, m, v); }
+    // lanes i < 16 of base[i*stride] (masked lanes read nothing, give 0)
+    static V gatherm(const float* base, int stride, Mask m) {
+        __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                         _mm512_set1_epi32(stride));
+        return {_mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, base, 4)};
+    }
+
+    static V fma(V a, V b, V c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+    static V max(V a, V b) { return {_mm512_max_ps(a.v, b.v)}; }
+    static V select(Mask m, V a, V b) { return {_mm512_mask_blend_ps(m, b.v, a.v)}; }  // m ? a : b
+
+    static V exp(V x) {
+        const __m512 xv = x.v;
+        __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xv, _mm512_set1_ps(kLog2e)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-kExpC1), xv);
+        r = _mm512_fmadd_ps(n, _mm512_set1_ps(-kExpC2), r);
+        __m512 y = _mm512_set1_ps(kExpP0);
+        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(kExpP1));
+        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(kExpP2));
+        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(kExpP3));
+        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(kExpP4));
+        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(kExpP5));
+        __m512 z = _mm512_mul_ps(r, r);
+        y = _mm512_fmadd_ps(y, z, r);
+        y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
+        __m512i ni = _mm512_cvtps_epi32(n);
+        ni = _mm512_max_epi32(_mm512_min_epi32(ni, _mm512_set1_epi32(128)), _mm512_set1_epi32(-126));
+        __m512i n1 = _mm512_srai_epi32(ni, 1);
+        __m512i n2 = _mm512_sub_epi32(ni, n1);
+        const __m512i bias = _mm512_set1_epi32(127);
+        __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
+        __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
+        __m512 res = _mm512_mul_ps(_mm512_mul_ps(y, s1), s2);
+        res = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xv, _mm512_set1_ps(kExpHi), _CMP_GT_OQ), res,
+                                   _mm512_set1_ps(std::numeric_limits<float>::infinity()));
+        res = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xv, _mm512_set1_ps(kExpLo), _CMP_LT_OQ), res,
+                                   _mm512_setzero_ps());
+        res = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xv, xv, _CMP_UNORD_Q), res, xv);
+        return {res};
+    }
+
+    // The fixed tree: lane i += lane i+8, i+4, i+2, i+1; returns lane 0.
+    float sum_tree() const {
+        __m256 lo = _mm512_castps512_ps256(v);
+        __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+        __m256 s8 = _mm256_add_ps(lo, hi);
+        __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+        __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+        __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
+        return _mm_cvtss_f32(s1);
+    }
+    float max_all() const { return _mm512_reduce_max_ps(v); }
+
+    V round(Dtype dt) const {
+        if (dt == Dtype::bf16) {
+            __m512i u = _mm512_castps_si512(v);
+            __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+            __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
+            r = _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
+            __m512i qnan = _mm512_and_si512(_mm512_or_si512(u, _mm512_set1_epi32(0x400000)),
+                                            _mm512_set1_epi32((int)0xffff0000u));
+            __mmask16 isnan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+            return {_mm512_castsi512_ps(_mm512_mask_blend_epi32(isnan, r, qnan))};
+        }
+        if (dt == Dtype::f16) {
+            __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            return {_mm512_cvtph_ps(h)};
+        }
+        return *this;
+    }
+};
+
+// (free functions: GCC does not apply `#pragma GCC target` to in-class friends)
+inline V operator+(V a, V b) { return {_mm512_add_ps(a.v, b.v)}; }
+inline V operator-(V a, V b) { return {_mm512_sub_ps(a.v, b.v)}; }
+inline V operator*(V a, V b) { return {_mm512_mul_ps(a.v, b.v)}; }
+inline V operator/(V a, V b) { return {_mm512_div_ps(a.v, b.v)}; }

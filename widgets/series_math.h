@@ -1,0 +1,118 @@
+// Pure numeric helpers behind the live charts: smoothing, per-pixel thinning,
+// a y range that survives outliers, and the preparation a log axis needs.
+// No widgets here, so every rule can be tested without a display.
+#pragma once
+
+#include <QList>
+#include <QPointF>
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace mlk {
+
+// --- Debiased EMA (TensorBoard's smoothing) --------------------------------
+
+// Running state, so a live series is smoothed incrementally: appending k
+// points costs O(k), not O(n).
+struct EmaState {
+    double accumulated = 0;   // the biased EMA, started at 0
+    double weightPower = 1;   // weight^count, kept as a product (no pow per point)
+    std::size_t count = 0;    // finite values folded in so far
+    double firstValue = 0;    // while every finite value equals this one...
+    bool constantSoFar = true;  // ...the output is that value exactly
+};
+
+// Largest usable weight: at 1 the EMA never moves and debiasing divides by 0.
+inline constexpr double kMaxSmoothingWeight = 0.999;
+
+// Smooths ys[i] for every i and appends the results to out (one per input).
+// Non-finite inputs are skipped by the EMA and come out as NaN, so the raw
+// series keeps them (as markers) while the smoothed line simply has no point.
+void extendDebiasedEma(std::span<const double> ys, double weight, EmaState& state, std::vector<double>& out);
+std::vector<double> debiasedEma(std::span<const double> ys, double weight);
+
+// --- Min/max thinning --------------------------------------------------------
+
+struct XRange {
+    double lo = 0;
+    double hi = 0;
+    double span() const { return hi - lo; }
+    bool operator==(const XRange&) const = default;
+};
+
+// Keeps, for every pixel bucket of [range.lo, range.hi], the first, minimum,
+// maximum and last point in x order (at most 4 per bucket), plus the nearest
+// point outside each end so the line reaches the plot edges when zoomed.
+// xs must be ascending. Points with a non-finite y are skipped: they cannot be
+// drawn as a line and are shown as markers instead (see nonFinitePoints).
+QList<QPointF> thinMinMax(std::span<const double> xs, std::span<const double> ys, XRange range, int pixelWidth);
+
+// Index range [first, last) of ascending xs inside [range.lo, range.hi].
+std::pair<std::size_t, std::size_t> indicesInRange(std::span<const double> xs, XRange range);
+
+// --- Robust y range ----------------------------------------------------------
+
+struct YRange {
+    double lo = 0;
+    double hi = 0;
+};
+
+struct RobustRangeOptions {
+    double lowQuantile = 0.05;
+    double highQuantile = 0.95;
+    // Padding on each side, as a fraction of the quantile span.
+    double margin = 0.1;
+    // The true min/max is still included when it lies within this fraction of
+    // the quantile span beyond the quantiles: the ends of a smooth curve are
+    // tails, not outliers, and clipping the latest value of a rising reward
+    // curve would hide the one number the user is watching.
+    double tailFence = 0.5;
+    // Work on log10 of the values (positive ones only), for a log axis.
+    bool logSpace = false;
+};
+
+// y range over the finite values of ys that ignores outliers; nullopt when
+// there is no finite (for logSpace: positive) value. The points outside stay
+// in the series: they are clipped by the plot, not removed.
+std::optional<YRange> robustYRange(std::span<const double> ys, const RobustRangeOptions& options = {});
+
+// --- Log axis preparation ----------------------------------------------------
+
+// Where values <= 0 are drawn on a log axis: one decade below the smallest
+// positive finite value, rounded down to a power of ten so the floor sits on
+// a labelled tick; 1e-12 when there is no positive value.
+inline constexpr double kDefaultLogFloor = 1e-12;
+double logFloorFor(double smallestPositive);
+double smallestPositive(std::span<const double> ys);  // +inf when none
+
+// Raises, in place, every y below floor (every value <= 0 among them) to
+// floor; returns how many were raised. QLogValueAxis hides the whole series if
+// a single point is <= 0, so such points are moved, never dropped. (A smoothed
+// line can dip below the floor without reaching 0: it is raised too, so it
+// stays on the plot next to its raw points.)
+std::size_t clampForLog(QList<QPointF>& points, double floor);
+std::size_t countNonPositive(std::span<const double> ys);
+
+// --- Non-finite values -------------------------------------------------------
+
+enum class NonFiniteKind { nan, positiveInf, negativeInf };
+
+struct NonFinitePoint {
+    std::size_t index = 0;
+    double x = 0;
+    NonFiniteKind kind = NonFiniteKind::nan;
+};
+
+// Every NaN / +-Inf of the series, in x order: the chart draws them as
+// markers at the plot edge, since Qt would silently drop them from a line.
+std::vector<NonFinitePoint> nonFinitePoints(std::span<const double> xs, std::span<const double> ys);
+
+// --- Axis helpers ------------------------------------------------------------
+
+// A 1/2/5 x 10^k step giving about `targetTicks` intervals over span (>= minStep).
+double niceTickInterval(double span, int targetTicks, double minStep = 0);
+
+}  // namespace mlk
