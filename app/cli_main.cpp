@@ -167,7 +167,7 @@ int drive(RunController& rc, bool json) {
             const double per_step = elapsed / (double)(rec.step - first + 1);
             const double eta = per_step * (double)(rc.total_steps() - rec.step - 1);
             if (json) {
-                nlohmann::json j = {{"step", rec.step}};
+                nlohmann::ordered_json j = {{"step", rec.step}};
                 for (const auto& [name, v] : rec.metrics) j[name] = json_number(v);
                 std::cout << j.dump() << "\n" << std::flush;
             } else {
@@ -184,7 +184,7 @@ int drive(RunController& rc, bool json) {
     }
     rc.finish(status);
     if (json) {
-        std::cout << nlohmann::json{{"run_id", rc.run_id()}, {"status", run_status_name(status)}}.dump() << "\n";
+        std::cout << nlohmann::ordered_json{{"run_id", rc.run_id()}, {"status", run_status_name(status)}}.dump() << "\n";
     } else {
         std::printf("run %lld %s after %lld steps\n", (long long)rc.run_id(), run_status_name(status),
                     (long long)rc.next_step());
@@ -195,7 +195,7 @@ int drive(RunController& rc, bool json) {
 RunCallbacks cli_callbacks() {
     RunCallbacks cb;
     cb.on_base = [](const BaseProgress& p) {
-        if (p.eval_reward >= 0)
+        if (p.step % 100 == 0 || p.step == p.total)
             std::fprintf(stderr, "base policy: step %d/%d  loss %.3f  held-out reward %.3f\n", p.step, p.total, p.loss,
                          p.eval_reward);
     };

@@ -97,9 +97,9 @@ struct MoeSettings {
     bool operator==(const MoeSettings&) const = default;
 };
 struct RlSettings {
-    int steps = 60;
-    int prompts_per_step = 8;
-    int samples_per_prompt = 4;
+    int steps = 150;
+    int prompts_per_step = 32;
+    int samples_per_prompt = 8;
     AdvantageEstimator estimator = AdvantageEstimator::grpo;
     bool grpo_std_norm = true;
     PolicyLossType loss = PolicyLossType::ppo;
@@ -113,7 +113,7 @@ struct RlSettings {
     bool operator==(const RlSettings&) const = default;
 };
 struct OptimSettings {
-    double lr = 1e-3;
+    double lr = 5e-4;
     int warmup_steps = 0;
     double grad_clip = 1.0;  // 0 = off
     double weight_decay = 0.0;
@@ -123,10 +123,10 @@ struct OptimSettings {
     bool operator==(const OptimSettings&) const = default;
 };
 struct BaseSettings {
-    int sft_steps = 300;
+    int sft_steps = 3000;
     double lr = 3e-3;
     int batch_size = 32;
-    double target_reward = 0.5;  // SFT stops early once the held-out reward reaches it
+    double target_reward = 0.25;  // SFT stops early once the held-out reward reaches it
     bool operator==(const BaseSettings&) const = default;
 };
 struct RunSettings {

@@ -56,7 +56,7 @@ TEST(Config, DefaultsMatchTheSpecification) {
         {"rollout.max_new_tokens", 10}, {"rollout.logprobs", "processed"},
         {"train.precision", "fp32"},
         {"moe.routing_replay", "off"},
-        {"rl.steps", 60}, {"rl.prompts_per_step", 8}, {"rl.samples_per_prompt", 4}, {"rl.estimator", "grpo"},
+        {"rl.steps", 150}, {"rl.prompts_per_step", 32}, {"rl.samples_per_prompt", 8}, {"rl.estimator", "grpo"},
         {"rl.grpo_std_norm", true}, {"rl.loss", "ppo"}, {"rl.eps_low", 0.2}, {"rl.eps_high", 0.2},
         {"rl.gspo_eps_low", 3e-4}, {"rl.gspo_eps_high", 4e-4}, {"rl.mini_steps", 1}, {"rl.loss_agg", "token-mean"},
         {"rl.old_policy", "recompute"},
@@ -64,9 +64,9 @@ TEST(Config, DefaultsMatchTheSpecification) {
         {"correction.is_upper", 2.0}, {"correction.rs_level", "off"}, {"correction.rs_lower", 0.5},
         {"correction.rs_upper", 2.0}, {"correction.veto_threshold", 0.0}, {"correction.veto_kind", "ratio"},
         {"correction.batch_normalize", false},
-        {"optim.lr", 1e-3}, {"optim.warmup_steps", 0}, {"optim.grad_clip", 1.0}, {"optim.weight_decay", 0.0},
+        {"optim.lr", 5e-4}, {"optim.warmup_steps", 0}, {"optim.grad_clip", 1.0}, {"optim.weight_decay", 0.0},
         {"optim.beta1", 0.9}, {"optim.beta2", 0.99}, {"optim.eps", 1e-8},
-        {"base.sft_steps", 300}, {"base.lr", 3e-3}, {"base.batch_size", 32}, {"base.target_reward", 0.5},
+        {"base.sft_steps", 3000}, {"base.lr", 3e-3}, {"base.batch_size", 32}, {"base.target_reward", 0.25},
         {"run.checkpoint_every", 10},
     };
     const json flat = config_to_flat_json(Config{});

@@ -454,3 +454,39 @@ TEST(KernelsRef, AttentionDecodeLongContext) {
         }
     });
 }
+
+// Storage precision: every kernel computes in fp32 and rounds its outputs once
+// (RNE) to ex.dtype, so a narrow output equals the rounded fp32 output.
+TEST(KernelsRef, NarrowStorageIsRoundedFp32) {
+    for_each_isa([&] {
+        for (Family fam : kFamilies)
+            for (Dtype dt : {Dtype::bf16, Dtype::f16}) {
+                SCOPED_TRACE(testing::Message() << fname(fam) << " " << dtype_name(dt));
+                auto check = [&](const std::vector<float>& narrow, const std::vector<float>& wide) {
+                    for (size_t i = 0; i < wide.size(); ++i) ASSERT_TRUE(same_bits(narrow[i], round_to(wide[i], dt))) << i;
+                };
+                const int M = 9, C = 52;
+                auto x = randv((size_t)M * C, 101, -3, 3), w = randv(C, 102, 0.5, 1.5);
+                std::vector<float> a((size_t)M * C), b((size_t)M * C), ra(M), rb(M);
+                rmsnorm_forward({fam, Dtype::f32}, a.data(), ra.data(), x.data(), w.data(), 1e-5f, M, C);
+                rmsnorm_forward({fam, dt}, b.data(), rb.data(), x.data(), w.data(), 1e-5f, M, C);
+                check(b, a);
+                logsoftmax_forward({fam, Dtype::f32}, a.data(), x.data(), 1.3f, M, C);
+                logsoftmax_forward({fam, dt}, b.data(), x.data(), 1.3f, M, C);
+                check(b, a);
+                entropy_forward({fam, Dtype::f32}, ra.data(), a.data(), M, C);
+                entropy_forward({fam, dt}, rb.data(), a.data(), M, C);
+                check(rb, ra);
+                swiglu_forward({fam, Dtype::f32}, a.data(), x.data(), w.data(), C);
+                swiglu_forward({fam, dt}, b.data(), x.data(), w.data(), C);
+                check(std::vector<float>(b.begin(), b.begin() + C), std::vector<float>(a.begin(), a.begin() + C));
+                const int B = 2, T = 20, H = 2, D = 16;
+                auto q = randv((size_t)B * T * H * D, 103), k = randv((size_t)B * T * H * D, 104),
+                     v = randv((size_t)B * T * H * D, 105);
+                std::vector<float> oa(q.size()), ob(q.size());
+                attention_forward({fam, Dtype::f32}, oa.data(), nullptr, q.data(), k.data(), v.data(), B, T, H, H, D);
+                attention_forward({fam, dt}, ob.data(), nullptr, q.data(), k.data(), v.data(), B, T, H, H, D);
+                check(ob, oa);
+            }
+    });
+}

@@ -117,6 +117,13 @@ FlatConfig flatConfig(const std::string& configJson, bool* parsed = nullptr) {
     return out;
 }
 
+// Exposes the view state: a poll must not destroy an open name editor.
+class RunTable : public QTableWidget {
+public:
+    using QTableWidget::QTableWidget;
+    bool editing() const { return state() == QAbstractItemView::EditingState; }
+};
+
 }  // namespace
 
 RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) { buildUi(); }
@@ -168,7 +175,7 @@ void RunBrowser::buildUi() {
     auto* tl = new QVBoxLayout(tablePane);
     tl->setContentsMargins(0, 0, 0, 0);
     tl->setSpacing(2);
-    table_ = new QTableWidget(0, ColumnCount, tablePane);
+    table_ = new RunTable(0, ColumnCount, tablePane);
     table_->setObjectName(QStringLiteral("runTable"));
     table_->setHorizontalHeaderLabels({tr("ID"), QString(), tr("Name"), tr("Status"), tr("Preset"), tr("Steps"),
                                        tr("Final reward"), tr("Best reward"), tr("Mean K3 KL"), tr("Created")});
@@ -242,7 +249,7 @@ void RunBrowser::buildUi() {
     del->setShortcut(QKeySequence::Delete);
     del->setShortcutContext(Qt::WidgetShortcut);
     connect(del, &QAction::triggered, this, [this] {
-        if (table_->state() != QAbstractItemView::EditingState) deleteRuns(selectedRunIds());
+        if (!static_cast<RunTable*>(table_)->editing()) deleteRuns(selectedRunIds());
     });
     table_->addAction(del);
 
@@ -285,7 +292,7 @@ void RunBrowser::refresh() {
         populate();
         return;
     }
-    if (table_->state() == QAbstractItemView::EditingState) return;  // never yank an open editor
+    if (static_cast<RunTable*>(table_)->editing()) return;  // never yank an open editor
     std::map<int64_t, Row> next;
     try {
         for (const RunSummary& s : store_->list_runs()) {

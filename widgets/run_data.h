@@ -125,7 +125,6 @@ private:
     bool updateMetaLocked(RunEntry& entry, const RunSummary& summary);
     PollAction pollActionLocked(const RunSummary& summary) const;
     bool pollRun(const RunSummary& summary, bool& metaChanged);
-    bool dropRunsMissingFromStore(const std::vector<RunSummary>& summaries);
 
     mutable std::mutex m_mutex;
     std::map<qint64, RunEntry> m_runs;

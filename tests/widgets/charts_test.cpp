@@ -1,0 +1,425 @@
+// Live charts: the series maths (EMA debiasing, min/max thinning, robust
+// range, log preparation), and MetricChart / ChartGrid on real data: log axis
+// with zeros and NaN, live updates from a store another connection writes,
+// coalesced redraws, the shared x range, hover read-out, PNG/SVG export.
+// MLK_SCREENSHOT_DIR=<dir> also saves <dir>/charts_grid.png (1200 x 800).
+#include <QFile>
+#include <QImage>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QScatterSeries>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "core/store.h"
+#include "widgets/chart_grid.h"
+#include "widgets/metric_chart.h"
+#include "widgets/run_data.h"
+#include "widgets/series_math.h"
+
+using namespace mlk;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+StepRecord stepOf(int64_t step, std::vector<std::pair<std::string, double>> metrics) {
+    StepRecord r;
+    r.step = step;
+    r.metrics = std::move(metrics);
+    return r;
+}
+
+// A run of `steps` steps of one metric, fed in one batch.
+void feed(RunDataStore& data, qint64 run, const std::string& metric, const std::vector<double>& values) {
+    std::vector<StepRecord> records;
+    for (std::size_t i = 0; i < values.size(); ++i) records.push_back(stepOf(int64_t(i), {{metric, values[i]}}));
+    data.addRun({run, QStringLiteral("run-%1").arg(run), QStringLiteral("finished"), QStringLiteral("tiny"), {}});
+    data.appendSteps(run, records);
+}
+
+void showAndSettle(QWidget& w, QSize size) {
+    w.resize(size);
+    w.show();
+    QTest::qWait(MetricChart::kRedrawDelayMs * 3);
+}
+
+}  // namespace
+
+class ChartsTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    // --- series_math ---------------------------------------------------------
+
+    void emaIsDebiased() {
+        // weight 0.5: biased EMA 0.5, 1.25, 2.125; debias 0.5, 0.75, 0.875.
+        const std::vector<double> s = debiasedEma(std::vector<double>{1, 2, 3}, 0.5);
+        QCOMPARE(s.size(), std::size_t(3));
+        QCOMPARE(s[0], 1.0);  // not pulled towards 0 (a plain EMA gives 0.5)
+        QVERIFY(std::abs(s[1] - 5.0 / 3.0) < 1e-12);
+        QVERIFY(std::abs(s[2] - 17.0 / 7.0) < 1e-12);
+    }
+
+    void emaSkipsNonFiniteButKeepsTheirPlace() {
+        const std::vector<double> s = debiasedEma(std::vector<double>{1, kNaN, 3, kInf}, 0.5);
+        QCOMPARE(s.size(), std::size_t(4));
+        QCOMPARE(s[0], 1.0);
+        QVERIFY(std::isnan(s[1]));
+        QVERIFY(std::abs(s[2] - 1.75 / 0.75) < 1e-12);  // the NaN did not count as a step
+        QVERIFY(std::isnan(s[3]));
+    }
+
+    void emaIncrementalEqualsBatchAndKeepsConstantsExact() {
+        std::vector<double> ys;
+        std::mt19937 rng(7);
+        std::normal_distribution<double> noise;
+        for (int i = 0; i < 500; ++i) ys.push_back(i % 37 == 0 ? kNaN : noise(rng));
+        const std::vector<double> batch = debiasedEma(ys, 0.9);
+        EmaState state;
+        std::vector<double> incremental;
+        for (std::size_t from = 0; from < ys.size(); from += 33)
+            extendDebiasedEma(std::span(ys).subspan(from, std::min<std::size_t>(33, ys.size() - from)), 0.9, state,
+                              incremental);
+        QCOMPARE(incremental.size(), batch.size());
+        for (std::size_t i = 0; i < batch.size(); ++i)
+            QVERIFY(incremental[i] == batch[i] || (std::isnan(incremental[i]) && std::isnan(batch[i])));
+
+        const std::vector<double> constant = debiasedEma(std::vector<double>(50, 0.1), 0.95);
+        for (double v : constant) QCOMPARE(v, 0.1);
+        QCOMPARE(debiasedEma(std::vector<double>{3, 4}, 0.0), (std::vector<double>{3, 4}));
+    }
+
+    void thinningKeepsExtremesWithAtMostFourPointsPerBucket() {
+        std::mt19937 rng(1);
+        std::uniform_real_distribution<double> u(-1, 1);
+        std::vector<double> xs, ys;
+        for (int i = 0; i < 10000; ++i) {
+            xs.push_back(i);
+            ys.push_back(u(rng));
+        }
+        ys[1234] = 50;   // spikes must survive thinning
+        ys[8765] = -50;
+        const int width = 100;
+        const XRange all{0, 9999};
+        const QList<QPointF> thin = thinMinMax(xs, ys, all, width);
+        QVERIFY(thin.size() <= 4 * width);
+        QVERIFY(thin.size() >= 2 * width);
+        QCOMPARE(thin.front().x(), 0.0);
+        QCOMPARE(thin.back().x(), 9999.0);
+        QVERIFY(std::any_of(thin.begin(), thin.end(), [](QPointF p) { return p.y() == 50; }));
+        QVERIFY(std::any_of(thin.begin(), thin.end(), [](QPointF p) { return p.y() == -50; }));
+
+        std::map<int, std::vector<QPointF>> buckets;
+        for (QPointF p : thin) buckets[std::min(width - 1, int(p.x() / all.span() * width))].push_back(p);
+        for (const auto& [b, points] : buckets) {
+            QVERIFY2(points.size() <= 4, qPrintable(QStringLiteral("bucket %1 has %2 points").arg(b).arg(points.size())));
+            // Each bucket's true min and max are among its kept points.
+            double lo = kInf, hi = -kInf;
+            for (std::size_t i = 0; i < xs.size(); ++i)
+                if (std::min(width - 1, int(xs[i] / all.span() * width)) == b) lo = std::min(lo, ys[i]), hi = std::max(hi, ys[i]);
+            QVERIFY(std::any_of(points.begin(), points.end(), [&](QPointF p) { return p.y() == lo; }));
+            QVERIFY(std::any_of(points.begin(), points.end(), [&](QPointF p) { return p.y() == hi; }));
+        }
+        for (qsizetype i = 1; i < thin.size(); ++i) QVERIFY(thin[i].x() > thin[i - 1].x());
+
+        // Zoomed: re-thinned inside the range, plus one neighbour each side.
+        const QList<QPointF> zoomed = thinMinMax(xs, ys, XRange{1000, 1100}, width);
+        QCOMPARE(zoomed.size(), qsizetype(101 + 2));  // 101 points fit 100 pixels
+        QCOMPARE(zoomed.front().x(), 999.0);
+        QCOMPARE(zoomed.back().x(), 1101.0);
+    }
+
+    void thinningSkipsNonFinite() {
+        const std::vector<double> xs{0, 1, 2, 3}, ys{1, kNaN, kInf, 2};
+        const QList<QPointF> thin = thinMinMax(xs, ys, XRange{0, 3}, 100);
+        QCOMPARE(thin.size(), qsizetype(2));
+    }
+
+    void robustRangeIgnoresAnOutlier() {
+        std::vector<double> ys;
+        for (int i = 0; i < 200; ++i) ys.push_back(1 + i / 200.0);
+        ys[100] = 1e6;
+        const auto range = robustYRange(ys);
+        QVERIFY(range);
+        QVERIFY2(range->hi < 10, qPrintable(QString::number(range->hi)));
+        QVERIFY(range->lo <= 1.0);  // the true minimum is a tail, not an outlier
+        QVERIFY(range->hi >= 1.99);
+
+        // A plain ramp is fully visible: its ends are not outliers.
+        std::vector<double> ramp;
+        for (int i = 0; i <= 100; ++i) ramp.push_back(i);
+        const auto r = robustYRange(ramp);
+        QVERIFY(r->lo <= 0 && r->hi >= 100);
+        QVERIFY(!robustYRange(std::vector<double>{kNaN, kInf}));
+    }
+
+    void logPreparationClampsAndFlags() {
+        QCOMPARE(logFloorFor(3e-5), 1e-6);
+        QCOMPARE(logFloorFor(kInf), kDefaultLogFloor);
+        const std::vector<double> ys{0, 3e-5, -1, kNaN, 0.2, kInf, -kInf};
+        QCOMPARE(smallestPositive(ys), 3e-5);
+        QCOMPARE(countNonPositive(ys), std::size_t(3));  // 0, -1, -Inf
+        QList<QPointF> points{{0, 0}, {1, 3e-5}, {2, -1}, {4, 0.2}};
+        QCOMPARE(clampForLog(points, 1e-6), std::size_t(2));
+        QCOMPARE(points.size(), qsizetype(4));  // moved, never dropped
+        QCOMPARE(points[0].y(), 1e-6);
+        QCOMPARE(points[2].y(), 1e-6);
+        const auto marks = nonFinitePoints(std::vector<double>{0, 1, 2, 3, 4, 5, 6}, ys);
+        QCOMPARE(marks.size(), std::size_t(3));
+        QCOMPARE(marks[0].kind, NonFiniteKind::nan);
+        QCOMPARE(marks[1].kind, NonFiniteKind::positiveInf);
+        QCOMPARE(marks[2].kind, NonFiniteKind::negativeInf);
+    }
+
+    // --- MetricChart ---------------------------------------------------------
+
+    void logAxisKeepsZerosAndMarksNaN() {
+        RunDataStore data;
+        const std::vector<double> k3{0, 1e-3, kNaN, 0, 2e-3, kNaN, 5e-4, 0, 1e-3, kInf, 3e-3, 4e-4};
+        feed(data, 1, "k3_kl", k3);
+        MetricChart chart(&data, QStringLiteral("k3_kl"));
+        showAndSettle(chart, QSize(700, 450));
+        chart.setLogScale(true);
+
+        QVERIFY(qobject_cast<QLogValueAxis*>(chart.yAxis()));
+        QLineSeries* raw = chart.rawSeries(1);
+        QVERIFY(raw);
+        QVERIFY(raw->isVisible());
+        QCOMPARE(raw->count(), 9);  // every finite value, the three zeros included
+        const auto* axis = qobject_cast<QLogValueAxis*>(chart.yAxis());
+        for (const QPointF& p : raw->points()) {
+            QVERIFY2(p.y() > 0, "a point <= 0 makes QLogValueAxis hide the whole series");
+            QVERIFY(p.y() >= axis->min() && p.y() <= axis->max());
+        }
+        QVERIFY(chart.smoothedSeries(1)->count() > 0);
+        QCOMPARE(chart.nanMarkers(1)->count(), 2);  // one marker per NaN
+        QCOMPARE(chart.infMarkers(1)->count(), 1);
+        QVERIFY(chart.nanMarkers(1)->isVisible());
+        for (const QPointF& p : chart.nanMarkers(1)->points()) QVERIFY(p.y() > axis->min() && p.y() < axis->max());
+        QCOMPARE(chart.valuesAtFloor(), 3);
+        QVERIFY2(chart.noteText().contains(QStringLiteral("3 values <= 0 shown at floor")), qPrintable(chart.noteText()));
+        QVERIFY(chart.noteText().contains(QStringLiteral("NaN")));
+
+        // Back to linear: the zeros are zeros again.
+        chart.setLogScale(false);
+        QVERIFY(qobject_cast<QValueAxis*>(chart.yAxis()));
+        QCOMPARE(chart.rawSeries(1)->count(), 9);
+        QCOMPARE(std::count_if(raw->points().begin(), raw->points().end(), [](QPointF p) { return p.y() == 0; }), 3);
+    }
+
+    void robustRangeInChartKeepsOutlierPoint() {
+        RunDataStore data;
+        std::vector<double> values;
+        for (int i = 0; i < 300; ++i) values.push_back(1 + 0.001 * i);
+        values[150] = 1e6;
+        feed(data, 1, "grad_norm", values);
+        MetricChart chart(&data, QStringLiteral("grad_norm"));
+        showAndSettle(chart, QSize(800, 400));
+        chart.redrawNow();
+        QVERIFY2(chart.shownYRange().hi < 10, qPrintable(QString::number(chart.shownYRange().hi)));
+        const QList<QPointF> points = chart.rawSeries(1)->points();
+        QVERIFY(std::any_of(points.begin(), points.end(), [](QPointF p) { return p.y() == 1e6; }));
+    }
+
+    void chartFollowsAStoreBeingWritten() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::string path = dir.filePath(QStringLiteral("runs.db")).toStdString();
+        int64_t run = 0;
+        {
+            Store setup = Store::open(path);
+            run = setup.create_run("live", "tiny", "{}", 1);
+        }
+        RunDataStore data;
+        QVERIFY(data.open(QString::fromStdString(path)));
+        MetricChart chart(&data, QStringLiteral("reward_mean"));
+        showAndSettle(chart, QSize(800, 450));
+        QSignalSpy changed(&data, &RunDataStore::dataChanged);
+        data.startPolling(15);
+
+        constexpr int kSteps = 60;
+        std::thread writer([&] {
+            Store store = Store::open(path);  // a second connection, as the CLI would have
+            for (int s = 0; s < kSteps; ++s) {
+                store.append_step(run, stepOf(s, {{"reward_mean", 0.01 * s}, {"k3_kl", 0.0}}));
+                std::this_thread::sleep_for(std::chrono::milliseconds(3));
+            }
+            store.set_status(run, RunStatus::finished);
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(chart.rawSeries(run) && chart.rawSeries(run)->count() == kSteps, 15000);
+        writer.join();
+        QVERIFY(changed.count() >= 1);
+        QCOMPARE(chart.rawSeries(run)->points().back(), QPointF(kSteps - 1, 0.01 * (kSteps - 1)));
+        QCOMPARE(chart.shownXRange(), (XRange{0, kSteps - 1}));
+        data.stopPolling();
+    }
+
+    void manyDataSignalsCoalesceIntoFewRedraws() {
+        RunDataStore data;
+        data.addRun({1, QStringLiteral("a"), QStringLiteral("running"), QString(), {}});
+        MetricChart chart(&data, QStringLiteral("reward_mean"));
+        showAndSettle(chart, QSize(700, 400));
+        QSignalSpy changed(&data, &RunDataStore::dataChanged);
+        const int before = chart.redrawCount();
+        for (int s = 0; s < 100; ++s) data.appendStep(1, stepOf(s, {{"reward_mean", std::sin(s * 0.1)}}));
+        QCOMPARE(changed.count(), 100);
+        QTRY_COMPARE(chart.rawSeries(1) ? chart.rawSeries(1)->count() : 0, 100);
+        QTest::qWait(MetricChart::kRedrawDelayMs * 3);
+        const int redraws = chart.redrawCount() - before;
+        QVERIFY2(redraws >= 1 && redraws <= 3, qPrintable(QStringLiteral("%1 redraws").arg(redraws)));
+    }
+
+    void hoverNamesRunStepRawAndSmoothed() {
+        RunDataStore data;
+        feed(data, 3, "reward_mean", {0.1, 0.5, 0.2, 0.9, 0.4, 0.6});
+        MetricChart chart(&data, QStringLiteral("reward_mean"));
+        showAndSettle(chart, QSize(700, 400));
+        chart.redrawNow();
+        const QPointF scene = chart.chart()->mapToPosition(QPointF(3, 0.9), chart.rawSeries(3));
+        const QString text = chart.hoverTextAt(chart.mapFromScene(scene));
+        QVERIFY2(text.contains(QStringLiteral("run-3")), qPrintable(text));
+        QVERIFY(text.contains(QStringLiteral("step 3")));
+        QVERIFY(text.contains(QStringLiteral("raw: 0.9")));
+        const double smoothed = debiasedEma(std::vector<double>{0.1, 0.5, 0.2, 0.9}, chart.smoothing())[3];
+        QVERIFY(text.contains(QStringLiteral("smoothed: ") + QString::number(smoothed, 'g', 6)));
+        QVERIFY(chart.hoverTextAt(QPoint(1, 1)).isEmpty());  // outside the plot
+    }
+
+    void saveWritesPngAndSvg() {
+        RunDataStore data;
+        feed(data, 1, "reward_mean", {0.1, 0.3, 0.2, 0.5});
+        MetricChart chart(&data, QStringLiteral("reward_mean"));
+        chart.resize(500, 320);  // never shown: export must still draw current data
+        QTemporaryDir dir;
+        const QString png = dir.filePath(QStringLiteral("c.png")), svg = dir.filePath(QStringLiteral("c.svg"));
+        QVERIFY(chart.savePng(png));
+        QVERIFY(chart.saveSvg(svg));
+        const QImage image(png);
+        QCOMPARE(image.size(), QSize(500, 320));
+        QFile file(svg);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QByteArray text = file.readAll();
+        QVERIFY(text.contains("<svg"));
+        QVERIFY(text.contains("reward_mean"));
+        QCOMPARE(chart.rawSeries(1)->count(), 4);
+    }
+
+    // --- ChartGrid -----------------------------------------------------------
+
+    void gridDefaultsAddAndRemove() {
+        RunDataStore data;
+        feed(data, 1, "entropy", {1, 2, 3});
+        ChartGrid grid(&data);
+        QCOMPARE(grid.charts().size(), qsizetype(4));
+        for (const QString& m : ChartGrid::defaultMetrics()) QVERIFY(grid.chartFor(m));
+        QVERIFY(grid.availableMetrics().contains(QStringLiteral("entropy")));
+        MetricChart* entropy = grid.addChart(QStringLiteral("entropy"));
+        QCOMPARE(grid.addChart(QStringLiteral("entropy")), entropy);  // no duplicates
+        QCOMPARE(grid.charts().size(), qsizetype(5));
+        QVERIFY(!grid.availableMetrics().contains(QStringLiteral("entropy")));
+        QVERIFY(grid.removeChart(QStringLiteral("grad_norm")));
+        QCOMPARE(grid.charts().size(), qsizetype(4));
+        QVERIFY(!grid.chartFor(QStringLiteral("grad_norm")));
+        emit entropy->removeRequested();  // the context menu's "Remove chart"
+        QVERIFY(!grid.chartFor(QStringLiteral("entropy")));
+    }
+
+    void gridSharesTheXRange() {
+        RunDataStore data;
+        std::vector<StepRecord> records;
+        for (int s = 0; s < 200; ++s)
+            records.push_back(stepOf(s, {{"reward_mean", s * 0.01}, {"k3_kl", 1e-4 * s}, {"grad_norm", 1.0}, {"F@2", 0.0}}));
+        data.addRun({1, QStringLiteral("a"), QStringLiteral("finished"), QString(), {}});
+        data.appendSteps(1, records);
+        ChartGrid grid(&data);
+        showAndSettle(grid, QSize(1000, 700));
+
+        grid.chartFor(QStringLiteral("k3_kl"))->setXRange(50, 80);
+        for (MetricChart* c : grid.charts()) QCOMPARE(c->zoomedXRange(), (std::optional<XRange>(XRange{50, 80})));
+
+        // Drag-zoom one chart with the mouse: every chart follows.
+        MetricChart* reward = grid.chartFor(QStringLiteral("reward_mean"));
+        reward->redrawNow();
+        const QRect plot = reward->mapFromScene(reward->chart()->plotArea()).boundingRect();
+        const QPoint from(plot.left() + plot.width() / 4, plot.center().y());
+        const QPoint to(plot.left() + plot.width() * 3 / 4, plot.center().y());
+        QTest::mousePress(reward->viewport(), Qt::LeftButton, {}, from);
+        QTest::mouseMove(reward->viewport(), to);
+        QTest::mouseRelease(reward->viewport(), Qt::LeftButton, {}, to);
+        const auto zoomed = reward->zoomedXRange();
+        QVERIFY(zoomed);
+        QVERIFY(zoomed->lo > 50 && zoomed->hi < 80 && zoomed->span() > 10);
+        for (MetricChart* c : grid.charts()) QCOMPARE(c->zoomedXRange(), zoomed);
+        QTRY_COMPARE(grid.chartFor(QStringLiteral("F@2"))->shownXRange(), *zoomed);
+
+        // Double-click resets all.
+        QTest::mouseDClick(grid.chartFor(QStringLiteral("grad_norm"))->viewport(), Qt::LeftButton, {}, plot.center());
+        for (MetricChart* c : grid.charts()) QVERIFY(!c->zoomedXRange());
+        QTRY_COMPARE(reward->shownXRange(), (XRange{0, 199}));
+    }
+
+    void gridShowsChosenRunsAndHidesOnLegendClick() {
+        RunDataStore data;
+        for (qint64 run : {1, 2, 3}) feed(data, run, "reward_mean", {0.1 * run, 0.2 * run});
+        ChartGrid grid(&data);
+        showAndSettle(grid, QSize(900, 600));
+        MetricChart* reward = grid.chartFor(QStringLiteral("reward_mean"));
+        reward->redrawNow();
+        QCOMPARE(reward->plottedRuns(), (QList<qint64>{1, 2, 3}));
+        QCOMPARE(reward->rawSeries(1)->color().rgb(), RunDataStore::defaultColour(1).rgb());
+        grid.setVisibleRuns({1, 3});
+        reward->redrawNow();
+        QCOMPARE(reward->plottedRuns(), (QList<qint64>{1, 3}));
+        emit reward->runLegendClicked(3);
+        QVERIFY(!reward->smoothedSeries(3)->isVisible());
+        QVERIFY(grid.chartFor(QStringLiteral("k3_kl"))->isRunHidden(3));
+        grid.showAllRuns();
+        reward->redrawNow();
+        QCOMPARE(reward->plottedRuns().size(), qsizetype(3));
+    }
+
+    // Not a check: the picture for a human (and the report).
+    void screenshot() {
+        const QByteArray dir = qgetenv("MLK_SCREENSHOT_DIR");
+        if (dir.isEmpty()) QSKIP("set MLK_SCREENSHOT_DIR to save charts_grid.png");
+        RunDataStore data;
+        std::mt19937 rng(3);
+        std::normal_distribution<double> noise;
+        const char* names[] = {"baseline (bf16 rollout)", "batch-invariant + fp32", "R3 + TIS"};
+        for (qint64 run = 1; run <= 3; ++run) {
+            data.addRun({run, QString::fromLatin1(names[run - 1]), QStringLiteral("finished"), QStringLiteral("tiny-moe"), {}});
+            std::vector<StepRecord> records;
+            for (int s = 0; s < 400; ++s) {
+                const double reward = 0.2 + 0.6 * (1 - std::exp(-s / (80.0 * run))) + 0.05 * noise(rng);
+                double k3 = run == 2 ? 0.0 : 1e-3 / run * std::exp(0.1 * noise(rng));
+                if (run == 2 && s % 50 == 25) k3 = 1e-9 * (1 + std::abs(noise(rng)));
+                if (run == 2 && s % 97 == 0) k3 = kNaN;
+                const double grad = 1.0 + 0.3 * std::abs(noise(rng)) + (s == 200 && run == 1 ? 40 : 0);
+                records.push_back(stepOf(s, {{"reward_mean", reward}, {"k3_kl", k3}, {"grad_norm", grad},
+                                             {"F@2", run == 2 ? 0.0 : 0.01 / run * std::exp(0.2 * noise(rng))}}));
+            }
+            data.appendSteps(run, records);
+        }
+        ChartGrid grid(&data);
+        grid.chartFor(QStringLiteral("k3_kl"))->setLogScale(true);
+        showAndSettle(grid, QSize(1200, 800));
+        grid.redrawAllNow();
+        QVERIFY(grid.grab().save(QString::fromLocal8Bit(dir) + QStringLiteral("/charts_grid.png")));
+    }
+};
+
+QTEST_MAIN(ChartsTest)
+#include "charts_test.moc"

@@ -1,0 +1,749 @@
+#include "widgets/metric_chart.h"
+
+#include <QChart>
+#include <QContextMenuEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QGraphicsEllipseItem>
+#include <QGraphicsLayout>
+#include <QGraphicsSimpleTextItem>
+#include <QInputDialog>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QMenu>
+#include <QMessageBox>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QRegularExpression>
+#include <QRubberBand>
+#include <QScatterSeries>
+#include <QSvgGenerator>
+#include <QToolTip>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace mlk {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Markers sit this fraction of the plot height inside the edge, so they are
+// drawn whole instead of half-clipped by the plot border.
+constexpr double kMarkerInset = 0.04;
+constexpr int kMinDragPixels = 4;
+constexpr int kRawAlpha = 80;
+
+QFont smallerFont(QFont font, double points) {
+    font.setPointSizeF(points);
+    return font;
+}
+
+QString formatValue(double v) {
+    if (std::isnan(v)) return QStringLiteral("NaN");
+    if (std::isinf(v)) return v > 0 ? QStringLiteral("+Inf") : QStringLiteral("-Inf");
+    return QString::number(v, 'g', 6);
+}
+
+void setLegendEntryVisible(QChart* chart, QAbstractSeries* series, bool visible) {
+    for (QLegendMarker* marker : chart->legend()->markers(series)) marker->setVisible(visible);
+}
+
+}  // namespace
+
+MetricChart::MetricChart(RunDataStore* data, const QString& metric, QWidget* parent)
+    : QChartView(parent), m_data(data), m_metric(metric) {
+    buildChart();
+    setRenderHint(QPainter::Antialiasing);
+    setMouseTracking(true);
+    viewport()->setMouseTracking(true);
+    setMinimumSize(260, 200);
+    m_band = new QRubberBand(QRubberBand::Rectangle, viewport());
+
+    m_redrawTimer.setSingleShot(true);
+    m_redrawTimer.setInterval(kRedrawDelayMs);
+    connect(&m_redrawTimer, &QTimer::timeout, this, [this] {
+        // A hidden chart (another tab) stays dirty and redraws when shown.
+        if (isVisible()) redrawNow();
+    });
+    connect(m_data, &RunDataStore::dataChanged, this, [this](const QList<qint64>& runIds) {
+        const bool concernsUs = !m_visibleFilter ||
+                                std::any_of(runIds.begin(), runIds.end(), [this](qint64 id) { return m_visibleFilter->contains(id); });
+        if (concernsUs) scheduleRedraw();
+    });
+    connect(m_data, &RunDataStore::runsChanged, this, &MetricChart::scheduleRedraw);
+    scheduleRedraw();
+}
+
+MetricChart::~MetricChart() = default;
+
+// --- Chart skeleton ----------------------------------------------------------
+
+void MetricChart::buildChart() {
+    QChart* c = chart();
+    c->setTitle(m_metric);
+    QFont titleFont = smallerFont(c->titleFont(), 10);
+    titleFont.setBold(true);
+    c->setTitleFont(titleFont);
+    c->setBackgroundRoundness(0);
+    c->setMargins(QMargins(4, 4, 4, 4));
+    c->layout()->setContentsMargins(0, 0, 0, 0);
+    c->legend()->setAlignment(Qt::AlignBottom);
+    c->legend()->setFont(smallerFont(c->legend()->font(), 8));
+
+    m_xAxis = new QValueAxis;
+    m_xAxis->setTitleText(tr("step"));
+    m_xAxis->setTitleFont(smallerFont(m_xAxis->titleFont(), 8));
+    m_xAxis->setLabelsFont(smallerFont(m_xAxis->labelsFont(), 8));
+    m_xAxis->setLabelFormat(QStringLiteral("%.0f"));
+    m_xAxis->setTickType(QValueAxis::TicksDynamic);
+    m_xAxis->setTickAnchor(0);
+    c->addAxis(m_xAxis, Qt::AlignBottom);
+    installYAxis();
+
+    m_hoverDot = new QGraphicsEllipseItem(c);
+    m_hoverDot->setZValue(1000);
+    m_hoverDot->setPen(QPen(Qt::white, 1.5));
+    m_hoverDot->hide();
+
+    m_note = new QGraphicsSimpleTextItem(c);
+    m_note->setZValue(1000);
+    m_note->setFont(smallerFont(c->legend()->font(), 7.5));
+    m_note->setBrush(QColor(0xb0, 0x4a, 0x00));
+    m_note->hide();
+    connect(c, &QChart::plotAreaChanged, this, [this] { positionNote(); });
+}
+
+void MetricChart::installYAxis() {
+    if (m_yAxis) {
+        chart()->removeAxis(m_yAxis);  // hands ownership back to us
+        delete m_yAxis;
+    }
+    if (m_logScale) {
+        auto* axis = new QLogValueAxis;
+        axis->setBase(10);
+        axis->setLabelFormat(QStringLiteral("%g"));
+        axis->setMinorTickCount(8);
+        m_yAxis = axis;
+    } else {
+        auto* axis = new QValueAxis;
+        axis->setLabelFormat(QStringLiteral("%.4g"));
+        axis->setTickType(QValueAxis::TicksDynamic);
+        axis->setTickAnchor(0);
+        m_yAxis = axis;
+    }
+    m_yAxis->setLabelsFont(smallerFont(m_yAxis->labelsFont(), 8));
+    chart()->addAxis(m_yAxis, Qt::AlignLeft);
+    for (auto& [id, trace] : m_traces) {
+        if (!trace.raw) continue;
+        for (QXYSeries* s : {static_cast<QXYSeries*>(trace.raw), static_cast<QXYSeries*>(trace.smooth),
+                             static_cast<QXYSeries*>(trace.nan), static_cast<QXYSeries*>(trace.inf)}) {
+            // Emptied first: points prepared for the other scale (zeros on a
+            // linear axis) must never meet the log axis. The caller redraws.
+            s->clear();
+            s->attachAxis(m_yAxis);
+        }
+    }
+}
+
+void MetricChart::attach(QXYSeries* series) {
+    chart()->addSeries(series);
+    series->attachAxis(m_xAxis);
+    series->attachAxis(m_yAxis);
+}
+
+// --- Per-run series ----------------------------------------------------------
+
+void MetricChart::createSeries(Trace& trace) {
+    trace.raw = new QLineSeries;
+    trace.smooth = new QLineSeries;
+    trace.nan = new QScatterSeries;
+    trace.inf = new QScatterSeries;
+    for (QXYSeries* s : {static_cast<QXYSeries*>(trace.raw), static_cast<QXYSeries*>(trace.smooth),
+                         static_cast<QXYSeries*>(trace.nan), static_cast<QXYSeries*>(trace.inf)})
+        attach(s);
+    trace.raw->setUseOpenGL(m_openGL);
+    trace.smooth->setUseOpenGL(m_openGL);
+    trace.nan->setMarkerShape(QScatterSeries::MarkerShapeRotatedRectangle);
+    trace.nan->setMarkerSize(10);
+    trace.inf->setMarkerShape(QScatterSeries::MarkerShapeTriangle);
+    trace.inf->setMarkerSize(11);
+    const qint64 runId = trace.runId;
+    for (QLegendMarker* marker : chart()->legend()->markers(trace.smooth))
+        connect(marker, &QLegendMarker::clicked, this, [this, runId] { emit runLegendClicked(runId); });
+    styleTrace(trace);
+}
+
+void MetricChart::destroySeries(Trace& trace) {
+    for (QXYSeries* s : {static_cast<QXYSeries*>(trace.raw), static_cast<QXYSeries*>(trace.smooth),
+                         static_cast<QXYSeries*>(trace.nan), static_cast<QXYSeries*>(trace.inf)}) {
+        if (!s) continue;
+        chart()->removeSeries(s);
+        delete s;
+    }
+    trace.raw = trace.smooth = nullptr;
+    trace.nan = trace.inf = nullptr;
+}
+
+void MetricChart::styleTrace(Trace& trace) {
+    if (!trace.raw) return;
+    QColor faint = trace.colour;
+    faint.setAlpha(kRawAlpha);
+    QPen rawPen(faint);
+    rawPen.setWidthF(1.0);
+    trace.raw->setPen(rawPen);
+    QPen smoothPen(trace.colour);
+    smoothPen.setWidthF(2.0);
+    trace.smooth->setPen(smoothPen);
+    trace.smooth->setName(trace.name);
+    trace.raw->setName(trace.name + tr(" (raw)"));
+    for (QScatterSeries* markers : {trace.nan, trace.inf}) {
+        markers->setColor(trace.colour);
+        markers->setBorderColor(trace.colour.darker(180));
+    }
+    const bool shown = !m_hiddenRuns.contains(trace.runId);
+    // With smoothing off the "smoothed" line is the raw data: one line is enough.
+    trace.raw->setVisible(shown && m_smoothing > 0);
+    trace.smooth->setVisible(shown);
+    trace.nan->setVisible(shown);
+    trace.inf->setVisible(shown);
+    applyLegend(trace);
+}
+
+void MetricChart::applyLegend(Trace& trace) {
+    QChart* c = chart();
+    setLegendEntryVisible(c, trace.raw, false);
+    setLegendEntryVisible(c, trace.nan, false);
+    setLegendEntryVisible(c, trace.inf, false);
+    // Hiding a series also hides its legend entry; a hidden run keeps a dimmed
+    // one so the user can click it back.
+    const bool hidden = m_hiddenRuns.contains(trace.runId);
+    QColor label = palette().color(QPalette::WindowText);
+    if (hidden) label.setAlpha(90);
+    for (QLegendMarker* marker : c->legend()->markers(trace.smooth)) {
+        marker->setVisible(true);
+        marker->setLabelBrush(label);
+    }
+}
+
+void MetricChart::syncTraces() {
+    QSet<qint64> wanted;
+    for (const RunMeta& meta : m_data->runs()) {
+        if (m_visibleFilter && !m_visibleFilter->contains(meta.id)) continue;
+        wanted.insert(meta.id);
+        auto [it, inserted] = m_traces.try_emplace(meta.id);
+        Trace& trace = it->second;
+        if (inserted) {
+            trace.runId = meta.id;
+            resetDerived(trace);
+        }
+        const bool restyle = trace.name != meta.name || trace.colour != meta.colour;
+        trace.name = meta.name;
+        trace.colour = meta.colour;
+        updateTraceData(trace);
+        // Series only for runs that have this metric: no empty legend entries.
+        if (!trace.raw && trace.cursor.data.size() > 0) createSeries(trace);
+        else if (restyle) styleTrace(trace);
+    }
+    for (auto it = m_traces.begin(); it != m_traces.end();) {
+        if (wanted.contains(it->first)) {
+            ++it;
+            continue;
+        }
+        destroySeries(it->second);
+        it = m_traces.erase(it);
+    }
+}
+
+void MetricChart::resetDerived(Trace& trace) {
+    trace.processed = 0;
+    trace.ema = {};
+    trace.smoothed.clear();
+    trace.nonFinite.clear();
+    trace.smallestPositive = kInf;
+}
+
+void MetricChart::updateTraceData(Trace& trace) {
+    if (m_data->syncSeries(trace.runId, m_metric, trace.cursor) == SyncResult::replaced) resetDerived(trace);
+    const MetricSeries& data = trace.cursor.data;
+    const std::size_t from = trace.processed;
+    if (from >= data.size()) return;
+    const std::span<const double> xs(data.steps.data() + from, data.size() - from);
+    const std::span<const double> ys(data.values.data() + from, data.size() - from);
+    extendDebiasedEma(ys, m_smoothing, trace.ema, trace.smoothed);
+    for (NonFinitePoint p : nonFinitePoints(xs, ys)) {
+        p.index += from;
+        trace.nonFinite.push_back(p);
+    }
+    trace.smallestPositive = std::min(trace.smallestPositive, smallestPositive(ys));
+    trace.processed = data.size();
+}
+
+bool MetricChart::isShown(const Trace& trace) const { return trace.raw && !m_hiddenRuns.contains(trace.runId); }
+
+// --- Redraw ------------------------------------------------------------------
+
+void MetricChart::scheduleRedraw() {
+    m_dirty = true;
+    // Never restarted: a steady stream of signals still redraws every 30 ms.
+    if (!m_redrawTimer.isActive()) m_redrawTimer.start();
+}
+
+void MetricChart::redrawNow() {
+    m_redrawTimer.stop();
+    m_dirty = false;
+    ++m_redrawCount;
+    syncTraces();
+
+    const XRange x = m_zoom.value_or(dataXExtent());
+    const int pixels = plotPixelWidth();
+    m_floor = m_logScale ? logFloor() : kDefaultLogFloor;
+
+    struct Thinned {
+        Trace* trace;
+        QList<QPointF> raw, smooth;
+    };
+    std::vector<Thinned> thinned;
+    std::vector<double> visibleRaw;
+    int atFloor = 0;
+    for (auto& [id, trace] : m_traces) {
+        if (!isShown(trace)) continue;
+        const MetricSeries& data = trace.cursor.data;
+        Thinned t{&trace, thinMinMax(data.steps, data.values, x, pixels), thinMinMax(data.steps, trace.smoothed, x, pixels)};
+        // The thinned points keep every bucket's min and max, so they bound
+        // the data; ranking them instead of all points keeps a redraw O(pixels).
+        for (const QPointF& p : t.raw) visibleRaw.push_back(p.y());
+        if (m_logScale) {
+            const auto [first, last] = indicesInRange(data.steps, x);
+            atFloor += static_cast<int>(countNonPositive(std::span(data.values).subspan(first, last - first)));
+            clampForLog(t.raw, m_floor);
+            clampForLog(t.smooth, m_floor);
+        }
+        thinned.push_back(std::move(t));
+    }
+    m_valuesAtFloor = atFloor;
+
+    applyAxes(x, yRangeFor(visibleRaw, atFloor > 0));
+    int nonFinite = 0;
+    for (Thinned& t : thinned) {
+        t.trace->raw->replace(t.raw);
+        t.trace->smooth->replace(t.smooth);
+        nonFinite += placeMarkers(*t.trace, x);
+    }
+    m_nonFiniteCount = nonFinite;
+    updateNote();
+    emit redrawn();
+}
+
+XRange MetricChart::dataXExtent() const {
+    double lo = kInf, hi = -kInf;
+    for (const auto& [id, trace] : m_traces) {
+        if (!isShown(trace) || trace.cursor.data.size() == 0) continue;
+        lo = std::min(lo, trace.cursor.data.steps.front());
+        hi = std::max(hi, trace.cursor.data.steps.back());
+    }
+    if (lo > hi) return {0, 1};
+    if (lo == hi) return {lo - 1, hi + 1};
+    return {lo, hi};
+}
+
+int MetricChart::plotPixelWidth() const {
+    const int plotWidth = static_cast<int>(chart()->plotArea().width());
+    // Before the first layout the plot area is empty: estimate from the view.
+    return plotWidth >= 16 ? plotWidth : std::max(16, width() - 100);
+}
+
+double MetricChart::logFloor() const {
+    double smallest = kInf;
+    for (const auto& [id, trace] : m_traces)
+        if (isShown(trace)) smallest = std::min(smallest, trace.smallestPositive);
+    return logFloorFor(smallest);
+}
+
+YRange MetricChart::yRangeFor(std::vector<double>& visibleRaw, bool anyAtFloor) const {
+    RobustRangeOptions options;
+    options.logSpace = m_logScale;
+    const std::optional<YRange> robust = robustYRange(visibleRaw, options);
+    if (!m_logScale) return robust.value_or(YRange{0, 1});
+
+    double lo = robust ? std::log10(robust->lo) : std::log10(m_floor);
+    double hi = robust ? std::log10(robust->hi) : std::log10(m_floor) + 1;
+    // Clamped points must be on the plot, a little above its bottom edge.
+    if (anyAtFloor) lo = std::min(lo, std::log10(m_floor) - 0.05 * std::max(1.0, hi - lo));
+    // QLogValueAxis labels only powers of ten: span at least one decade so at
+    // least one label shows.
+    if (hi - lo < 1) {
+        const double grow = (1 - (hi - lo)) / 2;
+        lo -= grow;
+        hi += grow;
+    }
+    return {std::pow(10.0, lo), std::pow(10.0, hi)};
+}
+
+void MetricChart::applyAxes(XRange x, YRange y) {
+    m_shownX = x;
+    m_shownY = y;
+    m_xAxis->setRange(x.lo, x.hi);
+    m_xAxis->setTickInterval(niceTickInterval(x.span(), 6, 1));
+    if (auto* log = qobject_cast<QLogValueAxis*>(m_yAxis)) {
+        log->setRange(y.lo, y.hi);
+    } else if (auto* linear = qobject_cast<QValueAxis*>(m_yAxis)) {
+        linear->setRange(y.lo, y.hi);
+        linear->setTickInterval(niceTickInterval(y.hi - y.lo, 5));
+    }
+}
+
+double MetricChart::edgeY(bool top) const {
+    if (m_logScale) {
+        const double lo = std::log10(m_shownY.lo), hi = std::log10(m_shownY.hi);
+        const double inset = kMarkerInset * (hi - lo);
+        return std::pow(10.0, top ? hi - inset : lo + inset);
+    }
+    const double inset = kMarkerInset * (m_shownY.hi - m_shownY.lo);
+    return top ? m_shownY.hi - inset : m_shownY.lo + inset;
+}
+
+int MetricChart::placeMarkers(Trace& trace, XRange x) {
+    QList<QPointF> nanPoints, infPoints;
+    const double top = edgeY(true), bottom = edgeY(false);
+    for (const NonFinitePoint& p : trace.nonFinite) {
+        if (p.x < x.lo || p.x > x.hi) continue;
+        if (p.kind == NonFiniteKind::nan) nanPoints.append(QPointF(p.x, top));
+        else infPoints.append(QPointF(p.x, p.kind == NonFiniteKind::positiveInf ? top : bottom));
+    }
+    trace.nan->replace(nanPoints);
+    trace.inf->replace(infPoints);
+    return static_cast<int>(nanPoints.size() + infPoints.size());
+}
+
+QString MetricChart::noteText() const { return m_note->isVisible() ? m_note->text() : QString(); }
+
+void MetricChart::updateNote() {
+    QStringList parts;
+    if (m_logScale && m_valuesAtFloor > 0)
+        parts << (m_valuesAtFloor == 1 ? tr("1 value <= 0 shown at floor %1") : tr("%1 values <= 0 shown at floor %2").arg(m_valuesAtFloor))
+                     .arg(m_floor, 0, 'g', 3);
+    if (m_nonFiniteCount > 0)
+        parts << tr("%1 NaN/Inf: \u25C6 NaN, \u25B2 Inf at plot edge").arg(m_nonFiniteCount);
+    m_note->setText(parts.join(QStringLiteral("   ")));
+    m_note->setVisible(!parts.isEmpty());
+    positionNote();
+}
+
+void MetricChart::positionNote() {
+    const QRectF plot = chart()->plotArea();
+    const QRectF box = m_note->boundingRect();
+    // Inside the plot's top-right corner, below the row of NaN markers.
+    m_note->setPos(plot.right() - box.width() - 4, plot.top() + 14);
+}
+
+// --- Options -----------------------------------------------------------------
+
+void MetricChart::setVisibleRuns(const QList<qint64>& runIds) {
+    m_visibleFilter = QSet<qint64>(runIds.begin(), runIds.end());
+    scheduleRedraw();
+}
+
+void MetricChart::showAllRuns() {
+    m_visibleFilter.reset();
+    scheduleRedraw();
+}
+
+void MetricChart::setRunHidden(qint64 runId, bool hidden) {
+    if (hidden == m_hiddenRuns.contains(runId)) return;
+    if (hidden) m_hiddenRuns.insert(runId);
+    else m_hiddenRuns.remove(runId);
+    const auto it = m_traces.find(runId);
+    if (it != m_traces.end()) styleTrace(it->second);
+    scheduleRedraw();
+}
+
+QList<qint64> MetricChart::plottedRuns() const {
+    QList<qint64> ids;
+    for (const auto& [id, trace] : m_traces)
+        if (trace.raw) ids.append(id);
+    return ids;
+}
+
+void MetricChart::setLogScale(bool on) {
+    if (on == m_logScale) return;
+    m_logScale = on;
+    installYAxis();
+    // At once, not deferred: until re-prepared, values <= 0 would make
+    // QLogValueAxis hide whole series.
+    redrawNow();
+}
+
+void MetricChart::setSmoothing(double weight) {
+    weight = std::clamp(std::isfinite(weight) ? weight : 0.0, 0.0, kMaxSmoothingWeight);
+    if (weight == m_smoothing) return;
+    m_smoothing = weight;
+    for (auto& [id, trace] : m_traces) {
+        resetDerived(trace);
+        styleTrace(trace);
+    }
+    scheduleRedraw();
+}
+
+void MetricChart::setOpenGLEnabled(bool on) {
+    m_openGL = on;
+    for (auto& [id, trace] : m_traces) {
+        if (!trace.raw) continue;
+        trace.raw->setUseOpenGL(on);
+        trace.smooth->setUseOpenGL(on);
+    }
+}
+
+void MetricChart::setXRange(double lo, double hi) {
+    if (!(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi)) return;
+    const XRange range{lo, hi};
+    if (m_zoom == range) return;
+    m_zoom = range;
+    scheduleRedraw();
+    emit xRangeChanged(lo, hi);
+}
+
+void MetricChart::resetXRange() {
+    if (!m_zoom) return;
+    m_zoom.reset();
+    scheduleRedraw();
+    emit xRangeReset();
+}
+
+// --- Export ------------------------------------------------------------------
+
+bool MetricChart::savePng(const QString& path) {
+    clearHover();
+    if (m_dirty) redrawNow();
+    const QPixmap pixmap = grab();
+    return !pixmap.isNull() && pixmap.save(path, "PNG");
+}
+
+bool MetricChart::saveSvg(const QString& path) {
+    clearHover();
+    if (m_dirty) redrawNow();
+    QSvgGenerator generator;
+    generator.setFileName(path);
+    generator.setSize(size());
+    generator.setViewBox(QRect(QPoint(0, 0), size()));
+    generator.setTitle(m_metric);
+    generator.setDescription(tr("Mismatch Lab chart of %1").arg(m_metric));
+    QPainter painter;
+    if (!painter.begin(&generator)) return false;
+    painter.setRenderHint(QPainter::Antialiasing);
+    QGraphicsView::render(&painter, QRectF(QPointF(0, 0), size()), viewport()->rect());
+    painter.end();
+    return QFileInfo(path).size() > 0;
+}
+
+// --- Hover -------------------------------------------------------------------
+
+double MetricChart::sceneXToValue(double sceneX) const {
+    const QRectF plot = chart()->plotArea();
+    if (plot.width() <= 0) return m_shownX.lo;
+    return m_shownX.lo + (sceneX - plot.left()) / plot.width() * m_shownX.span();
+}
+
+QPointF MetricChart::scenePosOf(const Trace& trace, std::size_t index) const {
+    const double x = trace.cursor.data.steps[index];
+    double y = trace.cursor.data.values[index];
+    if (std::isnan(y) || y == kInf) y = edgeY(true);
+    else if (y == -kInf) y = edgeY(false);
+    else if (m_logScale && y < m_floor) y = m_floor;
+    return chart()->mapToPosition(QPointF(x, y), trace.raw);
+}
+
+std::optional<MetricChart::Nearest> MetricChart::nearestPoint(const QPoint& viewPos) const {
+    const QPointF scene = mapToScene(viewPos);
+    if (!chart()->plotArea().adjusted(-6, -6, 6, 6).contains(scene)) return std::nullopt;
+    const double xValue = sceneXToValue(scene.x());
+    std::optional<Nearest> best;
+    double bestDistance = kInf;
+    for (const auto& [id, trace] : m_traces) {
+        if (!isShown(trace) || trace.cursor.data.size() == 0) continue;
+        const std::vector<double>& xs = trace.cursor.data.steps;
+        const auto after = static_cast<std::size_t>(std::lower_bound(xs.begin(), xs.end(), xValue) - xs.begin());
+        for (std::size_t i : {after == 0 ? after : after - 1, after}) {
+            if (i >= xs.size()) continue;
+            const QPointF pos = scenePosOf(trace, i);
+            const double distance = std::hypot(pos.x() - scene.x(), pos.y() - scene.y());
+            if (distance < bestDistance) {
+                bestDistance = distance;
+                best = Nearest{&trace, i, pos};
+            }
+        }
+    }
+    return best;
+}
+
+QString MetricChart::describe(const Nearest& nearest) const {
+    const Trace& trace = *nearest.trace;
+    const double raw = trace.cursor.data.values[nearest.index];
+    const double smoothed = nearest.index < trace.smoothed.size() ? trace.smoothed[nearest.index] : std::nan("");
+    QString rawText = formatValue(raw);
+    if (m_logScale && raw <= 0) rawText += tr(" (drawn at floor)");
+    return tr("<b>%1</b><br>step %2<br>raw: %3<br>smoothed: %4")
+        .arg(trace.name.toHtmlEscaped())
+        .arg(static_cast<qint64>(trace.cursor.data.steps[nearest.index]))
+        .arg(rawText, std::isfinite(raw) ? formatValue(smoothed) : tr("n/a"));
+}
+
+QString MetricChart::hoverTextAt(const QPoint& viewPos) const {
+    const auto nearest = nearestPoint(viewPos);
+    return nearest ? describe(*nearest) : QString();
+}
+
+void MetricChart::showHover(const QPoint& viewPos) {
+    const auto nearest = nearestPoint(viewPos);
+    if (!nearest) {
+        clearHover();
+        return;
+    }
+    const double r = 4.5;
+    m_hoverDot->setRect(QRectF(nearest->scenePos - QPointF(r, r), QSizeF(2 * r, 2 * r)));
+    m_hoverDot->setBrush(nearest->trace->colour);
+    m_hoverDot->show();
+    QToolTip::showText(mapToGlobal(viewPos), describe(*nearest), this);
+}
+
+void MetricChart::clearHover() {
+    m_hoverDot->hide();
+    QToolTip::hideText();
+}
+
+// --- Mouse, menu, lifecycle --------------------------------------------------
+
+void MetricChart::mousePressEvent(QMouseEvent* event) {
+    const bool inPlot = chart()->plotArea().contains(mapToScene(event->pos()));
+    if (event->button() == Qt::LeftButton && inPlot) {
+        m_dragOrigin = event->pos();
+        m_band->setGeometry(QRect(event->pos(), QSize()));
+        m_band->show();
+        event->accept();
+        return;
+    }
+    QChartView::mousePressEvent(event);  // legend clicks live in the scene
+}
+
+void MetricChart::mouseMoveEvent(QMouseEvent* event) {
+    if (m_dragOrigin) {
+        const QRect plot = mapFromScene(chart()->plotArea()).boundingRect();
+        const int left = std::clamp(std::min(m_dragOrigin->x(), event->pos().x()), plot.left(), plot.right());
+        const int right = std::clamp(std::max(m_dragOrigin->x(), event->pos().x()), plot.left(), plot.right());
+        m_band->setGeometry(QRect(QPoint(left, plot.top()), QPoint(right, plot.bottom())));
+        event->accept();
+        return;
+    }
+    showHover(event->pos());
+    QChartView::mouseMoveEvent(event);
+}
+
+void MetricChart::mouseReleaseEvent(QMouseEvent* event) {
+    if (m_dragOrigin && event->button() == Qt::LeftButton) {
+        m_band->hide();
+        const QPoint origin = *m_dragOrigin;
+        m_dragOrigin.reset();
+        if (std::abs(event->pos().x() - origin.x()) >= kMinDragPixels) {
+            const double a = std::clamp(sceneXToValue(mapToScene(origin).x()), m_shownX.lo, m_shownX.hi);
+            const double b = std::clamp(sceneXToValue(mapToScene(event->pos()).x()), m_shownX.lo, m_shownX.hi);
+            setXRange(std::min(a, b), std::max(a, b));
+        }
+        event->accept();
+        return;
+    }
+    // Not QChartView's: with a rubber band it turns a right click into zoom-out.
+    QGraphicsView::mouseReleaseEvent(event);
+}
+
+void MetricChart::mouseDoubleClickEvent(QMouseEvent* event) {
+    if (event->button() == Qt::LeftButton && chart()->plotArea().contains(mapToScene(event->pos()))) {
+        resetXRange();
+        event->accept();
+        return;
+    }
+    QChartView::mouseDoubleClickEvent(event);
+}
+
+void MetricChart::leaveEvent(QEvent* event) {
+    clearHover();
+    QChartView::leaveEvent(event);
+}
+
+QMenu* MetricChart::createContextMenu(QWidget* parent) {
+    auto* menu = new QMenu(parent);
+    QAction* log = menu->addAction(tr("Log scale"));
+    log->setCheckable(true);
+    log->setChecked(m_logScale);
+    connect(log, &QAction::toggled, this, &MetricChart::setLogScale);
+    menu->addAction(tr("Smoothing\u2026"), this, &MetricChart::askSmoothing);
+    QAction* reset = menu->addAction(tr("Reset zoom"), this, &MetricChart::resetXRange);
+    reset->setEnabled(m_zoom.has_value());
+    menu->addSeparator();
+    menu->addAction(tr("Save as PNG\u2026"), this, [this] { askSave(false); });
+    menu->addAction(tr("Save as SVG\u2026"), this, [this] { askSave(true); });
+    menu->addSeparator();
+    menu->addAction(tr("Remove chart"), this, &MetricChart::removeRequested);
+    return menu;
+}
+
+void MetricChart::contextMenuEvent(QContextMenuEvent* event) {
+    clearHover();
+    std::unique_ptr<QMenu> menu(createContextMenu(this));
+    menu->exec(event->globalPos());
+}
+
+void MetricChart::askSmoothing() {
+    bool ok = false;
+    const double weight = QInputDialog::getDouble(this, tr("Smoothing"), tr("EMA weight (0 = raw data, 0.99 = very smooth):"),
+                                                  m_smoothing, 0, kMaxSmoothingWeight, 3, &ok);
+    if (ok) setSmoothing(weight);
+}
+
+void MetricChart::askSave(bool svg) {
+    QString base = m_metric;
+    base.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9_.-]")), QStringLiteral("_"));
+    const QString path = QFileDialog::getSaveFileName(this, svg ? tr("Save chart as SVG") : tr("Save chart as PNG"),
+                                                      base + (svg ? ".svg" : ".png"),
+                                                      svg ? tr("SVG images (*.svg)") : tr("PNG images (*.png)"));
+    if (path.isEmpty()) return;
+    if (!(svg ? saveSvg(path) : savePng(path)))
+        QMessageBox::warning(this, tr("Save chart"), tr("Could not write %1.").arg(path));
+}
+
+void MetricChart::resizeEvent(QResizeEvent* event) {
+    QChartView::resizeEvent(event);
+    scheduleRedraw();  // the pixel width changed: re-thin
+}
+
+void MetricChart::showEvent(QShowEvent* event) {
+    QChartView::showEvent(event);
+    if (m_dirty) scheduleRedraw();
+}
+
+// --- Read-outs ---------------------------------------------------------------
+
+QLineSeries* MetricChart::rawSeries(qint64 runId) const {
+    const auto it = m_traces.find(runId);
+    return it == m_traces.end() ? nullptr : it->second.raw;
+}
+
+QLineSeries* MetricChart::smoothedSeries(qint64 runId) const {
+    const auto it = m_traces.find(runId);
+    return it == m_traces.end() ? nullptr : it->second.smooth;
+}
+
+QScatterSeries* MetricChart::nanMarkers(qint64 runId) const {
+    const auto it = m_traces.find(runId);
+    return it == m_traces.end() ? nullptr : it->second.nan;
+}
+
+QScatterSeries* MetricChart::infMarkers(qint64 runId) const {
+    const auto it = m_traces.find(runId);
+    return it == m_traces.end() ? nullptr : it->second.inf;
+}
+
+}  // namespace mlk

@@ -1,0 +1,195 @@
+// One live chart: one metric, any number of runs. Per run a thin translucent
+// raw line and a debiased-EMA smoothed line in the run's colour, NaN/Inf
+// markers at the plot edge, a log axis that keeps values <= 0 (at a floor,
+// with a note), an outlier-robust y range, hover read-out, drag-zoom on x.
+//
+// Redraws are coalesced: any number of data signals within kRedrawDelayMs
+// produce one redraw, which re-thins every series to the plot's pixel width
+// and pushes it with QXYSeries::replace (never point-by-point append).
+#pragma once
+
+#include <QChartView>
+#include <QList>
+#include <QPointer>
+#include <QSet>
+#include <QString>
+#include <QTimer>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "widgets/run_data.h"
+#include "widgets/series_math.h"
+
+QT_BEGIN_NAMESPACE
+class QAbstractAxis;
+class QGraphicsEllipseItem;
+class QGraphicsSimpleTextItem;
+class QLineSeries;
+class QMenu;
+class QRubberBand;
+class QScatterSeries;
+class QValueAxis;
+class QXYSeries;
+QT_END_NAMESPACE
+
+namespace mlk {
+
+class MetricChart : public QChartView {
+    Q_OBJECT
+
+public:
+    static constexpr int kRedrawDelayMs = 30;
+    static constexpr double kDefaultSmoothing = 0.6;
+
+    MetricChart(RunDataStore* data, const QString& metric, QWidget* parent = nullptr);
+    ~MetricChart() override;
+
+    QString metric() const { return m_metric; }
+    RunDataStore* dataStore() const { return m_data; }
+
+    // Which runs take part: every run of the store (default) or a chosen list.
+    void setVisibleRuns(const QList<qint64>& runIds);
+    void showAllRuns();
+    // Hidden runs keep a (dimmed) legend entry, so a click brings them back.
+    void setRunHidden(qint64 runId, bool hidden);
+    bool isRunHidden(qint64 runId) const { return m_hiddenRuns.contains(runId); }
+    QList<qint64> plottedRuns() const;  // runs that have a series here now
+
+    void setLogScale(bool on);
+    bool logScale() const { return m_logScale; }
+    void setSmoothing(double weight);  // EMA weight in [0, 0.999]; 0 = raw only
+    double smoothing() const { return m_smoothing; }
+    // OpenGL series are faster but break overlays and crash offscreen: opt-in.
+    void setOpenGLEnabled(bool on);
+
+    // Zoom on x. nullopt: follow the data. setXRange/resetXRange emit
+    // xRangeChanged/xRangeReset when the range actually changes.
+    void setXRange(double lo, double hi);
+    void resetXRange();
+    std::optional<XRange> zoomedXRange() const { return m_zoom; }
+    XRange shownXRange() const { return m_shownX; }
+    YRange shownYRange() const { return m_shownY; }
+
+    bool savePng(const QString& path);
+    bool saveSvg(const QString& path);
+
+    void scheduleRedraw();
+    void redrawNow();
+    int redrawCount() const { return m_redrawCount; }
+
+    // Read-outs for tests and reports.
+    QLineSeries* rawSeries(qint64 runId) const;
+    QLineSeries* smoothedSeries(qint64 runId) const;
+    QScatterSeries* nanMarkers(qint64 runId) const;
+    QScatterSeries* infMarkers(qint64 runId) const;
+    QAbstractAxis* yAxis() const { return m_yAxis; }
+    int valuesAtFloor() const { return m_valuesAtFloor; }  // shown run values <= 0 (log scale only)
+    int nonFiniteCount() const { return m_nonFiniteCount; }
+    QString noteText() const;
+    QString hoverTextAt(const QPoint& viewPos) const;  // what the tooltip would say there
+    QMenu* createContextMenu(QWidget* parent);
+
+signals:
+    void xRangeChanged(double lo, double hi);
+    void xRangeReset();
+    void removeRequested();
+    void runLegendClicked(qint64 runId);
+    void redrawn();
+
+protected:
+    void mousePressEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void mouseReleaseEvent(QMouseEvent* event) override;
+    void mouseDoubleClickEvent(QMouseEvent* event) override;
+    void leaveEvent(QEvent* event) override;
+    void contextMenuEvent(QContextMenuEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
+    void showEvent(QShowEvent* event) override;
+
+private:
+    // One run's data as this chart sees it, with the derived series cached so
+    // a live append costs O(new points), not O(n).
+    struct Trace {
+        qint64 runId = 0;
+        QString name;
+        QColor colour;
+        SeriesCursor cursor;
+        std::size_t processed = 0;  // points folded into the caches below
+        EmaState ema;
+        std::vector<double> smoothed;
+        std::vector<NonFinitePoint> nonFinite;
+        double smallestPositive = 0;
+        QLineSeries* raw = nullptr;
+        QLineSeries* smooth = nullptr;
+        QScatterSeries* nan = nullptr;
+        QScatterSeries* inf = nullptr;
+    };
+
+    struct Nearest {
+        const Trace* trace = nullptr;
+        std::size_t index = 0;
+        QPointF scenePos;
+    };
+
+    void buildChart();
+    void installYAxis();
+    void attach(QXYSeries* series);
+    void createSeries(Trace& trace);
+    void destroySeries(Trace& trace);
+    void styleTrace(Trace& trace);
+    void applyLegend(Trace& trace);
+    void syncTraces();
+    void updateTraceData(Trace& trace);
+    void resetDerived(Trace& trace);
+    bool isShown(const Trace& trace) const;
+    XRange dataXExtent() const;
+    int plotPixelWidth() const;
+    double logFloor() const;
+    YRange yRangeFor(std::vector<double>& visibleRaw, bool anyAtFloor) const;
+    void applyAxes(XRange x, YRange y);
+    int placeMarkers(Trace& trace, XRange x);
+    double edgeY(bool top) const;
+    QPointF scenePosOf(const Trace& trace, std::size_t index) const;
+    void updateNote();
+    void positionNote();
+    double sceneXToValue(double sceneX) const;
+    std::optional<Nearest> nearestPoint(const QPoint& viewPos) const;
+    QString describe(const Nearest& nearest) const;
+    void showHover(const QPoint& viewPos);
+    void clearHover();
+    void askSmoothing();
+    void askSave(bool svg);
+
+    RunDataStore* m_data;
+    QString m_metric;
+    std::map<qint64, Trace> m_traces;
+    std::optional<QSet<qint64>> m_visibleFilter;
+    QSet<qint64> m_hiddenRuns;
+
+    bool m_logScale = false;
+    double m_smoothing = kDefaultSmoothing;
+    bool m_openGL = false;
+    std::optional<XRange> m_zoom;
+    XRange m_shownX{0, 1};
+    YRange m_shownY{0, 1};
+    int m_valuesAtFloor = 0;
+    int m_nonFiniteCount = 0;
+    double m_floor = kDefaultLogFloor;
+
+    QValueAxis* m_xAxis = nullptr;
+    QAbstractAxis* m_yAxis = nullptr;
+    QGraphicsEllipseItem* m_hoverDot = nullptr;
+    QGraphicsSimpleTextItem* m_note = nullptr;
+
+    QTimer m_redrawTimer;
+    bool m_dirty = true;
+    int m_redrawCount = 0;
+
+    QRubberBand* m_band = nullptr;
+    std::optional<QPoint> m_dragOrigin;
+};
+
+}  // namespace mlk
