@@ -19,6 +19,12 @@
 #include "core/probe.h"
 #include "core/run_controller.h"
 
+#ifdef MLK_WITH_REPORTS
+namespace mlk::cli {
+int cmd_report(const std::vector<std::string>& argv);  // app/cli_report.cpp (needs Qt)
+}
+#endif
+
 using namespace mlk;
 using cli::Args;
 using cli::UsageError;
@@ -391,6 +397,7 @@ const char* kUsage =
     "  presets [--json]\n"
     "  export RUN --db FILE --format csv|json --out FILE\n"
     "  bench [--steps N] [--set k=v ...] [--json]\n"
+    "  report RUN [RUN ...] --db FILE --out FILE.html|FILE.pdf [--baseline RUN] [--step N] [--metric NAME ...]\n"
     "presets: a model preset (dense-tiny, moe-tiny, dense-small, moe-small) or an RL preset (see `presets`)\n";
 
 }  // namespace
@@ -406,6 +413,9 @@ int main(int argc, char** argv) {
         {"presets", cmd_presets},
         {"export", cmd_export},
         {"bench", cmd_bench},
+#ifdef MLK_WITH_REPORTS
+        {"report", cli::cmd_report},
+#endif
     };
     if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
         std::fputs(kUsage, argc < 2 ? stderr : stdout);

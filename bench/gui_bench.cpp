@@ -8,6 +8,7 @@
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QLineSeries>
+#include <QChart>
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +29,7 @@ struct Options {
     int runs = 10;
     int steps = 10000;
     int iterations = 60;
+    int pointBudget = MetricChart::kDefaultPointBudget;
 };
 
 Options parseOptions(int argc, char** argv) {
@@ -37,6 +39,7 @@ Options parseOptions(int argc, char** argv) {
         if (!std::strcmp(argv[i], "--runs")) o.runs = value;
         else if (!std::strcmp(argv[i], "--steps")) o.steps = value;
         else if (!std::strcmp(argv[i], "--iterations")) o.iterations = value;
+        else if (!std::strcmp(argv[i], "--point-budget")) o.pointBudget = std::atoi(argv[i + 1]);
     }
     return o;
 }
@@ -78,6 +81,8 @@ void timeFullRedraw(QApplication& app, ChartGrid& grid, Timings& t) {
     grid.redrawAllNow();
     const double updated = double(clock.nsecsElapsed()) / 1e6;
     app.processEvents();  // deferred scene/layout work belongs to the redraw
+    if (getenv("DBG")) std::printf("  events %.1f (paint %.1f)\n", double(clock.nsecsElapsed()) / 1e6 - updated, MetricChart::paintNs / 1e6);
+    MetricChart::paintNs = 0;
     grid.repaint();
     const double total = double(clock.nsecsElapsed()) / 1e6;
     t.update.push_back(updated);
@@ -110,7 +115,19 @@ int main(int argc, char** argv) {
     }
 
     ChartGrid grid(&data);
+    static int plotChanges = 0;
+    struct PaintCounter : QObject {
+        int paints = 0;
+        bool eventFilter(QObject*, QEvent* e) override { if (e->type() == QEvent::Paint) ++paints; return false; }
+    };
+    static PaintCounter counter;
+    for (MetricChart* c : grid.charts()) c->viewport()->installEventFilter(&counter);
+    atexit([] { std::printf("viewport paints: %d\n", counter.paints); });
+    for (MetricChart* c : grid.charts()) QObject::connect(c->chart(), &QChart::plotAreaChanged, [] { ++plotChanges; });
+    atexit([] { std::printf("plot area changes: %d\n", plotChanges); });
     grid.chartFor(QStringLiteral("k3_kl"))->setLogScale(true);
+    for (MetricChart* chart : grid.charts()) chart->setPointBudget(options.pointBudget);
+    if (getenv("ONLY")) for (const QString& m : ChartGrid::defaultMetrics()) if (m != getenv("ONLY")) grid.removeChart(m);
     grid.resize(1600, 1000);
     grid.show();
     app.processEvents();
@@ -121,6 +138,23 @@ int main(int argc, char** argv) {
     grid.repaint();
     const double firstMs = double(first.nsecsElapsed()) / 1e6;
 
+    if (getenv("GRAB")) {
+        for (int rep = 0; rep < 3; ++rep)
+            for (MetricChart* c : grid.charts()) {
+                QElapsedTimer t; t.start();
+                c->grab();
+                std::printf("grab %s %.1f ms\n", qPrintable(c->metric()), t.nsecsElapsed() / 1e6);
+            }
+        grid.setSharedXRange(1000, 2000);
+        grid.redrawAllNow();
+        for (int rep = 0; rep < 2; ++rep)
+            for (MetricChart* c : grid.charts()) {
+                QElapsedTimer t; t.start();
+                c->grab();
+                std::printf("zoomed grab %s %.1f ms\n", qPrintable(c->metric()), t.nsecsElapsed() / 1e6);
+            }
+        return 0;
+    }
     qsizetype pointsPerSeries = 0;
     if (QLineSeries* s = grid.chartFor(QStringLiteral("reward_mean"))->rawSeries(1)) pointsPerSeries = s->count();
 
@@ -137,6 +171,21 @@ int main(int argc, char** argv) {
         timeFullRedraw(app, grid, live);
     }
     report("live (1 new step per run)", live);
+    if (getenv("LIVEONLY")) {
+        for (MetricChart* c : grid.charts()) {
+            QElapsedTimer t; t.start();
+            c->grab();
+            std::printf("grab after live %s %.1f ms\n", qPrintable(c->metric()), t.nsecsElapsed() / 1e6);
+        }
+        QElapsedTimer t; t.start();
+        grid.grab();
+        std::printf("grab grid %.1f ms\n", t.nsecsElapsed() / 1e6);
+        t.restart();
+        for (MetricChart* c : grid.charts()) c->viewport()->update();
+        app.processEvents();
+        std::printf("update+events %.1f ms\n", t.nsecsElapsed() / 1e6);
+        return 0;
+    }
 
     // Zoom: a new shared x window each time, re-thinned at pixel resolution.
     Timings zoom;

@@ -390,3 +390,49 @@ TEST(KernelsInvariance, PoolResizeStress) {
     set_num_threads(0);
     EXPECT_GE(num_threads(), 1);
 }
+
+// The fast family's plans are chosen by shape and thread count only, never by the
+// ISA path: every path computes the same bits for a given (M, threads).
+TEST(KernelsInvariance, FastFamilySameBitsOnEveryIsa) {
+    Restore restore;
+    set_num_threads(2);
+    const Exec fast{Family::fast, Dtype::bf16};
+    auto run = [&] {
+        std::vector<float> r;
+        auto app = [&](const std::vector<float>& x) { r.insert(r.end(), x.begin(), x.end()); };
+        for (int M : {1, 5, 8, 20, 100}) {
+            const int K = 128, N = 52;
+            auto x = randv((size_t)M * K, 81), w = randv((size_t)K * N, 82), b = randv(N, 83);
+            std::vector<float> out((size_t)M * N);
+            matmul_forward(fast, out.data(), x.data(), w.data(), b.data(), M, K, N);
+            app(out);
+            std::vector<float> lp((size_t)M * N), ent(M), y((size_t)M * N);
+            logsoftmax_forward(fast, lp.data(), out.data(), 1.0f, M, N);
+            entropy_forward(fast, ent.data(), lp.data(), M, N);
+            rmsnorm_forward(fast, y.data(), nullptr, out.data(), w.data(), 1e-6f, M, N);
+            app(lp), app(ent), app(y);
+        }
+        const int B = 2, T = 70, H = 4, Hkv = 2, D = 16;
+        auto q = randv((size_t)B * T * H * D, 84, -2, 2), k = randv((size_t)B * T * Hkv * D, 85, -2, 2),
+             v = randv((size_t)B * T * Hkv * D, 86);
+        std::vector<float> o(q.size()), att((size_t)B * H * T * T);
+        attention_forward(fast, o.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);
+        app(o), app(att);
+        std::vector<int32_t> slot = {1, 0}, len = {70, 33};
+        std::vector<float> od((size_t)B * H * D);
+        attention_decode(fast, od.data(), q.data(), k.data(), v.data(), slot.data(), len.data(), (int64_t)T * Hkv * D,
+                         B, H, Hkv, D);
+        app(od);
+        return r;
+    };
+    std::vector<float> base;
+    for (int i = 0; i <= static_cast<int>(cpu::detected_isa()); ++i) {
+        cpu::force_isa(static_cast<cpu::Isa>(i));
+        SCOPED_TRACE(cpu::isa_name(static_cast<cpu::Isa>(i)));
+        auto got = run();
+        if (base.empty())
+            base = got;
+        else
+            EXPECT_TRUE(bits_equal(got, base));
+    }
+}

@@ -1,5 +1,6 @@
 #include "widgets/config_form.h"
 
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <QClipboard>
 #include <QComboBox>
 #include <QEvent>
+#include <QFontMetrics>
 #include <QFormLayout>
 #include <QFrame>
 #include <QHBoxLayout>
@@ -246,7 +248,7 @@ void ConfigForm::buildUi() {
         s.header->setArrowType(Qt::DownArrow);
         s.header->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
         s.header->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
-        s.header->setText(s.title);
+        s.header->setText(QString(s.title).replace(QLatin1Char('&'), QStringLiteral("&&")));
         s.body = new QWidget(content);
         auto* form = new QFormLayout(s.body);
         form->setContentsMargins(8, 2, 2, 6);
@@ -291,6 +293,15 @@ void ConfigForm::buildUi() {
         sections_.push_back(s);
     }
     cl->addStretch(1);
+    // One label column width for every section, so editors line up across
+    // sections (each section has its own QFormLayout). Bold is the widest form.
+    int labelWidth = 0;
+    for (const Field& f : std::as_const(fields_)) {
+        QFont bold = f.label->font();
+        bold.setBold(true);
+        labelWidth = std::max(labelWidth, QFontMetrics(bold).horizontalAdvance(f.label->text()) + 4);
+    }
+    for (const Field& f : std::as_const(fields_)) f.label->setMinimumWidth(labelWidth);
     scroll->setWidget(content);
     outer->addWidget(scroll, 1);
 }
@@ -533,7 +544,8 @@ void ConfigForm::updateSectionHeaders() {
                 f.label->setFont(font);
             }
         }
-        s.header->setText(changed ? tr("%1  \u00B7  %n changed", nullptr, changed).arg(s.title) : s.title);
+        const QString title = QString(s.title).replace(QLatin1Char('&'), QStringLiteral("&&"));  // no mnemonic
+        s.header->setText(changed ? tr("%1  \u00B7  %n changed", nullptr, changed).arg(title) : title);
         s.header->setToolTip(changed ? tr("%n setting(s) differ from the defaults (shown in bold)", nullptr, changed)
                                      : tr("All settings at their defaults"));
     }

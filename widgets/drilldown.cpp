@@ -72,6 +72,15 @@ protected:
     }
 };
 
+// 12 -> "¹²": full-size superscript glyphs stay readable where <sup> shrinks.
+QString superscript(int n) {
+    static const char16_t digits[] = {u'\u2070', u'\u00B9', u'\u00B2', u'\u00B3', u'\u2074',
+                                      u'\u2075', u'\u2076', u'\u2077', u'\u2078', u'\u2079'};
+    QString out;
+    for (QChar c : QString::number(n)) out += QChar(digits[c.digitValue()]);
+    return out;
+}
+
 QChartView* makeView(QChart* chart, QWidget* parent) {
     chart->setMargins(QMargins(4, 4, 4, 4));
     chart->setBackgroundRoundness(0);
@@ -184,8 +193,8 @@ void DrillDown::buildUi() {
         scatter_->setMarkerSize(6);
         scatter_->setColor(QColor(0x1f, 0x77, 0xb4, 140));
         scatter_->setBorderColor(Qt::transparent);
-        chart->addSeries(diag);
         chart->addSeries(scatter_);
+        chart->addSeries(diag);  // on top, so the reference stays visible under dense points
         for (QAbstractSeries* s : {static_cast<QAbstractSeries*>(diag), static_cast<QAbstractSeries*>(scatter_)}) {
             s->attachAxis(ax);
             s->attachAxis(ay);
@@ -544,7 +553,8 @@ void DrillDown::fillRouter(const std::vector<RouterBin>& rh) {
     ax->append(histCats_);
     ax->setTitleText(tr("d = experts flipped"));
     auto* ay = new QValueAxis;
-    ay->setRange(0, maxCount > 0 ? maxCount * 1.15 : 1);
+    ay->setRange(0, maxCount > 0 ? maxCount * 1.12 : 1);
+    ay->applyNiceNumbers();
     ay->setLabelFormat(QStringLiteral("%.0f"));
     ay->setTitleText(tr("count"));
     chart->addAxis(ax, Qt::AlignBottom);
@@ -575,8 +585,8 @@ void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
                  .arg(c.name(), i >= 5 ? QStringLiteral("#fff") : QStringLiteral("#000"),
                       QString::fromUtf8(names[i]));
     }
-    h += QStringLiteral(" &nbsp; <span style='text-decoration:underline; color:#6a1b9a'>%1</span><sup "
-                        "style='color:#6a1b9a'>n</sup> = %2</p>")
+    h += QStringLiteral(" &nbsp; <span style='text-decoration:underline'>%1</span><span "
+                        "style='color:#6a1b9a; font-weight:bold'>\u207F</span> = %2</p>")
              .arg(tr("token"), tr("n router flips (MoE)"));
     h += QStringLiteral("<hr/>");
 
@@ -585,7 +595,8 @@ void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
 
     for (const TextSample& s : ts) {
         h += QStringLiteral("<p style='margin-top:8px; margin-bottom:2px'><b>%1</b> &nbsp; %2 <b>%3</b></p>")
-                 .arg(tr("Sample %1").arg(s.idx), tr("reward"), num(s.reward, 3));
+                 .arg(tr("Sample %1").arg(s.idx), tr("reward"),
+                      std::isfinite(s.reward) ? QString::number(s.reward, 'f', 2) : num(s.reward));
         h += QStringLiteral("<p style='margin:2px'>%1 <span style='font-family:monospace; background-color:#f1f1f1'>"
                             "%2</span></p>")
                  .arg(tr("Prompt:"), qs(s.prompt).toHtmlEscaped());
@@ -597,9 +608,10 @@ void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
         } catch (const nlohmann::json::exception&) {
             ok = false;
         }
-        h += QStringLiteral("<p style='margin:2px; font-family:monospace; font-size:13pt'>%1 ").arg(tr("Response:"));
+        h += QStringLiteral("<p style='margin:2px'>%1 <span style='font-family:monospace; font-size:14pt'>")
+                 .arg(tr("Response:"));
         if (!ok || toks.empty()) {
-            h += QStringLiteral("<span>%1</span>").arg(qs(s.response).toHtmlEscaped());
+            h += QStringLiteral("<span>%1</span></span>").arg(qs(s.response).toHtmlEscaped());
             if (!ok)
                 h += QStringLiteral(" <span style='color:#b71c1c; font-size:9pt'>%1</span>")
                          .arg(tr("(per-token data unreadable)"));
@@ -633,11 +645,12 @@ void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
             h += QStringLiteral("<span title=\"%1\" style='%2'>%3</span>").arg(tip.toHtmlEscaped(), style, shown);
             if (flips > 0) {
                 ++nFlipTokens;
-                h += QStringLiteral("<sup class='flip' style='color:#6a1b9a; font-size:8pt'>%1</sup>").arg(flips);
+                h += QStringLiteral("<span class='flip' style='color:#6a1b9a; font-weight:bold'>%1</span>")
+                         .arg(superscript(flips));
             }
             h += QStringLiteral("&#x200A;");  // hair space between chips
         }
-        h += QStringLiteral("</p><p style='margin:2px; color:#555; font-size:9pt'>%1</p>")
+        h += QStringLiteral("</span></p><p style='margin:2px; color:#555; font-size:9pt'>%1</p>")
                  .arg(tr("%1 tokens \u00B7 max |\u0394 log p| = %2 \u00B7 %3 with router flips")
                           .arg(toks.size())
                           .arg(num(maxD, 3))

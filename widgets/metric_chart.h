@@ -43,6 +43,8 @@ class MetricChart : public QChartView {
 public:
     static constexpr int kRedrawDelayMs = 30;
     static constexpr double kDefaultSmoothing = 0.6;
+    static constexpr int kDefaultPointBudget = 8000;
+    static constexpr int kMinBuckets = 150;
 
     MetricChart(RunDataStore* data, const QString& metric, QWidget* parent = nullptr);
     ~MetricChart() override;
@@ -62,6 +64,13 @@ public:
     bool logScale() const { return m_logScale; }
     void setSmoothing(double weight);  // EMA weight in [0, 0.999]; 0 = raw only
     double smoothing() const { return m_smoothing; }
+    // Raw points per chart (all runs together) before pixel columns are
+    // merged into wider min/max buckets; 0 = one bucket per pixel always.
+    // QtCharts lays out (~0.5 us) and paints every pushed point on each
+    // redraw, and the raster engine's cost grows with the drawn line length:
+    // the budget keeps ten dense runs as cheap as three.
+    void setPointBudget(int points);
+    int pointBudget() const { return m_pointBudget; }
     // OpenGL series are faster but break overlays and crash offscreen: opt-in.
     void setOpenGLEnabled(bool on);
 
@@ -108,6 +117,8 @@ protected:
     void contextMenuEvent(QContextMenuEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
     void showEvent(QShowEvent* event) override;
+    void paintEvent(QPaintEvent* event) override;
+public: static inline double paintNs = 0;
 
 private:
     // One run's data as this chart sees it, with the derived series cached so
@@ -126,6 +137,11 @@ private:
         QLineSeries* smooth = nullptr;
         QScatterSeries* nan = nullptr;
         QScatterSeries* inf = nullptr;
+    };
+
+    struct ThinnedTrace {
+        Trace* trace = nullptr;
+        QList<QPointF> raw, smooth;
     };
 
     struct Nearest {
@@ -148,6 +164,9 @@ private:
     XRange dataXExtent() const;
     int plotPixelWidth() const;
     double logFloor() const;
+    int bucketsPerRun(int pixels) const;
+    std::vector<ThinnedTrace> thinShownTraces(XRange x, int pixels);
+    void pushToSeries(const std::vector<ThinnedTrace>& thinned, XRange x, YRange y);
     YRange yRangeFor(std::vector<double>& visibleRaw, bool anyAtFloor) const;
     void applyAxes(XRange x, YRange y);
     int placeMarkers(Trace& trace, XRange x);
@@ -172,6 +191,7 @@ private:
     bool m_logScale = false;
     double m_smoothing = kDefaultSmoothing;
     bool m_openGL = false;
+    int m_pointBudget = kDefaultPointBudget;
     std::optional<XRange> m_zoom;
     XRange m_shownX{0, 1};
     YRange m_shownY{0, 1};

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config.h"
+#include "widgets/run_data.h"
 
 namespace mlk {
 
@@ -130,19 +131,10 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) { buildUi(); }
 
 RunBrowser::~RunBrowser() = default;
 
-const QList<QColor>& RunBrowser::defaultPalette() {
-    // Tableau 10: distinguishable, colour-blind aware, readable on white.
-    static const QList<QColor> p = {QColor(0x4e79a7), QColor(0xf28e2b), QColor(0xe15759), QColor(0x76b7b2),
-                                    QColor(0x59a14f), QColor(0xedc948), QColor(0xb07aa1), QColor(0xff9da7),
-                                    QColor(0x9c755f), QColor(0xbab0ac)};
-    return p;
-}
+// The chart layer's rule (widgets/run_data.h), so a run has one colour everywhere.
+const QList<QColor>& RunBrowser::defaultPalette() { return RunDataStore::palette(); }
 
-QColor RunBrowser::defaultRunColour(int64_t id) {
-    const auto& p = defaultPalette();
-    const int64_t n = p.size();
-    return p[static_cast<int>(((id % n) + n) % n)];
-}
+QColor RunBrowser::defaultRunColour(int64_t id) { return RunDataStore::defaultColour(id); }
 
 void RunBrowser::buildUi() {
     auto* outer = new QVBoxLayout(this);
@@ -199,7 +191,7 @@ void RunBrowser::buildUi() {
     hh->setSectionResizeMode(QHeaderView::Interactive);
     hh->setSectionResizeMode(ColColour, QHeaderView::Fixed);
     hh->resizeSection(ColColour, 26);
-    hh->setSectionResizeMode(ColName, QHeaderView::Stretch);
+    hh->setStretchLastSection(true);
     hh->setHighlightSections(false);
     tl->addWidget(table_, 1);
     info_ = new QLabel(tablePane);
@@ -408,6 +400,18 @@ void RunBrowser::populate() {
         }
     }
     table_->setSortingEnabled(true);
+    // Fit the columns when the set of runs changes (not on every poll, so a
+    // width the user dragged survives refreshes).
+    if (static_cast<int>(rows_.size()) != fittedRows_) {
+        fittedRows_ = static_cast<int>(rows_.size());
+        for (int c = 0; c < ColumnCount; ++c) {
+            if (c == ColColour || c == ColCreated) continue;  // Created stretches
+            table_->resizeColumnToContents(c);
+            // room for bold (baseline) rows; names get at least 160 px
+            const int w = table_->columnWidth(c) + (c == ColName ? 24 : 6);
+            table_->setColumnWidth(c, c == ColName ? std::clamp(w, 160, 320) : std::min(w, 220));
+        }
+    }
     updateColours();
     applyFilter();
     selectRuns(keepSel);

@@ -64,7 +64,8 @@ public:
     QColor runColour(int64_t id) const;
     void setColourProvider(std::function<QColor(int64_t)> provider);
     void setRunColour(int64_t id, const QColor& c);
-    // palette()[id % size]: the chart layer's rule for unchanged colours.
+    // The chart layer's rule for unchanged colours (RunDataStore::palette /
+    // defaultColour in widgets/run_data.h), so both always agree.
     static const QList<QColor>& defaultPalette();
     static QColor defaultRunColour(int64_t id);
 
@@ -137,6 +138,7 @@ private:
     QList<int64_t> lastSelection_;
     bool confirmDeletes_ = true;
     bool populating_ = false;
+    int fittedRows_ = -1;
     QString lastError_;
 
     QLineEdit* filter_ = nullptr;

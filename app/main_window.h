@@ -1,0 +1,94 @@
+// The workbench window: configuration on the left, live charts and the
+// drill-down in the middle, the run browser below, run control in the
+// toolbar. Training runs on a worker thread; the window only reads.
+#pragma once
+
+#include <QMainWindow>
+#include <QPointer>
+#include <QThread>
+
+#include <memory>
+
+class QAction;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QTabWidget;
+class QTimer;
+
+namespace mlk {
+
+class ChartGrid;
+class ConfigForm;
+class DrillDown;
+class RunBrowser;
+class RunDataStore;
+class RunWorker;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    // dbPath empty: the default database in the application data folder.
+    explicit MainWindow(const QString& dbPath = {}, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    static QString defaultDatabasePath();
+    static QString applicationId() { return QStringLiteral("org.mismatchlab.MismatchLab"); }
+
+    // Opens (or creates) a run database; on failure keeps the current one and
+    // returns false with a message naming the file.
+    bool openDatabase(const QString& path, QString* error = nullptr);
+    QString databasePath() const { return dbPath_; }
+
+    // Run control, as the toolbar and shortcuts do it.
+    void startRun();       // Ctrl+R: queue the current configuration and start
+    void enqueueRun();     // Ctrl+Shift+R: add to the queue only
+    void togglePause();    // Ctrl+P
+    void stopRun();        // Ctrl+.
+    void singleStep();     // Ctrl+T
+
+    ConfigForm* configForm() const { return form_; }
+    ChartGrid* charts() const { return charts_; }
+    RunBrowser* runBrowser() const { return browser_; }
+    DrillDown* drillDown() const { return drill_; }
+    RunDataStore* data() const { return data_; }
+    bool isBusy() const { return busy_; }
+    void showDrillDown(qint64 runId, qint64 step = -1);
+
+signals:
+    void runFinished(qint64 runId, const QString& status);
+
+protected:
+    void closeEvent(QCloseEvent* e) override;
+
+private:
+    void buildUi();
+    void buildMenus();
+    void restoreSettings();
+    void saveSettings();
+    void addRecent(const QString& path);
+    void rebuildRecentMenu();
+    void exportSelected(const QString& format);
+    void exportReport();
+    void updateRunControls();
+    void setPhase(const QString& phase, int step, int total, double eta);
+
+    QString dbPath_;
+    RunDataStore* data_ = nullptr;
+    ConfigForm* form_ = nullptr;
+    ChartGrid* charts_ = nullptr;
+    RunBrowser* browser_ = nullptr;
+    DrillDown* drill_ = nullptr;
+    QTabWidget* centre_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QLabel* queueLabel_ = nullptr;
+    QMenu* recentMenu_ = nullptr;
+    QAction *startAct_ = nullptr, *queueAct_ = nullptr, *pauseAct_ = nullptr, *stopAct_ = nullptr,
+            *stepAct_ = nullptr;
+    QTimer* browserRefresh_ = nullptr;
+    QThread workerThread_;
+    RunWorker* worker_ = nullptr;
+    bool busy_ = false;
+};
+
+}  // namespace mlk

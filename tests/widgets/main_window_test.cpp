@@ -1,0 +1,159 @@
+// The workbench as a user drives it: Ctrl+R with the default preset puts
+// steps in the database, the charts follow, pause/step/stop behave, a
+// malformed database is refused without harm. Screenshots go to
+// $MLK_SCREENSHOT_DIR when it is set.
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QXYSeries>
+
+#include <thread>
+
+#include "app/main_window.h"
+#include "core/store.h"
+#include "widgets/chart_grid.h"
+#include "widgets/config_form.h"
+#include "widgets/drilldown.h"
+#include "widgets/metric_chart.h"
+#include "widgets/run_browser.h"
+#include "widgets/run_data.h"
+
+using namespace mlk;
+
+class MainWindowTest : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+
+    void shot(QWidget* w, const QString& name) {
+        const QString d = qEnvironmentVariable("MLK_SCREENSHOT_DIR");
+        if (!d.isEmpty()) w->grab().save(d + "/" + name + ".png");
+    }
+    // Small and quick, but a real run of the default configuration.
+    void makeQuick(MainWindow& w, int steps) {
+        Config c = w.configForm()->config();
+        c.rl.prompts_per_step = 8;
+        c.rl.samples_per_prompt = 4;
+        c.rl.steps = steps;
+        w.configForm()->setConfig(c);
+    }
+
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        QApplication::setOrganizationName("MismatchLabTest");
+        QApplication::setApplicationName("Mismatch Lab Test");
+        QSettings().clear();
+        qputenv("MLK_CACHE_DIR", (dir_.path() + "/cache").toUtf8());
+    }
+
+    void ctrlRPutsStepsInTheDefaultDatabase() {
+        MainWindow w;
+        QCOMPARE(w.databasePath(), MainWindow::defaultDatabasePath());
+        QVERIFY(w.databasePath().endsWith("runs.sqlite"));
+        QCOMPARE(w.windowTitle().left(12), QString("Mismatch Lab"));
+        w.configForm()->setPreset("default");
+        makeQuick(w, 6);
+        w.show();
+        w.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&w));  // shortcuts reach the active window only
+        QSignalSpy finished(&w, &MainWindow::runFinished);
+        QTest::keyClick(&w, Qt::Key_R, Qt::ControlModifier);
+        QVERIFY(finished.wait(120000));
+        QCOMPARE(finished.first().at(1).toString(), QString("finished"));
+        const qint64 id = finished.first().at(0).toLongLong();
+        Store store = Store::open(w.databasePath().toStdString());
+        QCOMPARE((int)store.steps(id).size(), 6);
+        // The charts got the steps through the data layer.
+        QTRY_VERIFY_WITH_TIMEOUT(w.data()->series(id, "reward_mean").size() == 6, 5000);
+        MetricChart* reward = w.charts()->chartFor("reward_mean");
+        QVERIFY(reward);
+        w.runBrowser()->refresh();
+        QVERIFY(w.runBrowser()->runIds().contains(id));
+        shot(&w, "main_window_after_run");
+    }
+
+    void pauseSingleStepAndStop() {
+        QTemporaryDir d;
+        MainWindow w(d.path() + "/control.sqlite");
+        makeQuick(w, 400);
+        w.show();
+        QSignalSpy finished(&w, &MainWindow::runFinished);
+        w.startRun();
+        QTRY_VERIFY_WITH_TIMEOUT(w.isBusy(), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!w.data()->runIds().isEmpty() &&
+                                     w.data()->series(w.data()->runIds().last(), "reward_mean").size() >= 2,
+                                 60000);
+        const qint64 id = w.data()->runIds().last();
+        w.togglePause();
+        QTest::qWait(300);  // the step in flight completes
+        const size_t paused_at = w.data()->series(id, "reward_mean").size();
+        QTest::qWait(500);
+        QCOMPARE(w.data()->series(id, "reward_mean").size(), paused_at);
+        w.singleStep();
+        QTRY_COMPARE_WITH_TIMEOUT(w.data()->series(id, "reward_mean").size(), paused_at + 1, 10000);
+        QTest::qWait(300);
+        QCOMPARE(w.data()->series(id, "reward_mean").size(), paused_at + 1);
+        w.stopRun();
+        QVERIFY(finished.wait(30000));
+        QCOMPARE(finished.first().at(1).toString(), QString("stopped"));
+    }
+
+    void eventLoopStaysResponsiveWhileTraining() {
+        QTemporaryDir d;
+        MainWindow w(d.path() + "/latency.sqlite");
+        makeQuick(w, 40);
+        w.show();
+        QSignalSpy finished(&w, &MainWindow::runFinished);
+        w.startRun();
+        // The GUI thread must keep turning: a 10 ms timer never waits long.
+        QElapsedTimer clock;
+        clock.start();
+        qint64 worst = 0, last = clock.elapsed();
+        while (finished.isEmpty() && clock.elapsed() < 120000) {
+            QTest::qWait(10);
+            const qint64 now = clock.elapsed();
+            worst = std::max(worst, now - last - 10);
+            last = now;
+        }
+        QVERIFY(!finished.isEmpty());
+        // A generous bound that only a blocked GUI thread breaks; the p99
+        // figure lives in mismatch-lab-bench-latency.
+        QVERIFY2(worst < 1000, qPrintable(QString("GUI thread stalled %1 ms").arg(worst)));
+    }
+
+    void unreadableDatabaseIsRefusedAndLosesNothing() {
+        QTemporaryDir d;
+        const QString good = d.path() + "/good.sqlite", bad = d.path() + "/bad.sqlite";
+        QFile f(bad);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("this is not a database, it is a shopping list\n");
+        f.close();
+        MainWindow w(good);
+        QString err;
+        QVERIFY(!w.openDatabase(bad, &err));
+        QVERIFY2(err.contains("bad.sqlite"), qPrintable(err));
+        QCOMPARE(w.databasePath(), good);
+        QFile again(bad);
+        QVERIFY(again.open(QIODevice::ReadOnly));
+        QCOMPARE(again.readAll(), QByteArray("this is not a database, it is a shopping list\n"));
+    }
+
+    void malformedPastedJsonKeepsTheConfiguration() {
+        QTemporaryDir d;
+        MainWindow w(d.path() + "/paste.sqlite");
+        w.configForm()->setPreset("verl-icepop");
+        const QString before = w.configForm()->toJson();
+        QString err;
+        QVERIFY(!w.configForm()->fromJson("{\"rollout\": {\"precision\": ", &err));
+        QVERIFY(!err.isEmpty());
+        QCOMPARE(w.configForm()->toJson(), before);
+    }
+};
+
+QTEST_MAIN(MainWindowTest)
+#include "main_window_test.moc"
