@@ -48,8 +48,10 @@ QWidget* ChartGrid::buildToolbar() {
 
     m_metricChoice = new QComboBox(bar);
     m_metricChoice->setMinimumContentsLength(18);
+    m_metricChoice->setPlaceholderText(tr("every metric has a chart"));
     m_metricChoice->setToolTip(tr("Every metric stored for the loaded runs"));
     auto* add = new QPushButton(tr("Add chart"), bar);
+    m_addButton = add;
     connect(add, &QPushButton::clicked, this, [this] {
         if (!m_metricChoice->currentText().isEmpty()) addChart(m_metricChoice->currentText());
     });
@@ -140,7 +142,8 @@ void ChartGrid::refreshMetricChoices() {
     const QString selected = m_metricChoice->currentText();
     m_metricChoice->clear();
     m_metricChoice->addItems(names);
-    m_metricChoice->setCurrentIndex(std::max<qsizetype>(0, names.indexOf(selected)));
+    m_metricChoice->setCurrentIndex(names.isEmpty() ? -1 : std::max<qsizetype>(0, names.indexOf(selected)));
+    m_addButton->setEnabled(!names.isEmpty());
 }
 
 void ChartGrid::relayout() {

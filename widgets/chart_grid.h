@@ -18,6 +18,7 @@ QT_BEGIN_NAMESPACE
 class QComboBox;
 class QGridLayout;
 class QLabel;
+class QPushButton;
 class QSlider;
 QT_END_NAMESPACE
 
@@ -77,6 +78,7 @@ private:
     bool m_propagating = false;
 
     QComboBox* m_metricChoice = nullptr;
+    QPushButton* m_addButton = nullptr;
     QSlider* m_smoothingSlider = nullptr;
     QLabel* m_smoothingLabel = nullptr;
     QGridLayout* m_grid = nullptr;

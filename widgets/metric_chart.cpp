@@ -4,11 +4,9 @@
 #include <QContextMenuEvent>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QElapsedTimer>
 #include <QGraphicsEllipseItem>
 #include <QGraphicsLayout>
 #include <QGraphicsScene>
-#include <QGraphicsSimpleTextItem>
 #include <QInputDialog>
 #include <QLegend>
 #include <QLegendMarker>
@@ -67,6 +65,10 @@ MetricChart::MetricChart(RunDataStore* data, const QString& metric, QWidget* par
     setRenderHint(QPainter::Antialiasing);
     // Every redraw moves every line item: a BSP index would be rebuilt each time.
     scene()->setItemIndexMethod(QGraphicsScene::NoIndex);
+    // Repaint the viewport as one rectangle: with the default minimal update
+    // the union of ~40 changed items' rects becomes a many-rect clip region,
+    // and Qt 6.4 then rasterises each line segment against it (and hands the
+    // spans to its GUI thread pool): measured 7x slower paints.
     setViewportUpdateMode(QGraphicsView::FullViewportUpdate);
     setMouseTracking(true);
     viewport()->setMouseTracking(true);
@@ -119,12 +121,6 @@ void MetricChart::buildChart() {
     m_hoverDot->setPen(QPen(Qt::white, 1.5));
     m_hoverDot->hide();
 
-    m_note = new QGraphicsSimpleTextItem(c);
-    m_note->setZValue(1000);
-    m_note->setFont(smallerFont(c->legend()->font(), 7.5));
-    m_note->setBrush(QColor(0xb0, 0x4a, 0x00));
-    m_note->hide();
-    connect(c, &QChart::plotAreaChanged, this, [this] { positionNote(); });
 }
 
 void MetricChart::installYAxis() {
@@ -136,7 +132,6 @@ void MetricChart::installYAxis() {
         auto* axis = new QLogValueAxis;
         axis->setBase(10);
         axis->setLabelFormat(QStringLiteral("%g"));
-        axis->setMinorTickCount(8);
         m_yAxis = axis;
     } else {
         auto* axis = new QValueAxis;
@@ -316,7 +311,7 @@ void MetricChart::redrawNow() {
     std::vector<double> visibleRaw;
     for (const ThinnedTrace& t : thinned)
         for (const QPointF& p : t.raw) visibleRaw.push_back(p.y());
-    const YRange y = yRangeFor(visibleRaw, m_valuesAtFloor > 0);
+    const YRange y = yRangeFor(visibleRaw);
     if (m_logScale)
         for (ThinnedTrace& t : thinned) {
             clampForLog(t.raw, m_floor);
@@ -345,6 +340,7 @@ std::vector<MetricChart::ThinnedTrace> MetricChart::thinShownTraces(XRange x, in
     std::vector<ThinnedTrace> thinned;
     const int buckets = bucketsPerRun(pixels);
     int atFloor = 0;
+    m_markersAtTop = m_markersAtBottom = false;
     for (auto& [id, trace] : m_traces) {
         if (!isShown(trace)) continue;
         const MetricSeries& data = trace.cursor.data;
@@ -355,6 +351,10 @@ std::vector<MetricChart::ThinnedTrace> MetricChart::thinShownTraces(XRange x, in
         if (m_logScale) {
             const auto [first, last] = indicesInRange(data.steps, x);
             atFloor += static_cast<int>(countNonPositive(std::span(data.values).subspan(first, last - first)));
+        }
+        for (const NonFinitePoint& p : trace.nonFinite) {
+            if (p.x < x.lo || p.x > x.hi) continue;
+            (p.kind == NonFiniteKind::negativeInf ? m_markersAtBottom : m_markersAtTop) = true;
         }
     }
     m_valuesAtFloor = atFloor;
@@ -392,7 +392,11 @@ XRange MetricChart::dataXExtent() const {
     }
     if (lo > hi) return {0, 1};
     if (lo == hi) return {lo - 1, hi + 1};
-    return {lo, hi};
+    // Out to the next tenth-of-span tick: a growing run then moves the axis
+    // (and re-lays out every line) only every few percent of its length, and
+    // the runs that did not change keep their series untouched.
+    const double step = niceTickInterval(hi - lo, 10, 1);
+    return {std::floor(lo / step) * step, std::ceil(hi / step) * step};
 }
 
 int MetricChart::plotPixelWidth() const {
@@ -408,24 +412,35 @@ double MetricChart::logFloor() const {
     return logFloorFor(smallest);
 }
 
-YRange MetricChart::yRangeFor(std::vector<double>& visibleRaw, bool anyAtFloor) const {
+YRange MetricChart::yRangeFor(std::vector<double>& visibleRaw) const {
     RobustRangeOptions options;
     options.logSpace = m_logScale;
+    options.margin = 0.05;  // the rounding below adds room too
     const std::optional<YRange> robust = robustYRange(visibleRaw, options);
-    if (!m_logScale) return robust.value_or(YRange{0, 1});
-
-    double lo = robust ? std::log10(robust->lo) : std::log10(m_floor);
-    double hi = robust ? std::log10(robust->hi) : std::log10(m_floor) + 1;
-    // Clamped points must be on the plot, a little above its bottom edge.
-    if (anyAtFloor) lo = std::min(lo, std::log10(m_floor) - 0.05 * std::max(1.0, hi - lo));
-    // QLogValueAxis labels only powers of ten: span at least one decade so at
-    // least one label shows.
-    if (hi - lo < 1) {
-        const double grow = (1 - (hi - lo)) / 2;
-        lo -= grow;
-        hi += grow;
+    // Worked out in axis units: log10 of the value on a log axis.
+    const auto toAxis = [this](double v) { return m_logScale ? std::log10(v) : v; };
+    double lo = robust ? toAxis(robust->lo) : (m_logScale ? std::log10(m_floor) : 0.0);
+    double hi = robust ? toAxis(robust->hi) : lo + 1;
+    if (m_logScale) {
+        if (m_valuesAtFloor > 0) lo = std::min(lo, std::log10(m_floor));
+        // QLogValueAxis labels only powers of ten: at least one must show.
+        if (hi - lo < 1) {
+            const double grow = (1 - (hi - lo)) / 2;
+            lo -= grow;
+            hi += grow;
+        }
     }
-    return {std::pow(10.0, lo), std::pow(10.0, hi)};
+    // Bands kept free of data for the NaN/Inf markers, and to lift points
+    // drawn at the log floor off the axis line.
+    const double span = hi - lo;
+    if (m_markersAtTop) hi += kMarkerBand * span;
+    if (m_markersAtBottom || (m_logScale && m_valuesAtFloor > 0)) lo -= kMarkerBand * span;
+    // Out to ticks (quarter decades on a log axis): labels sit on the edges,
+    // and a live update inside the same ticks leaves the axis, and so every
+    // other run's series, untouched.
+    if (m_logScale) return {std::pow(10.0, std::floor(lo * 4) / 4), std::pow(10.0, std::ceil(hi * 4) / 4)};
+    const double step = niceTickInterval(hi - lo, 5);
+    return {std::floor(lo / step) * step, std::ceil(hi / step) * step};
 }
 
 void MetricChart::applyAxes(XRange x, YRange y) {
@@ -435,6 +450,8 @@ void MetricChart::applyAxes(XRange x, YRange y) {
     m_xAxis->setTickInterval(niceTickInterval(x.span(), 6, 1));
     if (auto* log = qobject_cast<QLogValueAxis*>(m_yAxis)) {
         log->setRange(y.lo, y.hi);
+        // Minor lines help within a few decades and are clutter across many.
+        log->setMinorTickCount(std::log10(y.hi / y.lo) <= 3.01 ? 8 : 0);
     } else if (auto* linear = qobject_cast<QValueAxis*>(m_yAxis)) {
         linear->setRange(y.lo, y.hi);
         linear->setTickInterval(niceTickInterval(y.hi - y.lo, 5));
@@ -464,25 +481,24 @@ int MetricChart::placeMarkers(Trace& trace, XRange x) {
     return static_cast<int>(nanPoints.size() + infPoints.size());
 }
 
-QString MetricChart::noteText() const { return m_note->isVisible() ? m_note->text() : QString(); }
-
 void MetricChart::updateNote() {
     QStringList parts;
     if (m_logScale && m_valuesAtFloor > 0)
-        parts << (m_valuesAtFloor == 1 ? tr("1 value <= 0 shown at floor %1") : tr("%1 values <= 0 shown at floor %2").arg(m_valuesAtFloor))
+        parts << (m_valuesAtFloor == 1 ? tr("1 value <= 0 shown at floor %1")
+                                       : tr("%1 values <= 0 shown at floor %2").arg(m_valuesAtFloor))
                      .arg(m_floor, 0, 'g', 3);
-    if (m_nonFiniteCount > 0)
-        parts << tr("%1 NaN/Inf: \u25C6 NaN, \u25B2 Inf at plot edge").arg(m_nonFiniteCount);
-    m_note->setText(parts.join(QStringLiteral("   ")));
-    m_note->setVisible(!parts.isEmpty());
-    positionNote();
-}
-
-void MetricChart::positionNote() {
-    const QRectF plot = chart()->plotArea();
-    const QRectF box = m_note->boundingRect();
-    // Inside the plot's top-right corner, below the row of NaN markers.
-    m_note->setPos(plot.right() - box.width() - 4, plot.top() + 14);
+    if (m_nonFiniteCount > 0) parts << tr("%1 NaN/Inf marked at the plot edge (\u25C6 NaN, \u25B2 Inf)").arg(m_nonFiniteCount);
+    const QString note = parts.join(QStringLiteral("; "));
+    if (note == m_noteText) return;
+    m_noteText = note;
+    // A second title line: outside the plot, so it never covers data. (The
+    // chart title is rich text.)
+    QString title = m_metric.toHtmlEscaped();
+    if (!note.isEmpty())
+        title = QStringLiteral("<div align=\"center\">%1<br><span style=\"font-size:7pt; font-weight:normal; "
+                               "color:#b04a00\">%2</span></div>")
+                    .arg(title, note.toHtmlEscaped());
+    chart()->setTitle(title);
 }
 
 // --- Options -----------------------------------------------------------------
@@ -767,12 +783,6 @@ void MetricChart::askSave(bool svg) {
 void MetricChart::resizeEvent(QResizeEvent* event) {
     QChartView::resizeEvent(event);
     scheduleRedraw();  // the pixel width changed: re-thin
-}
-
-void MetricChart::paintEvent(QPaintEvent* event) {
-    QElapsedTimer t; t.start();
-    QChartView::paintEvent(event);
-    paintNs += t.nsecsElapsed();
 }
 
 void MetricChart::showEvent(QShowEvent* event) {

@@ -26,7 +26,6 @@
 QT_BEGIN_NAMESPACE
 class QAbstractAxis;
 class QGraphicsEllipseItem;
-class QGraphicsSimpleTextItem;
 class QLineSeries;
 class QMenu;
 class QRubberBand;
@@ -45,6 +44,7 @@ public:
     static constexpr double kDefaultSmoothing = 0.6;
     static constexpr int kDefaultPointBudget = 8000;
     static constexpr int kMinBuckets = 150;
+    static constexpr double kMarkerBand = 0.08;  // of the data span, per edge that has markers
 
     MetricChart(RunDataStore* data, const QString& metric, QWidget* parent = nullptr);
     ~MetricChart() override;
@@ -97,7 +97,7 @@ public:
     QAbstractAxis* yAxis() const { return m_yAxis; }
     int valuesAtFloor() const { return m_valuesAtFloor; }  // shown run values <= 0 (log scale only)
     int nonFiniteCount() const { return m_nonFiniteCount; }
-    QString noteText() const;
+    QString noteText() const { return m_noteText; }  // "" when there is nothing to note
     QString hoverTextAt(const QPoint& viewPos) const;  // what the tooltip would say there
     QMenu* createContextMenu(QWidget* parent);
 
@@ -117,8 +117,6 @@ protected:
     void contextMenuEvent(QContextMenuEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
     void showEvent(QShowEvent* event) override;
-    void paintEvent(QPaintEvent* event) override;
-public: static inline double paintNs = 0;
 
 private:
     // One run's data as this chart sees it, with the derived series cached so
@@ -167,13 +165,12 @@ private:
     int bucketsPerRun(int pixels) const;
     std::vector<ThinnedTrace> thinShownTraces(XRange x, int pixels);
     void pushToSeries(const std::vector<ThinnedTrace>& thinned, XRange x, YRange y);
-    YRange yRangeFor(std::vector<double>& visibleRaw, bool anyAtFloor) const;
+    YRange yRangeFor(std::vector<double>& visibleRaw) const;
     void applyAxes(XRange x, YRange y);
     int placeMarkers(Trace& trace, XRange x);
     double edgeY(bool top) const;
     QPointF scenePosOf(const Trace& trace, std::size_t index) const;
     void updateNote();
-    void positionNote();
     double sceneXToValue(double sceneX) const;
     std::optional<Nearest> nearestPoint(const QPoint& viewPos) const;
     QString describe(const Nearest& nearest) const;
@@ -197,12 +194,14 @@ private:
     YRange m_shownY{0, 1};
     int m_valuesAtFloor = 0;
     int m_nonFiniteCount = 0;
+    bool m_markersAtTop = false;     // NaN / +Inf in view
+    bool m_markersAtBottom = false;  // -Inf in view
     double m_floor = kDefaultLogFloor;
 
     QValueAxis* m_xAxis = nullptr;
     QAbstractAxis* m_yAxis = nullptr;
     QGraphicsEllipseItem* m_hoverDot = nullptr;
-    QGraphicsSimpleTextItem* m_note = nullptr;
+    QString m_noteText;
 
     QTimer m_redrawTimer;
     bool m_dirty = true;

@@ -147,20 +147,21 @@ std::vector<double> rangeSamples(std::span<const double> ys, bool logSpace) {
 std::optional<YRange> robustYRange(std::span<const double> ys, const RobustRangeOptions& options) {
     std::vector<double> samples = rangeSamples(ys, options.logSpace);
     if (samples.empty()) return std::nullopt;
-    const auto [minIt, maxIt] = std::minmax_element(samples.begin(), samples.end());
-    const double trueMin = *minIt, trueMax = *maxIt;
     double lo = quantileInPlace(samples, options.lowQuantile);
     double hi = quantileInPlace(samples, options.highQuantile);
-
-    double span = hi - lo;
-    if (span <= 0) {
-        // A flat line still needs a visible band around it.
-        span = options.logSpace ? 1.0 : (lo != 0 ? std::abs(lo) * 0.2 : 2.0);
-        lo -= span / 2;
-        hi += span / 2;
+    const double span = hi - lo;
+    // The extremes that are still inside the fences.
+    const double lowFence = lo - options.tailFence * span, highFence = hi + options.tailFence * span;
+    for (const double v : samples) {
+        if (v >= lowFence && v < lo) lo = v;
+        if (v <= highFence && v > hi) hi = v;
     }
-    if (trueMin >= lo - options.tailFence * span) lo = std::min(lo, trueMin);
-    if (trueMax <= hi + options.tailFence * span) hi = std::max(hi, trueMax);
+    if (hi - lo <= 0) {
+        // A flat line still needs a visible band around it.
+        const double band = options.logSpace ? 1.0 : (lo != 0 ? std::abs(lo) * 0.2 : 2.0);
+        lo -= band / 2;
+        hi += band / 2;
+    }
     const double pad = options.margin * (hi - lo);
     lo -= pad;
     hi += pad;

@@ -63,13 +63,13 @@ struct YRange {
 struct RobustRangeOptions {
     double lowQuantile = 0.05;
     double highQuantile = 0.95;
-    // Padding on each side, as a fraction of the quantile span.
+    // Padding on each side, as a fraction of the range.
     double margin = 0.1;
-    // The true min/max is still included when it lies within this fraction of
-    // the quantile span beyond the quantiles: the ends of a smooth curve are
-    // tails, not outliers, and clipping the latest value of a rising reward
-    // curve would hide the one number the user is watching.
-    double tailFence = 0.5;
+    // Values up to this many quantile spans beyond the quantiles are tails,
+    // not outliers, and stay in range (Tukey-style fences): clipping the
+    // latest value of a rising reward, or the upper half of a noisy band,
+    // would hide what the user is watching. Beyond the fences: outliers.
+    double tailFence = 1.5;
     // Work on log10 of the values (positive ones only), for a log axis.
     bool logSpace = false;
 };
