@@ -328,7 +328,7 @@ TEST(Config, DiffAndGenericAccess) {
     config_set(c, "correction.rs_level", "geometric");
     EXPECT_EQ(c.correction.rs_level, RsLevel::geometric);
     EXPECT_EQ(config_value_text(c, "correction.rs_level"), "geometric");
-    EXPECT_EQ(config_value_text(c, "optim.lr"), "0.001");
+    EXPECT_EQ(config_value_text(c, "optim.lr"), "0.0005");
     EXPECT_THROW(config_set(c, "rl.mini_steps", 0), ConfigError);
     EXPECT_THROW(config_set(c, "nope", 0), ConfigError);
     EXPECT_THROW(config_get(c, "nope"), ConfigError);

@@ -26,11 +26,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// One scratch folder per test binary run; the base-policy cache inside it is
-// shared by the tests so the warm-up is trained once.
+// One scratch folder for every process of this suite (CTest runs each test
+// in its own): the base-policy cache inside it is shared, so the warm-up is
+// trained once. Checkpoints are written by rename, so parallel tests are safe.
 fs::path scratch() {
     static fs::path dir = [] {
-        fs::path d = fs::temp_directory_path() / ("mlk_rl_test_" + std::to_string(getpid()));
+        fs::path d = fs::temp_directory_path() / ("mlk_rl_test_uid" + std::to_string(getuid()));
         fs::create_directories(d);
         setenv("MLK_CACHE_DIR", (d / "cache").c_str(), 1);
         return d;

@@ -10,6 +10,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTabWidget>
 #include <QXYSeries>
 
 #include <thread>
@@ -75,6 +76,41 @@ private slots:
         w.runBrowser()->refresh();
         QVERIFY(w.runBrowser()->runIds().contains(id));
         shot(&w, "main_window_after_run");
+    }
+
+    void comparisonAndDrillDownViews() {
+        QTemporaryDir d;
+        MainWindow w(d.path() + "/compare.sqlite");
+        w.show();
+        QSignalSpy finished(&w, &MainWindow::runFinished);
+        w.configForm()->setPreset("r3-tis");
+        makeQuick(w, 12);
+        w.enqueueRun();
+        w.configForm()->setPreset("r3-tis-r3");
+        makeQuick(w, 12);
+        w.startRun();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 2, 180000);
+        w.runBrowser()->refresh();
+        const QList<int64_t> ids = w.runBrowser()->runIds();
+        QCOMPARE(ids.size(), 2);
+        w.runBrowser()->selectRuns(ids);
+        // Both runs are overlaid in every chart.
+        MetricChart* k3 = w.charts()->chartFor("k3_kl");
+        QVERIFY(k3);
+        QTRY_COMPARE_WITH_TIMEOUT(k3->plottedRuns().size(), 2, 5000);
+        w.charts()->redrawAllNow();
+        shot(&w, "comparison");
+        w.showDrillDown(ids.front());
+        auto* centre = qobject_cast<QTabWidget*>(w.centralWidget());
+        QVERIFY(centre);
+        centre->setCurrentWidget(w.drillDown());
+        QCOMPARE(w.drillDown()->runId(), (int64_t)ids.front());
+        QVERIFY(w.drillDown()->scatterPointCount() > 0);
+        QVERIFY(!w.drillDown()->routerEmpty());
+        for (int t = 0; t < w.drillDown()->tabs()->count(); ++t) {
+            w.drillDown()->tabs()->setCurrentIndex(t);
+            shot(&w, QString("drilldown_%1").arg(t));
+        }
     }
 
     void pauseSingleStepAndStop() {
