@@ -5,9 +5,12 @@
 #include "app/main_window.h"
 
 int main(int argc, char** argv) {
+    Q_INIT_RESOURCE(resources);  // the .qrc lives in the static mlk_app library
     QApplication app(argc, argv);
+    // Folder names without spaces: ~/.local/share/MismatchLab/mismatch-lab/runs.sqlite.
     QApplication::setOrganizationName(QStringLiteral("MismatchLab"));
-    QApplication::setApplicationName(QStringLiteral("Mismatch Lab"));
+    QApplication::setApplicationName(QStringLiteral("mismatch-lab"));
+    QApplication::setApplicationDisplayName(QStringLiteral("Mismatch Lab"));
     QApplication::setApplicationVersion(QStringLiteral(MLK_VERSION));
     QGuiApplication::setDesktopFileName(mlk::MainWindow::applicationId());
     QApplication::setWindowIcon(QIcon::fromTheme(mlk::MainWindow::applicationId(),

@@ -186,6 +186,8 @@ void MainWindow::buildUi() {
     progress_->setTextVisible(true);
     progress_->setFormat(tr("idle"));
     queueLabel_ = new QLabel(this);
+    dbLabel_ = new QLabel(this);
+    statusBar()->addPermanentWidget(dbLabel_);
     statusBar()->addPermanentWidget(queueLabel_);
     statusBar()->addPermanentWidget(progress_);
     resize(1500, 950);
@@ -260,7 +262,10 @@ bool MainWindow::openDatabase(const QString& path, QString* error) {
     worker_->setDatabase(path);
     data_->startPolling();  // a CLI writing the same file shows live
     addRecent(path);
-    setWindowTitle(tr("Mismatch Lab — %1").arg(QFileInfo(path).fileName()));
+    // The title stays "Mismatch Lab" (the platform appends the display name
+    // to anything else); the open database is named in the status bar.
+    dbLabel_->setText(QFileInfo(path).fileName());
+    dbLabel_->setToolTip(path);
     return true;
 }
 

@@ -82,6 +82,7 @@ private:
     QTabWidget* centre_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QLabel* queueLabel_ = nullptr;
+    QLabel* dbLabel_ = nullptr;
     QMenu* recentMenu_ = nullptr;
     QAction *startAct_ = nullptr, *queueAct_ = nullptr, *pauseAct_ = nullptr, *stopAct_ = nullptr,
             *stepAct_ = nullptr;

@@ -56,7 +56,7 @@ private slots:
         MainWindow w;
         QCOMPARE(w.databasePath(), MainWindow::defaultDatabasePath());
         QVERIFY(w.databasePath().endsWith("runs.sqlite"));
-        QCOMPARE(w.windowTitle().left(12), QString("Mismatch Lab"));
+        QCOMPARE(w.windowTitle(), QString("Mismatch Lab"));
         w.configForm()->setPreset("default");
         makeQuick(w, 6);
         w.show();
