@@ -15,20 +15,13 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/kernels.h"
+#include "tests/random_data.h"
 #include "kernels/ref.h"
 
 using namespace mlk;
 
 namespace {
 
-std::vector<float> randf(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-    std::mt19937 g(seed);
-    std::uniform_real_distribution<float> d(lo, hi);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(g);
-    return v;
-}
-std::vector<double> tod(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
     double s = 0;
@@ -86,8 +79,8 @@ const Exec kFast{Family::fast, Dtype::f32};
 
 TEST(KernelsGrad, Matmul) {
     for (auto [M, K, N] : {std::tuple{3, 5, 4}, std::tuple{70, 33, 52}}) {
-        auto xf = randf((size_t)M * K, 1), wf = randf((size_t)K * N, 2), bf = randf(N, 3), rf = randf((size_t)M * N, 4);
-        auto x = tod(xf), w = tod(wf), b = tod(bf), r = tod(rf);
+        auto xf = testdata::uniform((size_t)M * K, 1), wf = testdata::uniform((size_t)K * N, 2), bf = testdata::uniform(N, 3), rf = testdata::uniform((size_t)M * N, 4);
+        auto x = testdata::to_double(xf), w = testdata::to_double(wf), b = testdata::to_double(bf), r = testdata::to_double(rf);
         std::vector<double> dx(x.size(), 0), dw(w.size(), 0), db(N, 0);
         ref::matmul_backward<double>(dx.data(), dw.data(), db.data(), r.data(), x.data(), w.data(), M, K, N);
         if (M * K < 100) {
@@ -112,8 +105,8 @@ TEST(KernelsGrad, Matmul) {
 
 TEST(KernelsGrad, Rmsnorm) {
     const int M = 4, C = 37;
-    auto xf = randf((size_t)M * C, 11, -2, 2), wf = randf(C, 12, 0.5, 1.5), rf = randf((size_t)M * C, 13);
-    auto x = tod(xf), w = tod(wf), r = tod(rf);
+    auto xf = testdata::uniform((size_t)M * C, 11, -2, 2), wf = testdata::uniform(C, 12, 0.5, 1.5), rf = testdata::uniform((size_t)M * C, 13);
+    auto x = testdata::to_double(xf), w = testdata::to_double(wf), r = testdata::to_double(rf);
     std::vector<double> out((size_t)M * C), rs(M), dx(x.size(), 0), dw(C, 0);
     ref::rmsnorm_forward<double>(out.data(), rs.data(), x.data(), w.data(), 1e-6, M, C);
     ref::rmsnorm_backward<double>(dx.data(), dw.data(), r.data(), x.data(), w.data(), rs.data(), M, C);
@@ -136,8 +129,8 @@ TEST(KernelsGrad, Rmsnorm) {
 TEST(KernelsGrad, Rope) {
     const int M = 3, H = 2, D = 8;
     std::vector<int32_t> pos = {0, 5, 31};
-    auto xf = randf((size_t)M * H * D, 21), rf = randf((size_t)M * H * D, 22);
-    auto x = tod(xf), r = tod(rf);
+    auto xf = testdata::uniform((size_t)M * H * D, 21), rf = testdata::uniform((size_t)M * H * D, 22);
+    auto x = testdata::to_double(xf), r = testdata::to_double(rf);
     std::vector<double> dx = r;
     ref::rope_backward<double>(dx.data(), pos.data(), M, H, D, 10000.0);
     check_fd("dx", x, dx, [&] {
@@ -155,8 +148,8 @@ TEST(KernelsGrad, Rope) {
 TEST(KernelsGrad, Attention) {
     const int B = 2, T = 5, H = 4, Hkv = 2, D = 4;
     const size_t nq = (size_t)B * T * H * D, nk = (size_t)B * T * Hkv * D;
-    auto qf = randf(nq, 31, -1.5, 1.5), kf = randf(nk, 32, -1.5, 1.5), vf = randf(nk, 33), rf = randf(nq, 34);
-    auto q = tod(qf), k = tod(kf), v = tod(vf), r = tod(rf);
+    auto qf = testdata::uniform(nq, 31, -1.5, 1.5), kf = testdata::uniform(nk, 32, -1.5, 1.5), vf = testdata::uniform(nk, 33), rf = testdata::uniform(nq, 34);
+    auto q = testdata::to_double(qf), k = testdata::to_double(kf), v = testdata::to_double(vf), r = testdata::to_double(rf);
     std::vector<double> out(nq), att((size_t)B * H * T * T), dq(nq, 0), dk(nk, 0), dv(nk, 0);
     ref::attention_forward<double>(out.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);
     ref::attention_backward<double>(dq.data(), dk.data(), dv.data(), r.data(), att.data(), q.data(), k.data(), v.data(),
@@ -172,8 +165,8 @@ TEST(KernelsGrad, Attention) {
     // float kernels on a larger problem (several tiles, GQA)
     for (auto [B2, T2] : {std::tuple{B, T}, std::tuple{2, 45}}) {
         const size_t nq2 = (size_t)B2 * T2 * H * D, nk2 = (size_t)B2 * T2 * Hkv * D;
-        auto q2 = randf(nq2, 35, -1.5, 1.5), k2 = randf(nk2, 36, -1.5, 1.5), v2 = randf(nk2, 37), r2 = randf(nq2, 38);
-        auto q2d = tod(q2), k2d = tod(k2), v2d = tod(v2), r2d = tod(r2);
+        auto q2 = testdata::uniform(nq2, 35, -1.5, 1.5), k2 = testdata::uniform(nk2, 36, -1.5, 1.5), v2 = testdata::uniform(nk2, 37), r2 = testdata::uniform(nq2, 38);
+        auto q2d = testdata::to_double(q2), k2d = testdata::to_double(k2), v2d = testdata::to_double(v2), r2d = testdata::to_double(r2);
         std::vector<double> o2(nq2), a2((size_t)B2 * H * T2 * T2), dq2(nq2, 0), dk2(nk2, 0), dv2(nk2, 0);
         ref::attention_forward<double>(o2.data(), a2.data(), q2d.data(), k2d.data(), v2d.data(), B2, T2, H, Hkv, D);
         ref::attention_backward<double>(dq2.data(), dk2.data(), dv2.data(), r2d.data(), a2.data(), q2d.data(),
@@ -196,8 +189,8 @@ TEST(KernelsGrad, Attention) {
 TEST(KernelsGrad, LogSoftmaxAndEntropy) {
     const int M = 3, V = 23;
     const double it = 1.0 / 0.8;
-    auto zf = randf((size_t)M * V, 41, -3, 3), rf = randf((size_t)M * V, 42), ef = randf(M, 43);
-    auto z = tod(zf), r = tod(rf), re = tod(ef);
+    auto zf = testdata::uniform((size_t)M * V, 41, -3, 3), rf = testdata::uniform((size_t)M * V, 42), ef = testdata::uniform(M, 43);
+    auto z = testdata::to_double(zf), r = testdata::to_double(rf), re = testdata::to_double(ef);
     std::vector<double> lp((size_t)M * V), dz(z.size(), 0);
     ref::logsoftmax_forward<double>(lp.data(), z.data(), it, M, V);
     ref::logsoftmax_backward<double>(dz.data(), r.data(), lp.data(), it, M, V);
@@ -226,8 +219,8 @@ TEST(KernelsGrad, LogSoftmaxAndEntropy) {
 
 TEST(KernelsGrad, Swiglu) {
     const int64_t n = 45;
-    auto gf = randf(n, 51, -5, 5), uf = randf(n, 52), rf = randf(n, 53);
-    auto g = tod(gf), u = tod(uf), r = tod(rf);
+    auto gf = testdata::uniform(n, 51, -5, 5), uf = testdata::uniform(n, 52), rf = testdata::uniform(n, 53);
+    auto g = testdata::to_double(gf), u = testdata::to_double(uf), r = testdata::to_double(rf);
     std::vector<double> dg(n, 0), du(n, 0);
     ref::swiglu_backward<double>(dg.data(), du.data(), r.data(), g.data(), u.data(), n);
     auto loss = [&] {
@@ -248,8 +241,8 @@ TEST(KernelsGrad, Swiglu) {
 TEST(KernelsGrad, Embedding) {
     const int Vn = 7, C = 5, M = 9;
     std::vector<int32_t> tok = {3, 0, 6, 3, 3, 1, 2, 6, 0};
-    auto tf = randf((size_t)Vn * C, 61), rf = randf((size_t)M * C, 62);
-    auto t = tod(tf), r = tod(rf);
+    auto tf = testdata::uniform((size_t)Vn * C, 61), rf = testdata::uniform((size_t)M * C, 62);
+    auto t = testdata::to_double(tf), r = testdata::to_double(rf);
     std::vector<double> dt(t.size(), 0);
     ref::embedding_backward<double>(dt.data(), r.data(), tok.data(), M, C);
     check_fd("dtable", t, dt, [&] {
@@ -266,8 +259,8 @@ TEST(KernelsGrad, Embedding) {
 
 TEST(KernelsGrad, Router) {
     const int M = 4, E = 8, k = 3;
-    auto zf = randf((size_t)M * E, 71, -2, 2), rf = randf((size_t)M * k, 72);
-    auto z = tod(zf), r = tod(rf);
+    auto zf = testdata::uniform((size_t)M * E, 71, -2, 2), rf = testdata::uniform((size_t)M * k, 72);
+    auto z = testdata::to_double(zf), r = testdata::to_double(rf);
     std::vector<int32_t> ids((size_t)M * k);
     std::vector<double> w((size_t)M * k), dz(z.size(), 0);
     ref::router_topk_forward<double>(ids.data(), w.data(), z.data(), M, E, k);

@@ -14,18 +14,12 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/kernels.h"
+#include "tests/random_data.h"
 
 using namespace mlk;
 
 namespace {
 
-std::vector<float> randv(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-    std::mt19937 g(seed);
-    std::uniform_real_distribution<float> d(lo, hi);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(g);
-    return v;
-}
 
 ::testing::AssertionResult bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
     if (a.size() != b.size()) return ::testing::AssertionFailure() << "size " << a.size() << " vs " << b.size();
@@ -65,7 +59,7 @@ public:
 // Places row `x` (width W) at `pos` in a batch of `M` rows whose other rows are
 // random (seeded by M, so every batch has different neighbours).
 std::vector<float> batch_with(const std::vector<float>& x, int W, int M, int pos, float lo, float hi) {
-    auto b = randv((size_t)M * W, 1000 + M, lo, hi);
+    auto b = testdata::uniform((size_t)M * W, 1000 + M, lo, hi);
     std::copy(x.begin(), x.end(), b.begin() + (size_t)pos * W);
     return b;
 }
@@ -81,7 +75,7 @@ void expect_row_invariant(const char* what, int W, float lo, float hi,
                           const std::function<std::vector<float>(const std::vector<float>&, int, int)>& run) {
     Restore restore;
     SCOPED_TRACE(what);
-    const auto x = randv(W, 77, lo, hi);
+    const auto x = testdata::uniform(W, 77, lo, hi);
     std::vector<float> base;
     for (const Config& c : configs()) {
         cpu::force_isa(c.isa);
@@ -106,8 +100,8 @@ TEST(KernelsInvariance, MatmulRowIsBatchInvariant) {
     for (auto s : kn)
         for (Dtype dt : {Dtype::f32, Dtype::bf16}) {
             const int K = s[0], N = s[1];
-            auto w = randv((size_t)K * N, 5 + K + N);
-            auto bias = randv(N, 6);
+            auto w = testdata::uniform((size_t)K * N, 5 + K + N);
+            auto bias = testdata::uniform(N, 6);
             expect_row_invariant(("matmul " + std::to_string(K) + "x" + std::to_string(N)).c_str(), K, -1, 1,
                                  [&](const std::vector<float>& in, int M, int pos) {
                                      std::vector<float> out((size_t)M * N);
@@ -121,7 +115,7 @@ TEST(KernelsInvariance, MatmulRowIsBatchInvariant) {
 
 TEST(KernelsInvariance, RmsnormRowIsBatchInvariant) {
     for (int C : {64, 128, 52}) {
-        auto w = randv(C, 8, 0.5, 1.5);
+        auto w = testdata::uniform(C, 8, 0.5, 1.5);
         expect_row_invariant("rmsnorm", C, -2, 2, [&](const std::vector<float>& in, int M, int pos) {
             std::vector<float> out((size_t)M * C), rs(M);
             rmsnorm_forward(kBi, out.data(), rs.data(), in.data(), w.data(), 1e-6f, M, C);
@@ -159,7 +153,7 @@ TEST(KernelsInvariance, RouterAndSwigluRowIsBatchInvariant) {
         return r;
     });
     const int F = 192;
-    auto up = randv(F, 9);
+    auto up = testdata::uniform(F, 9);
     expect_row_invariant("swiglu", F, -6, 6, [&](const std::vector<float>& in, int M, int pos) {
         std::vector<float> u((size_t)M * F);
         for (int m = 0; m < M; ++m) std::copy(up.begin(), up.end(), u.begin() + (size_t)m * F);
@@ -183,7 +177,7 @@ TEST(KernelsInvariance, DecodeEqualsPrefillAtEveryPosition) {
     for (auto s : shapes) {
         SCOPED_TRACE(testing::Message() << "B" << s.B << " T" << s.T << " H" << s.H << "/" << s.Hkv << " D" << s.D);
         const size_t nq = (size_t)s.B * s.T * s.H * s.D, nk = (size_t)s.B * s.T * s.Hkv * s.D;
-        auto q = randv(nq, 11, -2, 2), k = randv(nk, 12, -2, 2), v = randv(nk, 13);
+        auto q = testdata::uniform(nq, 11, -2, 2), k = testdata::uniform(nk, 12, -2, 2), v = testdata::uniform(nk, 13);
         for (auto* t : {&q, &k, &v})
             for (auto& x : *t) x = round_to(x, s.dt);
         const int Tmax = s.T + 5;
@@ -231,7 +225,7 @@ TEST(KernelsInvariance, DecodeEqualsPrefillAtEveryPosition) {
 // RoPE: a decode step (one row) gets the same bits as the prefill row.
 TEST(KernelsInvariance, RopeDecodeEqualsPrefill) {
     const int T = 200, H = 4, D = 16;
-    auto x = randv((size_t)T * H * D, 21);
+    auto x = testdata::uniform((size_t)T * H * D, 21);
     std::vector<int32_t> pos(T);
     for (int t = 0; t < T; ++t) pos[t] = t;
     std::vector<float> pre = x;
@@ -247,7 +241,7 @@ TEST(KernelsInvariance, RopeDecodeEqualsPrefill) {
 // sum_reduce (used by the metrics) does not depend on threads or ISA.
 TEST(KernelsInvariance, SumReduceEverywhere) {
     Restore restore;
-    auto x = randv(100003, 31, -1, 2);
+    auto x = testdata::uniform(100003, 31, -1, 2);
     std::vector<float> base;
     for (const Config& c : configs()) {
         cpu::force_isa(c.isa);
@@ -264,15 +258,15 @@ TEST(KernelsInvariance, SumReduceEverywhere) {
 TEST(KernelsInvariance, BackwardIndependentOfThreads) {
     Restore restore;
     const int M = 300, K = 64, N = 192, B = 3, T = 50, H = 4, Hkv = 2, D = 16, V = 52, C = 64;
-    auto inp = randv((size_t)M * K, 41), w = randv((size_t)K * N, 42), dout = randv((size_t)M * N, 43);
+    auto inp = testdata::uniform((size_t)M * K, 41), w = testdata::uniform((size_t)K * N, 42), dout = testdata::uniform((size_t)M * N, 43);
     const size_t nq = (size_t)B * T * H * D, nk = (size_t)B * T * Hkv * D;
-    auto q = randv(nq, 44, -2, 2), k = randv(nk, 45, -2, 2), v = randv(nk, 46), go = randv(nq, 47);
+    auto q = testdata::uniform(nq, 44, -2, 2), k = testdata::uniform(nk, 45, -2, 2), v = testdata::uniform(nk, 46), go = testdata::uniform(nq, 47);
     std::vector<float> att((size_t)B * H * T * T), out(nq);
     attention_forward(kBi, out.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);
-    auto z = randv((size_t)M * V, 48, -5, 5), glp = randv((size_t)M * V, 49);
+    auto z = testdata::uniform((size_t)M * V, 48, -5, 5), glp = testdata::uniform((size_t)M * V, 49);
     std::vector<float> lp((size_t)M * V);
     logsoftmax_forward(kBi, lp.data(), z.data(), 1.0f, M, V);
-    auto xn = randv((size_t)M * C, 50, -2, 2), wn = randv(C, 51, 0.5, 1.5), gn = randv((size_t)M * C, 52);
+    auto xn = testdata::uniform((size_t)M * C, 50, -2, 2), wn = testdata::uniform(C, 51, 0.5, 1.5), gn = testdata::uniform((size_t)M * C, 52);
     std::vector<float> yn((size_t)M * C), rs(M);
     rmsnorm_forward(kBi, yn.data(), rs.data(), xn.data(), wn.data(), 1e-6f, M, C);
     std::vector<int32_t> tok(M);
@@ -322,8 +316,8 @@ TEST(KernelsInvariance, FastFamilyChangesBitsWithBatch) {
     set_num_threads(2);
     const Exec fast{Family::fast, Dtype::f32};
     const int K = 128, N = 128;
-    auto w = randv((size_t)K * N, 61);
-    auto big = randv((size_t)1024 * K, 62);
+    auto w = testdata::uniform((size_t)K * N, 61);
+    auto big = testdata::uniform((size_t)1024 * K, 62);
     auto run_mm = [&](int M) {
         std::vector<float> out((size_t)M * N);
         matmul_forward(fast, out.data(), big.data(), w.data(), nullptr, M, K, N);
@@ -341,7 +335,7 @@ TEST(KernelsInvariance, FastFamilyChangesBitsWithBatch) {
 
     // row reductions: few rows vs many rows
     const int V = 52, C = 64;
-    auto z = randv((size_t)256 * V, 63, -6, 6);
+    auto z = testdata::uniform((size_t)256 * V, 63, -6, 6);
     std::vector<float> lp4((size_t)256 * V), lp256((size_t)256 * V), e4(256), e256(256);
     for (int m0 = 0; m0 < 256; m0 += 4) {  // decode-sized batches of 4 rows
         logsoftmax_forward(fast, lp4.data() + (size_t)m0 * V, z.data() + (size_t)m0 * V, 1.0f, 4, V);
@@ -352,7 +346,7 @@ TEST(KernelsInvariance, FastFamilyChangesBitsWithBatch) {
     entropy_forward(fast, e256.data(), lp256.data(), 256, V);
     EXPECT_GT(count_diff(lp4, lp256), 0u);
     EXPECT_GT(count_diff(e4, e256), 0u);
-    auto x = randv((size_t)256 * C, 64, -2, 2), wn = randv(C, 65, 0.5, 1.5);
+    auto x = testdata::uniform((size_t)256 * C, 64, -2, 2), wn = testdata::uniform(C, 65, 0.5, 1.5);
     std::vector<float> y4((size_t)4 * C), y256((size_t)256 * C);
     rmsnorm_forward(fast, y4.data(), nullptr, x.data(), wn.data(), 1e-6f, 4, C);
     rmsnorm_forward(fast, y256.data(), nullptr, x.data(), wn.data(), 1e-6f, 256, C);
@@ -360,8 +354,8 @@ TEST(KernelsInvariance, FastFamilyChangesBitsWithBatch) {
 
     // attention: split-KV decode vs blocked online-softmax prefill
     const int T = 96, H = 4, Hkv = 2, D = 16;
-    auto q = randv((size_t)T * H * D, 66, -2, 2), k = randv((size_t)T * Hkv * D, 67, -2, 2),
-         v = randv((size_t)T * Hkv * D, 68);
+    auto q = testdata::uniform((size_t)T * H * D, 66, -2, 2), k = testdata::uniform((size_t)T * Hkv * D, 67, -2, 2),
+         v = testdata::uniform((size_t)T * Hkv * D, 68);
     std::vector<float> pre((size_t)T * H * D);
     attention_forward(fast, pre.data(), nullptr, q.data(), k.data(), v.data(), 1, T, H, Hkv, D);
     size_t diff = 0;
@@ -379,7 +373,7 @@ TEST(KernelsInvariance, FastFamilyChangesBitsWithBatch) {
 TEST(KernelsInvariance, PoolResizeStress) {
     Restore restore;
     const int M = 256, K = 64, N = 192;
-    auto x = randv((size_t)M * K, 71), w = randv((size_t)K * N, 72);
+    auto x = testdata::uniform((size_t)M * K, 71), w = testdata::uniform((size_t)K * N, 72);
     std::vector<float> ref((size_t)M * N), out((size_t)M * N);
     matmul_forward(kBi, ref.data(), x.data(), w.data(), nullptr, M, K, N);
     for (int r = 0; r < 200; ++r) {
@@ -402,7 +396,7 @@ TEST(KernelsInvariance, FastFamilySameBitsOnEveryIsa) {
         auto app = [&](const std::vector<float>& x) { r.insert(r.end(), x.begin(), x.end()); };
         for (int M : {1, 5, 8, 20, 100}) {
             const int K = 128, N = 52;
-            auto x = randv((size_t)M * K, 81), w = randv((size_t)K * N, 82), b = randv(N, 83);
+            auto x = testdata::uniform((size_t)M * K, 81), w = testdata::uniform((size_t)K * N, 82), b = testdata::uniform(N, 83);
             std::vector<float> out((size_t)M * N);
             matmul_forward(fast, out.data(), x.data(), w.data(), b.data(), M, K, N);
             app(out);
@@ -413,8 +407,8 @@ TEST(KernelsInvariance, FastFamilySameBitsOnEveryIsa) {
             app(lp), app(ent), app(y);
         }
         const int B = 2, T = 70, H = 4, Hkv = 2, D = 16;
-        auto q = randv((size_t)B * T * H * D, 84, -2, 2), k = randv((size_t)B * T * Hkv * D, 85, -2, 2),
-             v = randv((size_t)B * T * Hkv * D, 86);
+        auto q = testdata::uniform((size_t)B * T * H * D, 84, -2, 2), k = testdata::uniform((size_t)B * T * Hkv * D, 85, -2, 2),
+             v = testdata::uniform((size_t)B * T * Hkv * D, 86);
         std::vector<float> o(q.size()), att((size_t)B * H * T * T);
         attention_forward(fast, o.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);
         app(o), app(att);

@@ -14,20 +14,13 @@
 #include "kernels/cpu_common.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernels.h"
+#include "tests/random_data.h"
 #include "kernels/ref.h"
 
 using namespace mlk;
 
 namespace {
 
-std::vector<float> randv(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-    std::mt19937 g(seed);
-    std::uniform_real_distribution<float> d(lo, hi);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(g);
-    return v;
-}
-std::vector<double> tod(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 bool same_bits(float a, float b) { return float_bits(a) == float_bits(b); }
 
@@ -179,9 +172,9 @@ TEST(KernelsRef, MatmulBatchInvariantIsBitwiseRef) {
         for (auto s : shapes)
             for (bool with_bias : {false, true}) {
                 SCOPED_TRACE(testing::Message() << s.M << "x" << s.K << "x" << s.N << " bias " << with_bias);
-                auto x = randv((size_t)s.M * s.K, 1 + s.M);
-                auto w = randv((size_t)s.K * s.N, 2 + s.N);
-                auto b = randv(s.N, 3);
+                auto x = testdata::uniform((size_t)s.M * s.K, 1 + s.M);
+                auto w = testdata::uniform((size_t)s.K * s.N, 2 + s.N);
+                auto b = testdata::uniform(s.N, 3);
                 std::vector<float> want((size_t)s.M * s.N), got(want.size(), -7.0f);
                 ref::matmul_forward<float>(want.data(), x.data(), w.data(), with_bias ? b.data() : nullptr, s.M,
                                            s.K, s.N);
@@ -205,9 +198,9 @@ TEST(KernelsRef, MatmulFastCloseToRef) {
     for_each_isa([&] {
         for (auto s : shapes) {
             SCOPED_TRACE(testing::Message() << s.M << "x" << s.K << "x" << s.N);
-            auto x = randv((size_t)s.M * s.K, 11 + s.K);
-            auto w = randv((size_t)s.K * s.N, 12 + s.M);
-            auto b = randv(s.N, 13);
+            auto x = testdata::uniform((size_t)s.M * s.K, 11 + s.K);
+            auto w = testdata::uniform((size_t)s.K * s.N, 12 + s.M);
+            auto b = testdata::uniform(s.N, 13);
             std::vector<float> got((size_t)s.M * s.N);
             matmul_forward({Family::fast, Dtype::f32}, got.data(), x.data(), w.data(), b.data(), s.M, s.K, s.N);
             for (int m = 0; m < s.M; ++m)
@@ -234,10 +227,10 @@ TEST(KernelsRef, RmsnormCloseToRef) {
             for (auto s : shapes) {
                 const int M = s[0], C = s[1];
                 SCOPED_TRACE(testing::Message() << fname(fam) << " " << M << "x" << C);
-                auto x = randv((size_t)M * C, 21 + C, -3, 3);
-                auto w = randv(C, 22, 0.5, 1.5);
+                auto x = testdata::uniform((size_t)M * C, 21 + C, -3, 3);
+                auto w = testdata::uniform(C, 22, 0.5, 1.5);
                 std::vector<double> want((size_t)M * C), wr(M);
-                auto xd = tod(x), wd = tod(w);
+                auto xd = testdata::to_double(x), wd = testdata::to_double(w);
                 ref::rmsnorm_forward<double>(want.data(), wr.data(), xd.data(), wd.data(), 1e-6, M, C);
                 std::vector<float> got((size_t)M * C), rs(M);
                 rmsnorm_forward({fam, Dtype::f32}, got.data(), rs.data(), x.data(), w.data(), 1e-6f, M, C);
@@ -255,15 +248,15 @@ TEST(KernelsRef, LogSoftmaxAndEntropyCloseToRef) {
                 for (float it : {1.0f, 1.0f / 0.7f}) {
                     const int M = s[0], V = s[1];
                     SCOPED_TRACE(testing::Message() << fname(fam) << " " << M << "x" << V << " it " << it);
-                    auto z = randv((size_t)M * V, 31 + V, -8, 8);
+                    auto z = testdata::uniform((size_t)M * V, 31 + V, -8, 8);
                     std::vector<double> want((size_t)M * V), went(M);
-                    auto zd = tod(z);
+                    auto zd = testdata::to_double(z);
                     ref::logsoftmax_forward<double>(want.data(), zd.data(), (double)it, M, V);
                     std::vector<float> lp((size_t)M * V), ent(M);
                     logsoftmax_forward({fam, Dtype::f32}, lp.data(), z.data(), it, M, V);
                     for (size_t i = 0; i < lp.size(); ++i) ASSERT_NEAR(lp[i], want[i], 2e-6 * (1 + std::fabs(want[i])));
                     // entropy of the (float) log-probs, against the double reference on the same input
-                    auto lpd = tod(lp);
+                    auto lpd = testdata::to_double(lp);
                     ref::entropy_forward<double>(went.data(), lpd.data(), M, V);
                     entropy_forward({fam, Dtype::f32}, ent.data(), lp.data(), M, V);
                     for (int m = 0; m < M; ++m) ASSERT_NEAR(ent[m], went[m], 2e-6 * (1 + std::fabs(went[m])));
@@ -280,7 +273,7 @@ TEST(KernelsRef, LogSoftmaxAndEntropyCloseToRef) {
 TEST(KernelsRef, SumReduce) {
     for_each_isa([&] {
         for (int64_t n : {0, 1, 15, 16, 17, 100, 4097}) {
-            auto x = randv((size_t)n, 41 + (uint32_t)n, -1, 3);
+            auto x = testdata::uniform((size_t)n, 41 + (uint32_t)n, -1, 3);
             double want = 0, mag = 0;
             for (float v : x) {
                 want += v;
@@ -305,11 +298,11 @@ TEST(KernelsRef, RouterMatchesRef) {
             for (auto s : shapes) {
                 const int M = s[0], E = s[1], k = s[2];
                 SCOPED_TRACE(testing::Message() << fname(fam) << " M" << M << " E" << E << " k" << k);
-                auto z = randv((size_t)M * E, 51 + E, -2, 2);
+                auto z = testdata::uniform((size_t)M * E, 51 + E, -2, 2);
                 z[0] = z[1];  // a tie: the lower id goes first
                 std::vector<int32_t> ids_ref((size_t)M * k), ids((size_t)M * k);
                 std::vector<double> w_ref((size_t)M * k);
-                auto zd = tod(z);
+                auto zd = testdata::to_double(z);
                 ref::router_topk_forward<double>(ids_ref.data(), w_ref.data(), zd.data(), M, E, k);
                 std::vector<float> w((size_t)M * k), w2((size_t)M * k);
                 router_topk_forward({fam, Dtype::f32}, ids.data(), w.data(), z.data(), M, E, k);
@@ -328,7 +321,7 @@ TEST(KernelsRef, RouterMatchesRef) {
 TEST(KernelsRef, SwigluAddEmbedding) {
     for_each_isa([&] {
         for (int64_t n : {1, 15, 192, 1000, 70001}) {
-            auto g = randv((size_t)n, 61, -12, 12), u = randv((size_t)n, 62);
+            auto g = testdata::uniform((size_t)n, 61, -12, 12), u = testdata::uniform((size_t)n, 62);
             std::vector<float> want((size_t)n), got((size_t)n);
             ref::swiglu_forward<float>(want.data(), g.data(), u.data(), n);
             for (Family fam : kFamilies) {
@@ -340,7 +333,7 @@ TEST(KernelsRef, SwigluAddEmbedding) {
             for (int64_t i = 0; i < n; ++i) ASSERT_TRUE(same_bits(y[i], round_to(u[i] + g[i], Dtype::bf16)));
         }
         const int Vn = 52, C = 40, M = 9;
-        auto table = randv((size_t)Vn * C, 63);
+        auto table = testdata::uniform((size_t)Vn * C, 63);
         std::vector<int32_t> tok = {3, 0, 51, 3, 7, 7, 7, 1, 50};
         std::vector<float> want((size_t)M * C), got((size_t)M * C);
         ref::embedding_forward<float>(want.data(), tok.data(), table.data(), M, C);
@@ -356,7 +349,7 @@ TEST(KernelsRef, RopeBitwiseRef) {
     for_each_isa([&] {
         for (int D : {2, 16, 32, 34, 64})
             for (float theta : {10000.0f, 500000.0f}) {
-                auto x = randv((size_t)M * H * D, 71 + D);
+                auto x = testdata::uniform((size_t)M * H * D, 71 + D);
                 std::vector<int32_t> pos = {0, 1, 2, 5, 127, 128, 300, 4095, 7, 0, 77};
                 std::vector<float> want = x, got = x;
                 ref::rope_forward<float>(want.data(), pos.data(), M, H, D, (double)theta);
@@ -394,9 +387,9 @@ TEST(KernelsRef, AttentionPrefillAndDecodeCloseToRef) {
                 SCOPED_TRACE(testing::Message() << fname(fam) << " B" << s.B << " T" << s.T << " H" << s.H << "/"
                                                 << s.Hkv << " D" << s.D);
                 const size_t nq = (size_t)s.B * s.T * s.H * s.D, nk = (size_t)s.B * s.T * s.Hkv * s.D;
-                auto q = randv(nq, 81 + s.T, -2, 2), k = randv(nk, 82 + s.D, -2, 2), v = randv(nk, 83);
+                auto q = testdata::uniform(nq, 81 + s.T, -2, 2), k = testdata::uniform(nk, 82 + s.D, -2, 2), v = testdata::uniform(nk, 83);
                 std::vector<double> want(nq), watt((size_t)s.B * s.H * s.T * s.T);
-                auto qd = tod(q), kd = tod(k), vd = tod(v);
+                auto qd = testdata::to_double(q), kd = testdata::to_double(k), vd = testdata::to_double(v);
                 ref::attention_forward<double>(want.data(), watt.data(), qd.data(), kd.data(), vd.data(), s.B, s.T,
                                                s.H, s.Hkv, s.D);
                 std::vector<float> out(nq), att(watt.size(), -1.0f);
@@ -439,11 +432,11 @@ TEST(KernelsRef, AttentionPrefillAndDecodeCloseToRef) {
 TEST(KernelsRef, AttentionDecodeLongContext) {
     const int H = 4, Hkv = 2, D = 32, L = 700;
     const int64_t cs = (int64_t)L * Hkv * D;
-    auto kc = randv((size_t)cs, 91, -2, 2), vc = randv((size_t)cs, 92), q = randv((size_t)H * D, 93, -2, 2);
+    auto kc = testdata::uniform((size_t)cs, 91, -2, 2), vc = testdata::uniform((size_t)cs, 92), q = testdata::uniform((size_t)H * D, 93, -2, 2);
     // reference: prefill of a batch of one over the first L positions, last row
     std::vector<double> qfull((size_t)L * H * D, 0.0), out((size_t)L * H * D);
     std::copy(q.begin(), q.end(), qfull.begin() + (size_t)(L - 1) * H * D);
-    auto kd = tod(kc), vd = tod(vc);
+    auto kd = testdata::to_double(kc), vd = testdata::to_double(vc);
     ref::attention_forward<double>(out.data(), nullptr, qfull.data(), kd.data(), vd.data(), 1, L, H, Hkv, D);
     for_each_isa([&] {
         for (Family fam : kFamilies) {
@@ -466,7 +459,7 @@ TEST(KernelsRef, NarrowStorageIsRoundedFp32) {
                     for (size_t i = 0; i < wide.size(); ++i) ASSERT_TRUE(same_bits(narrow[i], round_to(wide[i], dt))) << i;
                 };
                 const int M = 9, C = 52;
-                auto x = randv((size_t)M * C, 101, -3, 3), w = randv(C, 102, 0.5, 1.5);
+                auto x = testdata::uniform((size_t)M * C, 101, -3, 3), w = testdata::uniform(C, 102, 0.5, 1.5);
                 std::vector<float> a((size_t)M * C), b((size_t)M * C), ra(M), rb(M);
                 rmsnorm_forward({fam, Dtype::f32}, a.data(), ra.data(), x.data(), w.data(), 1e-5f, M, C);
                 rmsnorm_forward({fam, dt}, b.data(), rb.data(), x.data(), w.data(), 1e-5f, M, C);
@@ -481,8 +474,8 @@ TEST(KernelsRef, NarrowStorageIsRoundedFp32) {
                 swiglu_forward({fam, dt}, b.data(), x.data(), w.data(), C);
                 check(std::vector<float>(b.begin(), b.begin() + C), std::vector<float>(a.begin(), a.begin() + C));
                 const int B = 2, T = 20, H = 2, D = 16;
-                auto q = randv((size_t)B * T * H * D, 103), k = randv((size_t)B * T * H * D, 104),
-                     v = randv((size_t)B * T * H * D, 105);
+                auto q = testdata::uniform((size_t)B * T * H * D, 103), k = testdata::uniform((size_t)B * T * H * D, 104),
+                     v = testdata::uniform((size_t)B * T * H * D, 105);
                 std::vector<float> oa(q.size()), ob(q.size());
                 attention_forward({fam, Dtype::f32}, oa.data(), nullptr, q.data(), k.data(), v.data(), B, T, H, H, D);
                 attention_forward({fam, dt}, ob.data(), nullptr, q.data(), k.data(), v.data(), B, T, H, H, D);
