@@ -59,6 +59,22 @@ void setLegendEntryVisible(QChart* chart, QAbstractSeries* series, bool visible)
 
 }  // namespace
 
+// Every run's raw and smoothed polylines of one chart, in one item: QtCharts'
+// LineChartItem re-strokes a mouse hit-area outline (~1 us per point) on each
+// replace() and axis change; this item only maps and paints.
+class MetricLinesItem : public QGraphicsItem {
+public:
+    MetricLinesItem(MetricChart* owner, QGraphicsItem* parent) : QGraphicsItem(parent), m_owner(owner) {
+        setAcceptedMouseButtons(Qt::NoButton);
+        setAcceptHoverEvents(false);
+    }
+    QRectF boundingRect() const override { return m_owner->chart()->plotArea().adjusted(-2, -2, 2, 2); }
+    void paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) override { m_owner->paintLines(painter); }
+
+private:
+    MetricChart* m_owner;
+};
+
 MetricChart::MetricChart(RunDataStore* data, const QString& metric, QWidget* parent)
     : QChartView(parent), m_data(data), m_metric(metric) {
     buildChart();
@@ -116,6 +132,9 @@ void MetricChart::buildChart() {
     c->addAxis(m_xAxis, Qt::AlignBottom);
     installYAxis();
 
+    m_lines = new MetricLinesItem(this, c);
+    m_lines->setZValue(3.5);
+
     m_hoverDot = new QGraphicsEllipseItem(c);
     m_hoverDot->setZValue(1000);
     m_hoverDot->setPen(QPen(Qt::white, 1.5));
@@ -144,7 +163,7 @@ void MetricChart::installYAxis() {
     chart()->addAxis(m_yAxis, Qt::AlignLeft);
     for (auto& [id, trace] : m_traces) {
         if (!trace.raw) continue;
-        for (QXYSeries* s : {static_cast<QXYSeries*>(trace.raw), static_cast<QXYSeries*>(trace.smooth),
+        for (QXYSeries* s : {static_cast<QXYSeries*>(trace.legend),
                              static_cast<QXYSeries*>(trace.nan), static_cast<QXYSeries*>(trace.inf)}) {
             // Emptied first: points prepared for the other scale (zeros on a
             // linear axis) must never meet the log axis. The caller redraws.
@@ -163,32 +182,36 @@ void MetricChart::attach(QXYSeries* series) {
 // --- Per-run series ----------------------------------------------------------
 
 void MetricChart::createSeries(Trace& trace) {
-    trace.raw = new QLineSeries;
-    trace.smooth = new QLineSeries;
+    // The drawn points live in raw/smooth (outside the chart: MetricLinesItem
+    // paints them); the chart holds the legend entry and the markers.
+    trace.raw = new QLineSeries(this);
+    trace.smooth = new QLineSeries(this);
+    trace.legend = new QLineSeries;
     trace.nan = new QScatterSeries;
     trace.inf = new QScatterSeries;
-    for (QXYSeries* s : {static_cast<QXYSeries*>(trace.raw), static_cast<QXYSeries*>(trace.smooth),
-                         static_cast<QXYSeries*>(trace.nan), static_cast<QXYSeries*>(trace.inf)})
+    for (QXYSeries* s : {static_cast<QXYSeries*>(trace.legend), static_cast<QXYSeries*>(trace.nan),
+                         static_cast<QXYSeries*>(trace.inf)})
         attach(s);
-    trace.raw->setUseOpenGL(m_openGL);
-    trace.smooth->setUseOpenGL(m_openGL);
     trace.nan->setMarkerShape(QScatterSeries::MarkerShapeRotatedRectangle);
     trace.nan->setMarkerSize(10);
     trace.inf->setMarkerShape(QScatterSeries::MarkerShapeTriangle);
     trace.inf->setMarkerSize(11);
     const qint64 runId = trace.runId;
-    for (QLegendMarker* marker : chart()->legend()->markers(trace.smooth))
+    for (QLegendMarker* marker : chart()->legend()->markers(trace.legend))
         connect(marker, &QLegendMarker::clicked, this, [this, runId] { emit runLegendClicked(runId); });
     styleTrace(trace);
 }
 
 void MetricChart::destroySeries(Trace& trace) {
-    for (QXYSeries* s : {static_cast<QXYSeries*>(trace.raw), static_cast<QXYSeries*>(trace.smooth),
-                         static_cast<QXYSeries*>(trace.nan), static_cast<QXYSeries*>(trace.inf)}) {
+    for (QXYSeries* s : {static_cast<QXYSeries*>(trace.legend), static_cast<QXYSeries*>(trace.nan),
+                         static_cast<QXYSeries*>(trace.inf)}) {
         if (!s) continue;
         chart()->removeSeries(s);
         delete s;
     }
+    delete trace.raw;
+    delete trace.smooth;
+    trace.legend = nullptr;
     trace.raw = trace.smooth = nullptr;
     trace.nan = trace.inf = nullptr;
 }
@@ -204,6 +227,8 @@ void MetricChart::styleTrace(Trace& trace) {
     smoothPen.setWidthF(kLineWidth);
     trace.smooth->setPen(smoothPen);
     trace.smooth->setName(trace.name);
+    trace.legend->setPen(smoothPen);
+    trace.legend->setName(trace.name);
     trace.raw->setName(trace.name + tr(" (raw)"));
     for (QScatterSeries* markers : {trace.nan, trace.inf}) {
         markers->setColor(trace.colour);
@@ -220,7 +245,6 @@ void MetricChart::styleTrace(Trace& trace) {
 
 void MetricChart::applyLegend(Trace& trace) {
     QChart* c = chart();
-    setLegendEntryVisible(c, trace.raw, false);
     setLegendEntryVisible(c, trace.nan, false);
     setLegendEntryVisible(c, trace.inf, false);
     // Hiding a series also hides its legend entry; a hidden run keeps a dimmed
@@ -228,7 +252,7 @@ void MetricChart::applyLegend(Trace& trace) {
     const bool hidden = m_hiddenRuns.contains(trace.runId);
     QColor label = palette().color(QPalette::WindowText);
     if (hidden) label.setAlpha(90);
-    for (QLegendMarker* marker : c->legend()->markers(trace.smooth)) {
+    for (QLegendMarker* marker : c->legend()->markers(trace.legend)) {
         marker->setVisible(true);
         marker->setLabelBrush(label);
     }
@@ -367,20 +391,19 @@ void MetricChart::pushToSeries(const std::vector<ThinnedTrace>& thinned, XRange 
     // series emptied first, an axis change costs nothing and each series is
     // laid out once per redraw instead of three times.
     const bool axesChange = !(x == m_shownX) || y.lo != m_shownY.lo || y.hi != m_shownY.hi;
-    if (axesChange) {
-        for (auto& [id, trace] : m_traces)
-            if (trace.raw) {
-                trace.raw->clear();
-                trace.smooth->clear();
-            }
-        applyAxes(x, y);
-    }
+    if (axesChange) applyAxes(x, y);
+    for (auto& [id, trace] : m_traces)
+        if (trace.raw && !isShown(trace)) {
+            trace.raw->clear();
+            trace.smooth->clear();
+        }
     for (const ThinnedTrace& t : thinned) {
         const QList<QPointF> raw = m_smoothing > 0 ? t.raw : QList<QPointF>{};
         // Unchanged points (another run grew, a hover redraw) are not re-laid out.
         if (t.trace->raw->points() != raw) t.trace->raw->replace(raw);
         if (t.trace->smooth->points() != t.smooth) t.trace->smooth->replace(t.smooth);
     }
+    m_lines->update();
 }
 
 XRange MetricChart::dataXExtent() const {
@@ -557,11 +580,6 @@ void MetricChart::setPointBudget(int points) {
 
 void MetricChart::setOpenGLEnabled(bool on) {
     m_openGL = on;
-    for (auto& [id, trace] : m_traces) {
-        if (!trace.raw) continue;
-        trace.raw->setUseOpenGL(on);
-        trace.smooth->setUseOpenGL(on);
-    }
 }
 
 void MetricChart::setXRange(double lo, double hi) {
@@ -620,7 +638,56 @@ QPointF MetricChart::scenePosOf(const Trace& trace, std::size_t index) const {
     if (std::isnan(y) || y == kInf) y = edgeY(true);
     else if (y == -kInf) y = edgeY(false);
     else if (m_logScale && y < m_floor) y = m_floor;
-    return chart()->mapToPosition(QPointF(x, y), trace.raw);
+    return toScene(x, y);
+}
+
+QPointF MetricChart::toScene(double x, double y) const {
+    const QRectF plot = chart()->plotArea();
+    const double fx = (x - m_shownX.lo) / m_shownX.span();
+    double fy;
+    if (m_logScale) {
+        const double lo = std::log10(m_shownY.lo);
+        fy = (std::log10(y) - lo) / (std::log10(m_shownY.hi) - lo);
+    } else {
+        fy = (y - m_shownY.lo) / (m_shownY.hi - m_shownY.lo);
+    }
+    return QPointF(plot.left() + fx * plot.width(), plot.bottom() - fy * plot.height());
+}
+
+void MetricChart::paintLines(QPainter* painter) const {
+    const QRectF plot = chart()->plotArea();
+    if (plot.width() <= 0 || plot.height() <= 0 || !(m_shownX.span() > 0) || !(m_shownY.hi > m_shownY.lo)) return;
+    painter->save();
+    painter->setClipRect(plot.adjusted(-1, -1, 1, 1));
+    // Pixel mapping as an affine map of (x, axis y): one multiply-add per coordinate.
+    const double sx = plot.width() / m_shownX.span();
+    const bool log = m_logScale;
+    const double ylo = log ? std::log10(m_shownY.lo) : m_shownY.lo;
+    const double yhi = log ? std::log10(m_shownY.hi) : m_shownY.hi;
+    const double sy = plot.height() / (yhi - ylo);
+    QPolygonF polygon;
+    const auto draw = [&](const QLineSeries* series, const QPen& pen) {
+        const QList<QPointF>& points = series->points();
+        if (points.size() < 1) return;
+        polygon.resize(points.size());
+        QPointF* out = polygon.data();
+        for (const QPointF& p : points) {
+            const double y = log ? std::log10(p.y()) : p.y();
+            *out++ = QPointF(plot.left() + (p.x() - m_shownX.lo) * sx, plot.bottom() - (y - ylo) * sy);
+        }
+        painter->setPen(pen);
+        if (polygon.size() == 1) painter->drawPoint(polygon.front());
+        else painter->drawPolyline(polygon);
+    };
+    for (const auto& [id, trace] : m_traces) {
+        if (!isShown(trace)) continue;
+        if (trace.raw->isVisible()) draw(trace.raw, trace.raw->pen());
+    }
+    for (const auto& [id, trace] : m_traces) {
+        if (!isShown(trace)) continue;
+        if (trace.smooth->isVisible()) draw(trace.smooth, trace.smooth->pen());
+    }
+    painter->restore();
 }
 
 std::optional<MetricChart::Nearest> MetricChart::nearestPoint(const QPoint& viewPos) const {

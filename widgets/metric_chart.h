@@ -26,6 +26,8 @@
 QT_BEGIN_NAMESPACE
 class QAbstractAxis;
 class QGraphicsEllipseItem;
+class QGraphicsItem;
+class QPainter;
 class QLineSeries;
 class QMenu;
 class QRubberBand;
@@ -98,6 +100,8 @@ public:
     int valuesAtFloor() const { return m_valuesAtFloor; }  // shown run values <= 0 (log scale only)
     int nonFiniteCount() const { return m_nonFiniteCount; }
     QString noteText() const { return m_noteText; }  // "" when there is nothing to note
+    // Scene position of a data point (step, value) as the lines are drawn.
+    QPointF toScene(double x, double y) const;
     QString hoverTextAt(const QPoint& viewPos) const;  // what the tooltip would say there
     QMenu* createContextMenu(QWidget* parent);
 
@@ -135,6 +139,7 @@ private:
         QLineSeries* smooth = nullptr;
         QScatterSeries* nan = nullptr;
         QScatterSeries* inf = nullptr;
+        QLineSeries* legend = nullptr;  // no points: the legend entry only
     };
 
     struct ThinnedTrace {
@@ -170,6 +175,8 @@ private:
     int placeMarkers(Trace& trace, XRange x);
     double edgeY(bool top) const;
     QPointF scenePosOf(const Trace& trace, std::size_t index) const;
+    void paintLines(QPainter* painter) const;
+    friend class MetricLinesItem;
     void updateNote();
     double sceneXToValue(double sceneX) const;
     std::optional<Nearest> nearestPoint(const QPoint& viewPos) const;
@@ -201,6 +208,7 @@ private:
     QValueAxis* m_xAxis = nullptr;
     QAbstractAxis* m_yAxis = nullptr;
     QGraphicsEllipseItem* m_hoverDot = nullptr;
+    QGraphicsItem* m_lines = nullptr;
     QString m_noteText;
 
     QTimer m_redrawTimer;

@@ -297,7 +297,8 @@ private slots:
         MetricChart chart(&data, QStringLiteral("reward_mean"));
         showAndSettle(chart, QSize(700, 400));
         chart.redrawNow();
-        const QPointF scene = chart.chart()->mapToPosition(QPointF(3, 0.9), chart.rawSeries(3));
+        const QPointF scene = chart.toScene(3, 0.9);
+        QVERIFY(chart.chart()->plotArea().contains(scene));
         const QString text = chart.hoverTextAt(chart.mapFromScene(scene));
         QVERIFY2(text.contains(QStringLiteral("run-3")), qPrintable(text));
         QVERIFY(text.contains(QStringLiteral("step 3")));
