@@ -49,6 +49,8 @@ private slots:
         QApplication::setOrganizationName("MismatchLabTest");
         QApplication::setApplicationName("Mismatch Lab Test");
         QSettings().clear();
+        // Test mode points the data folder at a scratch location: start empty.
+        for (const char* suffix : {"", "-wal", "-shm"}) QFile::remove(MainWindow::defaultDatabasePath() + suffix);
         qputenv("MLK_CACHE_DIR", (dir_.path() + "/cache").toUtf8());
     }
 
