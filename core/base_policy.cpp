@@ -47,7 +47,7 @@ double evaluate_policy(const Config& cfg, const std::vector<float>& params, cons
     SamplingParams sp{(float)cfg.rollout.temperature, cfg.rollout.top_k, (float)cfg.rollout.top_p};
     const Family fam = cfg.kernels.batch_invariant ? Family::batch_invariant : Family::fast;
     RolloutResult r = roll.generate(fam, prompts, task.max_answer_tokens() + 1, sp,
-                                    hash_u64((uint64_t)cfg.seed, 0xe7a1));
+                                    hash_u64((uint64_t)cfg.seed, 0xe7a1), cfg.rollout.max_batch);
     double sum = 0;
     for (size_t i = 0; i < eval.size(); ++i) {
         const auto& s = r.sequences[i];

@@ -280,6 +280,11 @@ std::vector<Entry> build_schema() {
     add(field(F(rollout.max_new_tokens)).label("Max new tokens").range(1, 64).desc(
         "Longest response the rollout may generate; a response also ends at its eos token.")
             .names("data.max_response_length", "--rollout-max-response-len", "max_completion_length"));
+    add(field(F(rollout.max_batch)).label("Max sequences in flight").range(0, 4096).desc(
+        "Continuous batching: at most this many sequences decode at once; waiting ones are admitted "
+        "(prefilled) as others finish, so the decode batch size changes from step to step. "
+        "0 = all sequences start together and the batch only shrinks.")
+            .names("actor_rollout_ref.rollout.max_num_seqs", "", ""));
     add(field(F(rollout.logprobs)).label("Rollout log-prob").desc(
         "Which rollout log-prob is used as lp_roll: processed = of the distribution actually sampled "
         "from (after temperature/top-k/top-p); raw = of the unprocessed logits, ignoring them (the "

@@ -85,6 +85,7 @@ struct RolloutSettings {
     int top_k = 0;  // 0 = off
     double top_p = 1.0;
     int max_new_tokens = 10;
+    int max_batch = 0;  // 0 = every sequence in flight at once
     LogprobSource logprobs = LogprobSource::processed;
     bool operator==(const RolloutSettings&) const = default;
 };

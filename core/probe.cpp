@@ -65,7 +65,8 @@ ProbeResult run_probe(const Config& cfg, const std::vector<float>& params) {
     RolloutEngine rollout(r.model);
     rollout.load_weights(params, cfg.rollout.precision);
     SamplingParams sp{(float)cfg.rollout.temperature, cfg.rollout.top_k, (float)cfg.rollout.top_p};
-    r.roll = rollout.generate(fam, prompts, cfg.rollout.max_new_tokens, sp, hash_u64((uint64_t)cfg.seed, 0x9a0be));
+    r.roll = rollout.generate(fam, prompts, cfg.rollout.max_new_tokens, sp, hash_u64((uint64_t)cfg.seed, 0x9a0be),
+                              cfg.rollout.max_batch);
     r.batch = to_seq_batch(r.roll);
 
     TrainEngine train(r.model);

@@ -143,7 +143,8 @@ StepRecord RlSession::step(const std::function<void(Phase)>& on_phase) {
     rollout_.load_weights(params_, cfg_.rollout.precision);
     SamplingParams sp{(float)cfg_.rollout.temperature, cfg_.rollout.top_k, (float)cfg_.rollout.top_p};
     RolloutResult roll = rollout_.generate(fam, inputs, cfg_.rollout.max_new_tokens, sp,
-                                           hash_u64((uint64_t)cfg_.seed, 0x9a0be, (uint64_t)step));
+                                           hash_u64((uint64_t)cfg_.seed, 0x9a0be, (uint64_t)step),
+                                           cfg_.rollout.max_batch);
     const double rollout_ms = ms_since(t0);
 
     // 3. Rewards and advantages.

@@ -53,7 +53,7 @@ TEST(Config, DefaultsMatchTheSpecification) {
         {"model.kind", "dense"}, {"model.size", "tiny"},
         {"kernels.batch_invariant", false}, {"kernels.threads", 0},
         {"rollout.precision", "bf16"}, {"rollout.temperature", 1.0}, {"rollout.top_k", 0}, {"rollout.top_p", 1.0},
-        {"rollout.max_new_tokens", 10}, {"rollout.logprobs", "processed"},
+        {"rollout.max_new_tokens", 10}, {"rollout.max_batch", 0}, {"rollout.logprobs", "processed"},
         {"train.precision", "fp32"},
         {"moe.routing_replay", "off"},
         {"rl.steps", 150}, {"rl.prompts_per_step", 32}, {"rl.samples_per_prompt", 8}, {"rl.estimator", "grpo"},

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -71,6 +72,19 @@ TEST(Probe, RawLogprobsWithTemperatureCreateFakeMismatch) {
     ProbeResult r = probe(c);
     EXPECT_FALSE(r.bitwise_equal);
     EXPECT_GT(r.mismatch.k3_kl, 1e-4) << "raw log-probs ignore the temperature the trainer applies";
+}
+
+TEST(Probe, ContinuousBatchingStaysBitwiseUnderBatchInvariance) {
+    // Admitting waiting sequences as others finish changes every decode
+    // step's batch; batch-invariant kernels make that irrelevant.
+    Config c = config("moe", true, Dtype::bf16, Dtype::bf16);
+    c.rollout.max_batch = 5;
+    ProbeResult r = probe(c);
+    EXPECT_GT(r.roll.prefill_calls, 1);
+    EXPECT_LE(*std::max_element(r.roll.decode_batch_sizes.begin(), r.roll.decode_batch_sizes.end()), 5);
+    EXPECT_TRUE(r.bitwise_equal);
+    EXPECT_EQ(r.mismatch.k3_kl, 0.0);
+    EXPECT_THROW(apply_set(c, "rollout.max_batch=-1"), ConfigError);
 }
 
 TEST(Probe, SameSeedSameBits) {
