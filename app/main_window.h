@@ -52,6 +52,7 @@ public:
     RunBrowser* runBrowser() const { return browser_; }
     DrillDown* drillDown() const { return drill_; }
     RunDataStore* data() const { return data_; }
+    RunWorker* worker() const { return worker_; }
     bool isBusy() const { return busy_; }
     void showDrillDown(qint64 runId, qint64 step = -1);
 

@@ -13,9 +13,13 @@
 #include <QTabWidget>
 #include <QXYSeries>
 
+#include <QThread>
+
+#include <mutex>
 #include <thread>
 
 #include "app/main_window.h"
+#include "app/run_worker.h"
 #include "core/store.h"
 #include "widgets/chart_grid.h"
 #include "widgets/config_form.h"
@@ -141,27 +145,25 @@ private slots:
         QCOMPARE(finished.first().at(1).toString(), QString("stopped"));
     }
 
-    void eventLoopStaysResponsiveWhileTraining() {
+    void trainingRunsOffTheGuiThread() {
         QTemporaryDir d;
-        MainWindow w(d.path() + "/latency.sqlite");
-        makeQuick(w, 40);
+        MainWindow w(d.path() + "/thread.sqlite");
+        makeQuick(w, 8);
         w.show();
+        // Record the thread each step is computed on (latency figures live
+        // in mismatch-lab-bench-latency).
+        QList<QThread*> producers;
+        std::mutex mu;
+        connect(w.worker(), &RunWorker::stepCompleted, w.data(), [&](qint64, int, int, double) {
+            std::lock_guard lock(mu);
+            producers << QThread::currentThread();
+        }, Qt::DirectConnection);
         QSignalSpy finished(&w, &MainWindow::runFinished);
         w.startRun();
-        // The GUI thread must keep turning: a 10 ms timer never waits long.
-        QElapsedTimer clock;
-        clock.start();
-        qint64 worst = 0, last = clock.elapsed();
-        while (finished.isEmpty() && clock.elapsed() < 120000) {
-            QTest::qWait(10);
-            const qint64 now = clock.elapsed();
-            worst = std::max(worst, now - last - 10);
-            last = now;
-        }
-        QVERIFY(!finished.isEmpty());
-        // A generous bound that only a blocked GUI thread breaks; the p99
-        // figure lives in mismatch-lab-bench-latency.
-        QVERIFY2(worst < 1000, qPrintable(QString("GUI thread stalled %1 ms").arg(worst)));
+        QVERIFY(finished.wait(120000));
+        std::lock_guard lock(mu);
+        QVERIFY(producers.size() >= 8);
+        for (QThread* t : producers) QVERIFY(t != QApplication::instance()->thread());
     }
 
     void unreadableDatabaseIsRefusedAndLosesNothing() {
