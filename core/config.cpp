@@ -283,7 +283,7 @@ std::vector<Entry> build_schema() {
     add(field(F(rollout.max_batch)).label("Max sequences in flight").range(0, 4096).desc(
         "Continuous batching: at most this many sequences decode at once; waiting ones are admitted "
         "(prefilled) as others finish, so the decode batch size changes from step to step. "
-        "0 = all sequences start together and the batch only shrinks.")
+        "0 = all at once; the batch then only shrinks as sequences finish.")
             .names("actor_rollout_ref.rollout.max_num_seqs", "", ""));
     add(field(F(rollout.logprobs)).label("Rollout log-prob").desc(
         "Which rollout log-prob is used as lp_roll: processed = of the distribution actually sampled "

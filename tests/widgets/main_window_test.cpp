@@ -115,6 +115,7 @@ private slots:
         QVERIFY(!w.drillDown()->routerEmpty());
         for (int t = 0; t < w.drillDown()->tabs()->count(); ++t) {
             w.drillDown()->tabs()->setCurrentIndex(t);
+            QTest::qWait(50);  // let the newly shown chart lay out before grabbing
             shot(&w, QString("drilldown_%1").arg(t));
         }
     }
