@@ -70,4 +70,20 @@ const IsaTable& isa_table() {
     }
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+namespace {
+__attribute__((target("avx"))) void vzeroupper() { __builtin_ia32_vzeroupper(); }
+}  // namespace
+#endif
+
+void clear_upper_vector_state() {
+#if defined(__x86_64__) || defined(__i386__)
+    static const bool hasAvx = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx") != 0;
+    }();
+    if (hasAvx) vzeroupper();
+#endif
+}
+
 }  // namespace mlk::cpu
