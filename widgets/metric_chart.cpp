@@ -4,6 +4,7 @@
 #include <QContextMenuEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFontMetrics>
 #include <QGraphicsEllipseItem>
 #include <QGraphicsLayout>
 #include <QGraphicsScene>
@@ -15,7 +16,9 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QMouseEvent>
+#include <QPaintEngine>
 #include <QPainter>
+#include <QStaticText>
 #include <QRegularExpression>
 #include <QRubberBand>
 #include <QScatterSeries>
@@ -26,6 +29,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "kernels/cpu_features.h"
 
 namespace mlk {
 
@@ -41,6 +46,13 @@ constexpr int kRawAlpha = 70;
 // general stroker, measured ~25x slower per point with antialiasing (Qt 6.4,
 // 2 cores). The smoothed line stands out by opacity, not width.
 constexpr double kLineWidth = 1.0;
+constexpr int kOuterMargin = 4;
+constexpr int kTickLength = 4;
+constexpr int kLabelGap = 3;  // between a tick and its label
+const QColor kGridColour(226, 226, 226);
+const QColor kMinorGridColour(242, 242, 242);
+const QColor kAxisColour(150, 150, 150);
+const QColor kLabelColour(70, 70, 70);
 
 QFont smallerFont(QFont font, double points) {
     font.setPointSizeF(points);
@@ -59,27 +71,46 @@ void setLegendEntryVisible(QChart* chart, QAbstractSeries* series, bool visible)
 
 }  // namespace
 
-// Every run's raw and smoothed polylines of one chart, in one item: QtCharts'
-// LineChartItem re-strokes a mouse hit-area outline (~1 us per point) on each
-// replace() and axis change; this item only maps and paints.
+// The plot of one chart in one item: grid, every run's raw and smoothed
+// lines, axis lines and tick labels. QtCharts' LineChartItem re-strokes a
+// mouse hit-area outline (~1 us per point) on each replace() and axis change,
+// and its axes re-create and lay out a text document per label on every range
+// change (a third of a zoom redraw, measured); this item only maps and paints.
+// The QtCharts axes stay, hidden, as the range the markers are placed by.
 class MetricLinesItem : public QGraphicsItem {
 public:
     MetricLinesItem(MetricChart* owner, QGraphicsItem* parent) : QGraphicsItem(parent), m_owner(owner) {
         setAcceptedMouseButtons(Qt::NoButton);
         setAcceptHoverEvents(false);
     }
-    QRectF boundingRect() const override { return m_owner->chart()->plotArea().adjusted(-2, -2, 2, 2); }
-    void paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) override { m_owner->paintLines(painter); }
+    QRectF boundingRect() const override { return m_owner->chart()->rect(); }
+    void paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) override { m_owner->paintPlot(painter); }
 
 private:
     MetricChart* m_owner;
 };
 
+// The hover dot, round although the view paints without antialiasing.
+class SmoothEllipseItem : public QGraphicsEllipseItem {
+public:
+    using QGraphicsEllipseItem::QGraphicsEllipseItem;
+    void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override {
+        painter->setRenderHint(QPainter::Antialiasing);
+        QGraphicsEllipseItem::paint(painter, option, widget);
+    }
+};
+
 MetricChart::MetricChart(RunDataStore* data, const QString& metric, QWidget* parent)
     : QChartView(parent), m_data(data), m_metric(metric) {
     buildChart();
-    setRenderHint(QPainter::Antialiasing);
-    // Every redraw moves every line item: a BSP index would be rebuilt each time.
+    // No antialiasing for the frame: axis and grid lines are axis-aligned (and
+    // crisper without it), and antialiased grid lines were ~10% of a zoom
+    // redraw. Text keeps its own antialiasing; the data lines and the hover
+    // dot set theirs.
+    setRenderHint(QPainter::Antialiasing, false);
+    // The chart background covers the viewport: no second fill under it.
+    viewport()->setAttribute(Qt::WA_OpaquePaintEvent);
+    // A zoom moves the marker items: a BSP index was measured slower than none.
     scene()->setItemIndexMethod(QGraphicsScene::NoIndex);
     // Repaint the viewport as one rectangle: with the default minimal update
     // the union of ~40 changed items' rects becomes a many-rect clip region,
@@ -117,29 +148,26 @@ void MetricChart::buildChart() {
     titleFont.setBold(true);
     c->setTitleFont(titleFont);
     c->setBackgroundRoundness(0);
-    c->setMargins(QMargins(4, 4, 4, 4));
+    m_axisFont = smallerFont(c->font(), 8);
+    c->setMargins(QMargins(kOuterMargin, kOuterMargin, kOuterMargin, kOuterMargin));
     c->layout()->setContentsMargins(0, 0, 0, 0);
     c->legend()->setAlignment(Qt::AlignBottom);
     c->legend()->setFont(smallerFont(c->legend()->font(), 8));
 
+    // Hidden: they hold the range the markers are placed by; MetricLinesItem
+    // paints the visible axes (see there).
     m_xAxis = new QValueAxis;
-    m_xAxis->setTitleText(tr("step"));
-    m_xAxis->setTitleFont(smallerFont(m_xAxis->titleFont(), 8));
-    m_xAxis->setLabelsFont(smallerFont(m_xAxis->labelsFont(), 8));
-    m_xAxis->setLabelFormat(QStringLiteral("%.0f"));
-    m_xAxis->setTickType(QValueAxis::TicksDynamic);
-    m_xAxis->setTickAnchor(0);
     c->addAxis(m_xAxis, Qt::AlignBottom);
+    m_xAxis->setVisible(false);
     installYAxis();
 
     m_lines = new MetricLinesItem(this, c);
     m_lines->setZValue(3.5);
 
-    m_hoverDot = new QGraphicsEllipseItem(c);
+    m_hoverDot = new SmoothEllipseItem(c);
     m_hoverDot->setZValue(1000);
     m_hoverDot->setPen(QPen(Qt::white, 1.5));
     m_hoverDot->hide();
-
 }
 
 void MetricChart::installYAxis() {
@@ -150,17 +178,12 @@ void MetricChart::installYAxis() {
     if (m_logScale) {
         auto* axis = new QLogValueAxis;
         axis->setBase(10);
-        axis->setLabelFormat(QStringLiteral("%g"));
         m_yAxis = axis;
     } else {
-        auto* axis = new QValueAxis;
-        axis->setLabelFormat(QStringLiteral("%.4g"));
-        axis->setTickType(QValueAxis::TicksDynamic);
-        axis->setTickAnchor(0);
-        m_yAxis = axis;
+        m_yAxis = new QValueAxis;
     }
-    m_yAxis->setLabelsFont(smallerFont(m_yAxis->labelsFont(), 8));
     chart()->addAxis(m_yAxis, Qt::AlignLeft);
+    m_yAxis->setVisible(false);  // see buildChart
     for (auto& [id, trace] : m_traces) {
         if (!trace.raw) continue;
         for (QXYSeries* s : {static_cast<QXYSeries*>(trace.legend),
@@ -293,6 +316,7 @@ void MetricChart::resetDerived(Trace& trace) {
     trace.smoothed.clear();
     trace.nonFinite.clear();
     trace.smallestPositive = kInf;
+    trace.thinning.reset();
 }
 
 void MetricChart::updateTraceData(Trace& trace) {
@@ -322,6 +346,7 @@ void MetricChart::scheduleRedraw() {
 }
 
 void MetricChart::redrawNow() {
+    cpu::clear_upper_vector_state();  // painting may have left it dirty: see there
     m_redrawTimer.stop();
     m_dirty = false;
     ++m_redrawCount;
@@ -368,14 +393,20 @@ std::vector<MetricChart::ThinnedTrace> MetricChart::thinShownTraces(XRange x, in
     for (auto& [id, trace] : m_traces) {
         if (!isShown(trace)) continue;
         const MetricSeries& data = trace.cursor.data;
-        ThinnedTrace t{&trace, thinMinMax(data.steps, data.values, x, buckets), {}};
-        // Weight 0: the smoothed line is the raw data, drawn once.
-        t.smooth = m_smoothing > 0 ? thinMinMax(data.steps, trace.smoothed, x, buckets) : t.raw;
-        thinned.push_back(std::move(t));
-        if (m_logScale) {
-            const auto [first, last] = indicesInRange(data.steps, x);
-            atFloor += static_cast<int>(countNonPositive(std::span(data.values).subspan(first, last - first)));
+        auto& cached = trace.thinning;
+        if (!cached || !(cached->x == x) || cached->buckets != buckets || cached->points != data.size() ||
+            cached->log != m_logScale) {
+            Trace::Thinning fresh{x, buckets, data.size(), m_logScale, thinMinMax(data.steps, data.values, x, buckets), {}, 0};
+            // Weight 0: the smoothed line is the raw data, drawn once.
+            fresh.smooth = m_smoothing > 0 ? thinMinMax(data.steps, trace.smoothed, x, buckets) : fresh.raw;
+            if (m_logScale) {
+                const auto [first, last] = indicesInRange(data.steps, x);
+                fresh.atFloor = static_cast<int>(countNonPositive(std::span(data.values).subspan(first, last - first)));
+            }
+            cached = std::move(fresh);
         }
+        thinned.push_back(ThinnedTrace{&trace, cached->raw, cached->smooth});
+        atFloor += cached->atFloor;
         for (const NonFinitePoint& p : trace.nonFinite) {
             if (p.x < x.lo || p.x > x.hi) continue;
             (p.kind == NonFiniteKind::negativeInf ? m_markersAtBottom : m_markersAtTop) = true;
@@ -400,9 +431,18 @@ void MetricChart::pushToSeries(const std::vector<ThinnedTrace>& thinned, XRange 
     for (const ThinnedTrace& t : thinned) {
         const QList<QPointF> raw = m_smoothing > 0 ? t.raw : QList<QPointF>{};
         // Unchanged points (another run grew, a hover redraw) are not re-laid out.
-        if (t.trace->raw->points() != raw) t.trace->raw->replace(raw);
-        if (t.trace->smooth->points() != t.smooth) t.trace->smooth->replace(t.smooth);
+        bool changed = false;
+        if (t.trace->raw->points() != raw) {
+            t.trace->raw->replace(raw);
+            changed = true;
+        }
+        if (t.trace->smooth->points() != t.smooth) {
+            t.trace->smooth->replace(t.smooth);
+            changed = true;
+        }
+        if (changed) ++t.trace->seriesVersion;
     }
+    m_linesStale = true;
     m_lines->update();
 }
 
@@ -470,15 +510,120 @@ void MetricChart::applyAxes(XRange x, YRange y) {
     m_shownX = x;
     m_shownY = y;
     m_xAxis->setRange(x.lo, x.hi);
-    m_xAxis->setTickInterval(niceTickInterval(x.span(), 6, 1));
+    const double xInterval = niceTickInterval(x.span(), 6, 1);
+    m_xTicks = linearTicks(x.lo, x.hi, xInterval);
     if (auto* log = qobject_cast<QLogValueAxis*>(m_yAxis)) {
         log->setRange(y.lo, y.hi);
         // Minor lines help within a few decades and are clutter across many.
-        log->setMinorTickCount(std::log10(y.hi / y.lo) <= 3.01 ? 8 : 0);
+        m_yTicks = logTicks(y.lo, y.hi, 3.01);
     } else if (auto* linear = qobject_cast<QValueAxis*>(m_yAxis)) {
         linear->setRange(y.lo, y.hi);
-        linear->setTickInterval(niceTickInterval(y.hi - y.lo, 5));
+        m_yTicks = linearTicks(y.lo, y.hi, niceTickInterval(y.hi - y.lo, 5));
     }
+    fitMarginsToLabels();
+}
+
+QString MetricChart::tickLabel(double value, bool xAxis) const {
+    if (xAxis) return QString::number(value, 'f', 0);
+    return m_logScale ? QString::number(value, 'g', 6) : QString::number(value, 'g', 4);
+}
+
+QStringList MetricChart::tickLabels(Qt::Orientation axis) const {
+    QStringList labels;
+    for (const AxisTick& tick : axis == Qt::Horizontal ? m_xTicks : m_yTicks)
+        if (tick.major) labels << tickLabel(tick.value, axis == Qt::Horizontal);
+    return labels;
+}
+
+const QStaticText& MetricChart::labelText(const QString& text) {
+    // A handful of distinct labels per chart; the bound only guards against
+    // an endless zoom session.
+    if (m_labelCache.size() > 512) m_labelCache.clear();
+    auto it = m_labelCache.find(text);
+    if (it == m_labelCache.end()) {
+        QStaticText prepared(text);
+        prepared.setTextFormat(Qt::PlainText);
+        prepared.prepare(QTransform(), m_axisFont);
+        it = m_labelCache.insert(text, prepared);
+    }
+    return it.value();
+}
+
+void MetricChart::fitMarginsToLabels() {
+    // Room outside the plot for the labels; changed only when the widest
+    // label changes, since a new margin re-lays out the chart.
+    const QFontMetrics metrics(m_axisFont);
+    int widestY = 0;
+    for (const AxisTick& tick : m_yTicks)
+        if (tick.major) widestY = std::max(widestY, metrics.horizontalAdvance(tickLabel(tick.value, false)));
+    const int lastX = m_xTicks.empty() ? 0 : metrics.horizontalAdvance(tickLabel(m_xTicks.back().value, true));
+    const QMargins wanted(kOuterMargin + widestY + kTickLength + kLabelGap, kOuterMargin + metrics.height() / 2,
+                          kOuterMargin + lastX / 2, kOuterMargin);
+    if (chart()->margins() != wanted) chart()->setMargins(wanted);
+    // The chart's margins lie outside the legend: the x labels and title get
+    // their room as the top margin of the legend, right under the plot.
+    const int xLabelsHeight = kTickLength + kLabelGap + 2 * metrics.height() + 2;
+    QLegend* legend = chart()->legend();
+    qreal left = 0, top = 0, right = 0, bottom = 0;
+    legend->getContentsMargins(&left, &top, &right, &bottom);
+    if (top != xLabelsHeight) legend->setContentsMargins(0, xLabelsHeight, 0, 0);
+}
+
+void MetricChart::paintPlot(QPainter* painter) {
+    if (!canDrawLines()) return;
+    paintAxes(painter, AxisLayer::grid);
+    paintLines(painter);
+    paintAxes(painter, AxisLayer::frame);
+}
+
+void MetricChart::paintAxes(QPainter* painter, AxisLayer layer) {
+    const QRectF plot = chart()->plotArea();
+    painter->save();
+    painter->setRenderHint(QPainter::Antialiasing, false);
+    // Lines on pixel centres: crisp 1 px lines without antialiasing.
+    const auto pixelX = [&](double x) { return std::floor(toScene(x, m_shownY.lo).x()) + 0.5; };
+    const auto pixelY = [&](double y) { return std::floor(toScene(m_shownX.lo, y).y()) + 0.5; };
+    const double left = std::floor(plot.left()) + 0.5, right = std::floor(plot.right()) + 0.5;
+    const double top = std::floor(plot.top()) + 0.5, bottom = std::floor(plot.bottom()) + 0.5;
+    if (layer == AxisLayer::grid) {
+        for (const bool major : {false, true}) {
+            painter->setPen(QPen(major ? kGridColour : kMinorGridColour, 0));
+            for (const AxisTick& tick : m_yTicks)
+                if (tick.major == major) painter->drawLine(QPointF(left, pixelY(tick.value)), QPointF(right, pixelY(tick.value)));
+        }
+        painter->setPen(QPen(kGridColour, 0));
+        for (const AxisTick& tick : m_xTicks) painter->drawLine(QPointF(pixelX(tick.value), top), QPointF(pixelX(tick.value), bottom));
+        painter->restore();
+        return;
+    }
+    painter->setPen(QPen(kAxisColour, 0));
+    painter->drawLine(QPointF(left, top), QPointF(left, bottom));
+    painter->drawLine(QPointF(left, bottom), QPointF(right, bottom));
+    painter->setFont(m_axisFont);
+    const QFontMetrics metrics(m_axisFont);
+    for (const AxisTick& tick : m_yTicks) {
+        if (!tick.major) continue;
+        const double y = pixelY(tick.value);
+        painter->setPen(QPen(kAxisColour, 0));
+        painter->drawLine(QPointF(left - kTickLength, y), QPointF(left, y));
+        const QStaticText& text = labelText(tickLabel(tick.value, false));
+        painter->setPen(kLabelColour);
+        painter->drawStaticText(QPointF(left - kTickLength - kLabelGap - text.size().width(), y - text.size().height() / 2),
+                                text);
+    }
+    for (const AxisTick& tick : m_xTicks) {
+        const double x = pixelX(tick.value);
+        painter->setPen(QPen(kAxisColour, 0));
+        painter->drawLine(QPointF(x, bottom), QPointF(x, bottom + kTickLength));
+        const QStaticText& text = labelText(tickLabel(tick.value, true));
+        painter->setPen(kLabelColour);
+        painter->drawStaticText(QPointF(x - text.size().width() / 2, bottom + kTickLength + kLabelGap), text);
+    }
+    const QStaticText& title = labelText(tr("step"));
+    painter->drawStaticText(QPointF((plot.left() + plot.right() - title.size().width()) / 2,
+                                    bottom + kTickLength + kLabelGap + metrics.height() + 1),
+                            title);
+    painter->restore();
 }
 
 double MetricChart::edgeY(bool top) const {
@@ -499,8 +644,9 @@ int MetricChart::placeMarkers(Trace& trace, XRange x) {
         if (p.kind == NonFiniteKind::nan) nanPoints.append(QPointF(p.x, top));
         else infPoints.append(QPointF(p.x, p.kind == NonFiniteKind::positiveInf ? top : bottom));
     }
-    trace.nan->replace(nanPoints);
-    trace.inf->replace(infPoints);
+    // Unchanged markers are left alone: a replace() re-lays out the series.
+    if (trace.nan->points() != nanPoints) trace.nan->replace(nanPoints);
+    if (trace.inf->points() != infPoints) trace.inf->replace(infPoints);
     return static_cast<int>(nanPoints.size() + infPoints.size());
 }
 
@@ -654,49 +800,167 @@ QPointF MetricChart::toScene(double x, double y) const {
     return QPointF(plot.left() + fx * plot.width(), plot.bottom() - fy * plot.height());
 }
 
-void MetricChart::paintLines(QPainter* painter) const {
+namespace {
+
+// Raw lines are drawn opaque in their colour pre-blended with the white plot
+// background: alpha-blending long overlapping zig-zags cost most of a paint,
+// and on white the look is the same.
+QColor blendedOnWhite(QColor c) {
+    const double a = c.alphaF();
+    return QColor::fromRgbF(1.0 - a * (1.0 - c.redF()), 1.0 - a * (1.0 - c.greenF()), 1.0 - a * (1.0 - c.blueF()));
+}
+
+// A dense line to fill: its column spans (one per column, consecutive) and colour.
+struct SpanLayer {
+    const std::vector<QLine>* spans;
+    QRgb premultiplied;
+};
+
+// Sets the pixels of the layers' spans straight in the image, in layer order.
+// Through QPainter each span is a call (~1 us) and a redraw of 10 dense runs
+// has ~25k of them. Written tile by tile (16 columns: one cache line of
+// pixels per row) with every layer per tile, so the tile's rows stay in L1
+// while the lines overdraw each other; column by column over the whole image
+// each pixel would be a cache miss.
+void fillSpanLayers(QImage& image, const std::vector<SpanLayer>& layers) {
+    constexpr int kTileColumns = 16;
+    const int width = image.width(), height = image.height();
+    const qsizetype stride = image.bytesPerLine() / qsizetype(sizeof(QRgb));
+    auto* pixels = reinterpret_cast<QRgb*>(image.bits());
+    for (int tile = 0; tile < width; tile += kTileColumns) {
+        const int tileEnd = std::min(width, tile + kTileColumns);
+        for (const SpanLayer& layer : layers) {
+            const std::vector<QLine>& spans = *layer.spans;
+            if (spans.empty()) continue;
+            const int first = spans.front().x1();
+            const int from = std::max(tile, first);
+            const int to = std::min<qsizetype>(tileEnd, first + qsizetype(spans.size()));
+            for (int x = from; x < to; ++x) {
+                const QLine& span = spans[std::size_t(x - first)];
+                const int top = std::max(0, std::min(span.y1(), span.y2()));
+                const int bottom = std::min(height - 1, std::max(span.y1(), span.y2()));
+                QRgb* pixel = pixels + top * stride + x;
+                for (int y = top; y <= bottom; ++y, pixel += stride) *pixel = layer.premultiplied;
+            }
+        }
+    }
+}
+
+}  // namespace
+
+MetricChart::LineMapping MetricChart::lineMapping(QPointF origin, double scale) const {
     const QRectF plot = chart()->plotArea();
-    if (plot.width() <= 0 || plot.height() <= 0 || !(m_shownX.span() > 0) || !(m_shownY.hi > m_shownY.lo)) return;
-    painter->save();
-    painter->setClipRect(plot.adjusted(-1, -1, 1, 1));
-    // Pixel mapping as an affine map of (x, axis y): one multiply-add per coordinate.
-    const double sx = plot.width() / m_shownX.span();
     const bool log = m_logScale;
     const double ylo = log ? std::log10(m_shownY.lo) : m_shownY.lo;
     const double yhi = log ? std::log10(m_shownY.hi) : m_shownY.hi;
-    const double sy = plot.height() / (yhi - ylo);
-    QPolygonF polygon;
-    const auto draw = [&](const QLineSeries* series, const QPen& pen) {
-        const QList<QPointF>& points = series->points();
-        if (points.size() < 1) return;
-        polygon.resize(points.size());
-        QPointF* out = polygon.data();
-        for (const QPointF& p : points) {
-            const double y = log ? std::log10(p.y()) : p.y();
-            *out++ = QPointF(plot.left() + (p.x() - m_shownX.lo) * sx, plot.bottom() - (y - ylo) * sy);
+    // An affine map of (x, axis y): one multiply-add per coordinate.
+    LineMapping m;
+    m.log = log;
+    m.sx = plot.width() / m_shownX.span() * scale;
+    m.sy = plot.height() / (yhi - ylo) * scale;
+    m.x0 = (plot.left() - origin.x()) * scale - m_shownX.lo * m.sx;
+    m.y0 = (plot.bottom() - origin.y()) * scale + ylo * m.sy;
+    return m;
+}
+
+void MetricChart::mapPoints(const QList<QPointF>& points, const LineMapping& m, QPolygonF& out) {
+    out.resize(points.size());
+    QPointF* o = out.data();
+    for (const QPointF& p : points) *o++ = QPointF(m.x0 + p.x() * m.sx, m.y0 - (m.log ? std::log10(p.y()) : p.y()) * m.sy);
+}
+
+MetricChart::DrawnLine MetricChart::prepareLine(const QList<QPointF>& points, const LineMapping& mapping) {
+    DrawnLine line;
+    mapPoints(points, mapping, line.polyline);
+    const std::span<const QPointF> pixels(line.polyline.constData(), std::size_t(line.polyline.size()));
+    line.dense = isDenseInPixels(pixels);
+    if (line.dense) {
+        line.spans = columnSpans(pixels);
+        line.polyline.clear();
+    }
+    return line;
+}
+
+bool MetricChart::canDrawLines() const {
+    const QRectF plot = chart()->plotArea();
+    return plot.width() > 0 && plot.height() > 0 && m_shownX.span() > 0 && m_shownY.hi > m_shownY.lo;
+}
+
+void MetricChart::paintLines(QPainter* painter) {
+    if (!canDrawLines()) return;
+    // Vector output (SVG export, printing) gets real polylines; the screen a
+    // cached raster layer.
+    if (painter->paintEngine()->type() != QPaintEngine::Raster) {
+        paintLinesAsVectors(painter);
+        return;
+    }
+    const QRect area = chart()->plotArea().adjusted(-1, -1, 1, 1).toAlignedRect();
+    const double dpr = painter->device()->devicePixelRatioF();
+    if (m_linesStale || m_linesArea != area || m_linesImage.devicePixelRatioF() != dpr) renderLinesImage(area, dpr);
+    painter->drawImage(area.topLeft(), m_linesImage);
+}
+
+void MetricChart::renderLinesImage(QRect area, double dpr) {
+    m_linesStale = false;
+    m_linesArea = area;
+    const QSize size = area.size() * dpr;
+    if (m_linesImage.size() != size) m_linesImage = QImage(size, QImage::Format_ARGB32_Premultiplied);
+    m_linesImage.setDevicePixelRatio(1);  // drawn in device pixels; the ratio is set after drawing
+    m_linesImage.fill(Qt::transparent);
+    cpu::clear_upper_vector_state();  // after Qt's fill: the mapping below calls log10 per point
+    const LineMapping mapping = lineMapping(area.topLeft(), dpr);
+    for (auto& [id, trace] : m_traces) {
+        // Geometry only for the runs whose series or mapping changed.
+        if (!isShown(trace) || (trace.drawnVersion == trace.seriesVersion && trace.drawnArea == area &&
+                                trace.drawnMapping == mapping))
+            continue;
+        trace.drawnVersion = trace.seriesVersion;
+        trace.drawnArea = area;
+        trace.drawnMapping = mapping;
+        trace.drawnRaw = prepareLine(trace.raw->points(), mapping);
+        trace.drawnSmooth = prepareLine(trace.smooth->points(), mapping);
+    }
+    QPainter painter(&m_linesImage);
+    painter.setRenderHint(QPainter::Antialiasing);
+    // Dense lines are collected and filled together; a sparse line is drawn
+    // through the painter after the dense ones before it (draw order = overdraw).
+    std::vector<SpanLayer> pending;
+    const auto draw = [&](const DrawnLine& line, const QColor& colour) {
+        if (line.dense) {
+            pending.push_back({&line.spans, qPremultiply(colour.rgba())});
+            return;
         }
-        painter->setPen(pen);
+        fillSpanLayers(m_linesImage, pending);
+        pending.clear();
+        painter.setPen(QPen(colour, kLineWidth * dpr));
+        if (line.polyline.size() == 1) painter.drawPoint(line.polyline.front());
+        else if (line.polyline.size() > 1) painter.drawPolyline(line.polyline);
+    };
+    for (const auto& [id, trace] : m_traces)
+        if (isShown(trace) && trace.raw->isVisible()) draw(trace.drawnRaw, blendedOnWhite(trace.raw->pen().color()));
+    for (const auto& [id, trace] : m_traces)
+        if (isShown(trace) && trace.smooth->isVisible()) draw(trace.drawnSmooth, trace.smooth->pen().color());
+    fillSpanLayers(m_linesImage, pending);
+    painter.end();
+    m_linesImage.setDevicePixelRatio(dpr);
+}
+
+void MetricChart::paintLinesAsVectors(QPainter* painter) const {
+    painter->save();
+    painter->setClipRect(chart()->plotArea().adjusted(-1, -1, 1, 1));
+    const LineMapping mapping = lineMapping(QPointF(0, 0), 1.0);
+    QPolygonF polygon;
+    const auto draw = [&](const QLineSeries* series, const QColor& colour) {
+        if (series->count() == 0) return;
+        mapPoints(series->points(), mapping, polygon);
+        painter->setPen(QPen(colour, kLineWidth));
         if (polygon.size() == 1) painter->drawPoint(polygon.front());
         else painter->drawPolyline(polygon);
     };
-    // Raw lines are drawn opaque in their colour pre-blended with the white
-    // plot background: alpha-blending long overlapping zig-zags was most of
-    // the paint time, and the look on white is the same.
-    const auto opaque = [](QPen pen) {
-        QColor c = pen.color();
-        const double a = c.alphaF();
-        c = QColor::fromRgbF(1.0 - a * (1.0 - c.redF()), 1.0 - a * (1.0 - c.greenF()), 1.0 - a * (1.0 - c.blueF()));
-        pen.setColor(c);
-        return pen;
-    };
-    for (const auto& [id, trace] : m_traces) {
-        if (!isShown(trace)) continue;
-        if (trace.raw->isVisible()) draw(trace.raw, opaque(trace.raw->pen()));
-    }
-    for (const auto& [id, trace] : m_traces) {
-        if (!isShown(trace)) continue;
-        if (trace.smooth->isVisible()) draw(trace.smooth, trace.smooth->pen());
-    }
+    for (const auto& [id, trace] : m_traces)
+        if (isShown(trace) && trace.raw->isVisible()) draw(trace.raw, blendedOnWhite(trace.raw->pen().color()));
+    for (const auto& [id, trace] : m_traces)
+        if (isShown(trace) && trace.smooth->isVisible()) draw(trace.smooth, trace.smooth->pen().color());
     painter->restore();
 }
 

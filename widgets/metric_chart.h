@@ -4,12 +4,20 @@
 // with a note), an outlier-robust y range, hover read-out, drag-zoom on x.
 //
 // Redraws are coalesced: any number of data signals within kRedrawDelayMs
-// produce one redraw, which re-thins every series to the plot's pixel width
-// and pushes it with QXYSeries::replace (never point-by-point append).
+// produce one redraw, which re-thins every series that changed to the plot's
+// pixel width and pushes it with QXYSeries::replace (never point-by-point
+// append). The lines, grid and axes are painted by one item from a raster
+// layer cached between data changes (see MetricLinesItem).
 #pragma once
 
 #include <QChartView>
+#include <QFont>
+#include <QHash>
+#include <QStaticText>
+#include <QImage>
+#include <QLine>
 #include <QList>
+#include <QPolygonF>
 #include <QPointer>
 #include <QSet>
 #include <QString>
@@ -68,8 +76,7 @@ public:
     double smoothing() const { return m_smoothing; }
     // Raw points per chart (all runs together) before pixel columns are
     // merged into wider min/max buckets; 0 = one bucket per pixel always.
-    // QtCharts lays out (~0.5 us) and paints every pushed point on each
-    // redraw, and the raster engine's cost grows with the drawn line length:
+    // Every pushed point is thinned, mapped and rasterised again on a zoom:
     // the budget keeps ten dense runs as cheap as three.
     void setPointBudget(int points);
     int pointBudget() const { return m_pointBudget; }
@@ -100,6 +107,7 @@ public:
     int valuesAtFloor() const { return m_valuesAtFloor; }  // shown run values <= 0 (log scale only)
     int nonFiniteCount() const { return m_nonFiniteCount; }
     QString noteText() const { return m_noteText; }  // "" when there is nothing to note
+    QStringList tickLabels(Qt::Orientation axis) const;  // the labels painted on that axis now
     // Scene position of a data point (step, value) as the lines are drawn.
     QPointF toScene(double x, double y) const;
     QString hoverTextAt(const QPoint& viewPos) const;  // what the tooltip would say there
@@ -123,6 +131,22 @@ protected:
     void showEvent(QShowEvent* event) override;
 
 private:
+    // Device-pixel mapping of (step, value) into a target whose origin is
+    // `origin` in scene coordinates, `scale` device pixels per scene unit.
+    struct LineMapping {
+        bool log = false;
+        double sx = 1, sy = 1, x0 = 0, y0 = 0;
+        bool operator==(const LineMapping&) const = default;
+    };
+    // One series as the raster layer draws it: a dense line as column spans,
+    // a sparse one as an antialiased polyline.
+    struct DrawnLine {
+        bool dense = false;
+        std::vector<QLine> spans;
+        QPolygonF polyline;
+    };
+    static DrawnLine prepareLine(const QList<QPointF>& points, const LineMapping& mapping);
+
     // One run's data as this chart sees it, with the derived series cached so
     // a live append costs O(new points), not O(n).
     struct Trace {
@@ -140,6 +164,24 @@ private:
         QScatterSeries* nan = nullptr;
         QScatterSeries* inf = nullptr;
         QLineSeries* legend = nullptr;  // no points: the legend entry only
+        // The last thinning, reused while its inputs are unchanged (a live
+        // update then re-thins only the runs that grew).
+        struct Thinning {
+            XRange x;
+            int buckets = 0;
+            std::size_t points = 0;
+            bool log = false;
+            QList<QPointF> raw, smooth;
+            int atFloor = 0;  // values <= 0 in x (counted on a log axis only)
+        };
+        std::optional<Thinning> thinning;
+        // Pixel geometry of raw/smooth as last rasterised, and what it was
+        // computed from: series content (seriesVersion) and mapping.
+        int seriesVersion = 0;
+        int drawnVersion = -1;
+        QRect drawnArea;
+        LineMapping drawnMapping;
+        DrawnLine drawnRaw, drawnSmooth;
     };
 
     struct ThinnedTrace {
@@ -175,7 +217,18 @@ private:
     int placeMarkers(Trace& trace, XRange x);
     double edgeY(bool top) const;
     QPointF scenePosOf(const Trace& trace, std::size_t index) const;
-    void paintLines(QPainter* painter) const;
+    LineMapping lineMapping(QPointF origin, double scale) const;
+    static void mapPoints(const QList<QPointF>& points, const LineMapping& mapping, QPolygonF& out);
+    bool canDrawLines() const;
+    void paintPlot(QPainter* painter);  // grid, lines, axes: what MetricLinesItem draws
+    enum class AxisLayer { grid, frame };  // under the lines; over them (axis lines, ticks, labels)
+    void paintAxes(QPainter* painter, AxisLayer layer);
+    QString tickLabel(double value, bool xAxis) const;
+    const QStaticText& labelText(const QString& text);
+    void fitMarginsToLabels();
+    void paintLines(QPainter* painter);
+    void renderLinesImage(QRect area, double dpr);
+    void paintLinesAsVectors(QPainter* painter) const;
     friend class MetricLinesItem;
     void updateNote();
     double sceneXToValue(double sceneX) const;
@@ -205,10 +258,19 @@ private:
     bool m_markersAtBottom = false;  // -Inf in view
     double m_floor = kDefaultLogFloor;
 
+    std::vector<AxisTick> m_xTicks, m_yTicks;
+    QFont m_axisFont;
+    QHash<QString, QStaticText> m_labelCache;
+
     QValueAxis* m_xAxis = nullptr;
     QAbstractAxis* m_yAxis = nullptr;
     QGraphicsEllipseItem* m_hoverDot = nullptr;
     QGraphicsItem* m_lines = nullptr;
+    // Every shown line, rasterised once per data or axis change: hover, the
+    // rubber band and other repaints only blit it.
+    QImage m_linesImage;
+    QRect m_linesArea;
+    bool m_linesStale = true;
     QString m_noteText;
 
     QTimer m_redrawTimer;

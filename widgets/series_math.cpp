@@ -54,31 +54,34 @@ std::pair<std::size_t, std::size_t> indicesInRange(std::span<const double> xs, X
 
 namespace {
 
-// One pixel column's candidates, as indices into the series.
-struct Bucket {
-    std::size_t first = 0, min = 0, max = 0, last = 0;
-    bool empty = true;
-
-    void add(std::size_t i, std::span<const double> ys) {
-        if (empty) {
-            first = min = max = last = i;
-            empty = false;
-            return;
+// Appends the first, lowest, highest and last point with a finite y of
+// indices [begin, end), in x order and without repeats.
+void appendBucket(QList<QPointF>& out, std::span<const double> xs, std::span<const double> ys, std::size_t begin,
+                  std::size_t end) {
+    std::size_t first = begin;
+    while (first < end && !std::isfinite(ys[first])) ++first;
+    if (first == end) return;
+    std::size_t lowest = first, highest = first, last = first;
+    double low = ys[first], high = low;
+    for (std::size_t i = first + 1; i < end; ++i) {
+        const double y = ys[i];
+        if (!std::isfinite(y)) continue;
+        // Strict comparisons: the first of equal extremes is kept.
+        if (y < low) {
+            low = y;
+            lowest = i;
         }
-        if (ys[i] < ys[min]) min = i;
-        if (ys[i] > ys[max]) max = i;
+        if (y > high) {
+            high = y;
+            highest = i;
+        }
         last = i;
     }
-
-    void flushTo(QList<QPointF>& out, std::span<const double> xs, std::span<const double> ys) {
-        if (empty) return;
-        std::array<std::size_t, 4> keep{first, min, max, last};
-        std::sort(keep.begin(), keep.end());
-        const auto end = std::unique(keep.begin(), keep.end());
-        for (auto it = keep.begin(); it != end; ++it) out.append(QPointF(xs[*it], ys[*it]));
-        empty = true;
-    }
-};
+    std::array<std::size_t, 4> keep{first, lowest, highest, last};
+    std::sort(keep.begin(), keep.end());
+    const auto unique = std::unique(keep.begin(), keep.end());
+    for (auto it = keep.begin(); it != unique; ++it) out.append(QPointF(xs[*it], ys[*it]));
+}
 
 // The closest point with a finite y strictly outside the range, walking away
 // from it; nullopt when there is none.
@@ -105,22 +108,68 @@ QList<QPointF> thinMinMax(std::span<const double> xs, std::span<const double> ys
         if (const auto before = finiteNeighbour(ys, first - 1, -1)) out.append(QPointF(xs[*before], ys[*before]));
 
     const double scale = range.span() > 0 ? buckets / range.span() : 0;
-    Bucket bucket;
-    int currentBucket = -1;
-    for (std::size_t i = first; i < last; ++i) {
-        if (!std::isfinite(ys[i])) continue;
-        const int b = std::min(buckets - 1, static_cast<int>((xs[i] - range.lo) * scale));
-        if (b != currentBucket) {
-            bucket.flushTo(out, xs, ys);
-            currentBucket = b;
-        }
-        bucket.add(i, ys);
+    const auto bucketOf = [&](double x) { return std::min(buckets - 1, static_cast<int>((x - range.lo) * scale)); };
+    // A bucket is a run of consecutive indices (xs ascends, so bucketOf does
+    // too): its end is found by binary search and its values scanned in one
+    // tight loop, instead of a bucket computation per point.
+    for (std::size_t begin = first; begin < last;) {
+        const int b = bucketOf(xs[begin]);
+        const auto endIt = std::partition_point(xs.begin() + static_cast<std::ptrdiff_t>(begin),
+                                                xs.begin() + static_cast<std::ptrdiff_t>(last),
+                                                [&](double x) { return bucketOf(x) <= b; });
+        const auto end = static_cast<std::size_t>(endIt - xs.begin());
+        appendBucket(out, xs, ys, begin, end);
+        begin = end;
     }
-    bucket.flushTo(out, xs, ys);
 
     if (last < n)
         if (const auto after = finiteNeighbour(ys, last, +1)) out.append(QPointF(xs[*after], ys[*after]));
     return out;
+}
+
+std::vector<QLine> columnSpans(std::span<const QPointF> pixels) {
+    std::vector<QLine> spans;
+    if (pixels.empty()) return spans;
+    // Coordinates are clamped to +-1e6 (an outlier far outside the robust
+    // range must not overflow int), which also makes rounding a cast: no
+    // libm call per pixel on baseline x86-64.
+    static constexpr double kLimit = 1e6;
+    const auto clampCoordinate = [](double v) { return std::clamp(v, -kLimit, kLimit); };
+    const auto roundToInt = [](double v) { return static_cast<int>(v + (kLimit + 0.5)) - static_cast<int>(kLimit); };
+    const auto columnOf = [](double x) { return static_cast<int>(x + kLimit) - static_cast<int>(kLimit); };
+    const auto pointAt = [&](std::size_t i) { return QPointF(clampCoordinate(pixels[i].x()), clampCoordinate(pixels[i].y())); };
+    spans.reserve(static_cast<std::size_t>(std::abs(columnOf(pointAt(pixels.size() - 1).x()) - columnOf(pointAt(0).x()))) + 1);
+    QPointF from = pointAt(0);
+    int column = columnOf(from.x());
+    double lo = from.y(), hi = lo;
+    for (std::size_t i = 1; i < pixels.size(); ++i) {
+        const QPointF to = pointAt(i);
+        const int last = columnOf(to.x());
+        if (last > column) {
+            // Split the segment at every column boundary it crosses: each
+            // column gets the part of the line inside it.
+            const double slope = (to.y() - from.y()) / (to.x() - from.x());
+            for (int boundary = column + 1; boundary <= last; ++boundary) {
+                const double y = from.y() + slope * (boundary - from.x());
+                lo = std::min(lo, y);
+                hi = std::max(hi, y);
+                spans.emplace_back(column, roundToInt(lo), column, roundToInt(hi));
+                column = boundary;
+                lo = hi = y;
+            }
+        }
+        lo = std::min(lo, to.y());
+        hi = std::max(hi, to.y());
+        from = to;
+    }
+    spans.emplace_back(column, roundToInt(lo), column, roundToInt(hi));
+    return spans;
+}
+
+bool isDenseInPixels(std::span<const QPointF> pixels) {
+    if (pixels.size() < 3) return false;
+    const double columns = std::abs(pixels.back().x() - pixels.front().x()) + 1;
+    return 2.0 * double(pixels.size()) >= columns;
 }
 
 namespace {
@@ -134,28 +183,32 @@ double quantileInPlace(std::vector<double>& values, double q) {
 std::vector<double> rangeSamples(std::span<const double> ys, bool logSpace) {
     std::vector<double> samples;
     samples.reserve(ys.size());
-    for (const double y : ys) {
-        if (!std::isfinite(y)) continue;
-        if (!logSpace) samples.push_back(y);
-        else if (y > 0) samples.push_back(std::log10(y));
-    }
+    for (const double y : ys)
+        if (std::isfinite(y) && (!logSpace || y > 0)) samples.push_back(y);
     return samples;
 }
 
 }  // namespace
 
 std::optional<YRange> robustYRange(std::span<const double> ys, const RobustRangeOptions& options) {
+    // Quantiles are ranks, so for a log axis they are taken on the values and
+    // only the few results go through log10 (not every sample).
     std::vector<double> samples = rangeSamples(ys, options.logSpace);
     if (samples.empty()) return std::nullopt;
-    double lo = quantileInPlace(samples, options.lowQuantile);
-    double hi = quantileInPlace(samples, options.highQuantile);
+    const auto toAxis = [&](double v) { return options.logSpace ? std::log10(v) : v; };
+    const auto fromAxis = [&](double v) { return options.logSpace ? std::pow(10.0, v) : v; };
+    double lo = toAxis(quantileInPlace(samples, options.lowQuantile));
+    double hi = toAxis(quantileInPlace(samples, options.highQuantile));
     const double span = hi - lo;
     // The extremes that are still inside the fences.
-    const double lowFence = lo - options.tailFence * span, highFence = hi + options.tailFence * span;
+    const double lowFence = fromAxis(lo - options.tailFence * span), highFence = fromAxis(hi + options.tailFence * span);
+    double lowest = fromAxis(lo), highest = fromAxis(hi);
     for (const double v : samples) {
-        if (v >= lowFence && v < lo) lo = v;
-        if (v <= highFence && v > hi) hi = v;
+        if (v >= lowFence && v < lowest) lowest = v;
+        if (v <= highFence && v > highest) highest = v;
     }
+    lo = std::min(lo, toAxis(lowest));
+    hi = std::max(hi, toAxis(highest));
     if (hi - lo <= 0) {
         // A flat line still needs a visible band around it.
         const double band = options.logSpace ? 1.0 : (lo != 0 ? std::abs(lo) * 0.2 : 2.0);
@@ -165,8 +218,7 @@ std::optional<YRange> robustYRange(std::span<const double> ys, const RobustRange
     const double pad = options.margin * (hi - lo);
     lo -= pad;
     hi += pad;
-    if (options.logSpace) return YRange{std::pow(10.0, lo), std::pow(10.0, hi)};
-    return YRange{lo, hi};
+    return YRange{fromAxis(lo), fromAxis(hi)};
 }
 
 double smallestPositive(std::span<const double> ys) {
@@ -214,6 +266,39 @@ double niceTickInterval(double span, int targetTicks, double minStep) {
     const double normalised = raw / magnitude;
     const double step = normalised < 1.5 ? 1 : normalised < 3.5 ? 2 : normalised < 7.5 ? 5 : 10;
     return std::max(step * magnitude, minStep);
+}
+
+std::vector<AxisTick> linearTicks(double lo, double hi, double interval) {
+    std::vector<AxisTick> ticks;
+    if (!(hi > lo) || !(interval > 0) || !std::isfinite(lo) || !std::isfinite(hi)) return ticks;
+    const double slack = 1e-9 * (hi - lo);
+    const double first = std::ceil((lo - slack) / interval);
+    const double last = std::floor((hi + slack) / interval);
+    if (last - first > 1000) return ticks;  // a degenerate interval: no wall of lines
+    for (double k = first; k <= last; ++k) {
+        const double v = k * interval;
+        ticks.push_back({std::abs(v) < slack ? 0.0 : v, true});  // no "-0" label
+    }
+    return ticks;
+}
+
+std::vector<AxisTick> logTicks(double lo, double hi, double minorDecades) {
+    std::vector<AxisTick> ticks;
+    if (!(lo > 0) || !(hi > lo) || !std::isfinite(hi)) return ticks;
+    const double slack = 1e-9;  // in decades
+    const double a = std::log10(lo), b = std::log10(hi);
+    const bool minor = b - a <= minorDecades;
+    for (double d = std::floor(a); d <= std::ceil(b); ++d) {
+        const double power = std::pow(10.0, d);
+        if (d >= a - slack && d <= b + slack) ticks.push_back({power, true});
+        if (!minor) continue;
+        for (int k = 2; k <= 9; ++k) {
+            const double v = k * power;
+            const double position = std::log10(v);
+            if (position > a && position < b) ticks.push_back({v, false});
+        }
+    }
+    return ticks;
 }
 
 }  // namespace mlk

@@ -3,6 +3,7 @@
 // No widgets here, so every rule can be tested without a display.
 #pragma once
 
+#include <QLine>
 #include <QList>
 #include <QPointF>
 
@@ -52,6 +53,24 @@ QList<QPointF> thinMinMax(std::span<const double> xs, std::span<const double> ys
 
 // Index range [first, last) of ascending xs inside [range.lo, range.hi].
 std::pair<std::size_t, std::size_t> indicesInRange(std::span<const double> xs, XRange range);
+
+// --- Pixel-column geometry (what the chart paints) ---------------------------
+
+// A line through points already mapped to device pixels, in x order. Dense
+// noisy data drawn as a polyline zig-zags up and down every pixel column, and
+// the raster engine pays for every pixel of that length (most of a redraw at
+// 10 runs x 10k steps).
+
+// One vertical span per integer pixel column from the first point's column to
+// the last's: the part of the polyline inside that column, rounded to whole
+// pixels. Filled, they set the pixels a 1 px non-antialiased polyline would.
+// Each span is a QLine with x1 == x2.
+std::vector<QLine> columnSpans(std::span<const QPointF> pixels);
+
+// Whether a polyline has at least one point per two pixel columns it spans:
+// then spans look like the line (steps of at most two pixels), and a noisy
+// one is a band whose antialiased zig-zag would cost far more to stroke.
+bool isDenseInPixels(std::span<const QPointF> pixels);
 
 // --- Robust y range ----------------------------------------------------------
 
@@ -114,5 +133,19 @@ std::vector<NonFinitePoint> nonFinitePoints(std::span<const double> xs, std::spa
 
 // A 1/2/5 x 10^k step giving about `targetTicks` intervals over span (>= minStep).
 double niceTickInterval(double span, int targetTicks, double minStep = 0);
+
+struct AxisTick {
+    double value = 0;
+    bool major = true;  // labelled, with a full grid line; minor: a faint line only
+};
+
+// Every multiple of interval in [lo, hi] (a relative 1e-9 of slack at the
+// ends, so a range rounded out to ticks keeps its end ticks).
+std::vector<AxisTick> linearTicks(double lo, double hi, double interval);
+
+// A log10 axis over [lo, hi] (0 < lo < hi): every power of ten (major) and,
+// when the range spans at most minorDecades decades, 2..9 times each power
+// (minor).
+std::vector<AxisTick> logTicks(double lo, double hi, double minorDecades = 3.01);
 
 }  // namespace mlk

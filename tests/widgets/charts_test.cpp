@@ -21,6 +21,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <memory>
 #include <random>
 #include <thread>
@@ -149,6 +150,114 @@ private slots:
         QCOMPARE(zoomed.size(), qsizetype(101 + 2));  // 101 points fit 100 pixels
         QCOMPARE(zoomed.front().x(), 999.0);
         QCOMPARE(zoomed.back().x(), 1101.0);
+    }
+
+    void thinningEqualsAPointByPointReference() {
+        // The plain algorithm: bucket of every point, first/min/max/last per
+        // bucket (first of equal extremes), non-finite values skipped.
+        std::mt19937 rng(3);
+        std::uniform_real_distribution<double> u(-1, 1);
+        std::vector<double> xs, ys;
+        for (int i = 0; i < 5000; ++i) {
+            xs.push_back(i * 0.37);
+            const double r = u(rng);
+            ys.push_back(r > 0.97 ? kNaN : r < -0.98 ? kInf : std::round(r * 20));  // ties on purpose
+        }
+        for (const XRange range : {XRange{0, 5000 * 0.37}, XRange{100, 400}, XRange{-5, 3}}) {
+            for (const int width : {1, 37, 640}) {
+                QList<QPointF> expected;
+                const auto [first, last] = indicesInRange(xs, range);
+                const auto finiteAt = [&](std::ptrdiff_t i, int step) -> std::optional<std::size_t> {
+                    for (; i >= 0 && i < std::ptrdiff_t(xs.size()); i += step)
+                        if (std::isfinite(ys[std::size_t(i)])) return std::size_t(i);
+                    return std::nullopt;
+                };
+                if (first > 0)
+                    if (auto b = finiteAt(std::ptrdiff_t(first) - 1, -1)) expected.append(QPointF(xs[*b], ys[*b]));
+                std::map<int, std::vector<std::size_t>> buckets;
+                for (std::size_t i = first; i < last; ++i)
+                    if (std::isfinite(ys[i]))
+                        buckets[std::min(width - 1, int((xs[i] - range.lo) * (width / range.span())))].push_back(i);
+                for (const auto& [b, members] : buckets) {
+                    std::size_t lo = members.front(), hi = members.front();
+                    for (std::size_t i : members) {
+                        if (ys[i] < ys[lo]) lo = i;
+                        if (ys[i] > ys[hi]) hi = i;
+                    }
+                    std::vector<std::size_t> keep{members.front(), lo, hi, members.back()};
+                    std::sort(keep.begin(), keep.end());
+                    keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+                    for (std::size_t i : keep) expected.append(QPointF(xs[i], ys[i]));
+                }
+                if (last < xs.size())
+                    if (auto a = finiteAt(std::ptrdiff_t(last), +1)) expected.append(QPointF(xs[*a], ys[*a]));
+                QCOMPARE(thinMinMax(xs, ys, range, width), expected);
+            }
+        }
+    }
+
+    void columnSpansSetTheLinesPixels() {
+        // Reference: for every column, the y extent of every segment's part
+        // inside [c, c + 1), rounded as the spans are.
+        std::mt19937 rng(9);
+        std::uniform_real_distribution<double> dx(0.05, 2.5), y(0, 200);
+        std::vector<QPointF> line{{10.3, y(rng)}};
+        for (int i = 0; i < 400; ++i) line.emplace_back(line.back().x() + dx(rng), y(rng));
+        const std::vector<QLine> spans = columnSpans(line);
+        const int firstColumn = int(std::floor(line.front().x())), lastColumn = int(std::floor(line.back().x()));
+        QCOMPARE(int(spans.size()), lastColumn - firstColumn + 1);  // one span per column, none skipped
+        for (int c = firstColumn; c <= lastColumn; ++c) {
+            double lo = kInf, hi = -kInf;
+            for (std::size_t i = 1; i < line.size(); ++i) {
+                const QPointF a = line[i - 1], b = line[i];
+                const double x0 = std::max(a.x(), double(c)), x1 = std::min(b.x(), double(c + 1));
+                if (x0 > x1 || (x0 == x1 && x1 == c + 1)) continue;
+                for (const double x : {x0, x1}) {
+                    const double v = a.y() + (b.y() - a.y()) * (x - a.x()) / (b.x() - a.x());
+                    lo = std::min(lo, v);
+                    hi = std::max(hi, v);
+                }
+            }
+            const QLine& span = spans[std::size_t(c - firstColumn)];
+            QCOMPARE(span.x1(), c);
+            QCOMPARE(span.x2(), c);
+            QVERIFY2(std::abs(span.y1() - lo) <= 0.5 + 1e-9 && std::abs(span.y2() - hi) <= 0.5 + 1e-9,
+                     qPrintable(QStringLiteral("column %1: span %2..%3, line %4..%5").arg(c).arg(span.y1()).arg(span.y2()).arg(lo).arg(hi)));
+        }
+        // A far outlier is clamped (to a million pixels off), not wrapped around.
+        const std::vector<QPointF> outlier{{0.5, 10}, {1.5, -1e300}, {2.5, 10}};
+        for (const QLine& span : columnSpans(outlier))
+            QVERIFY(span.y1() <= span.y2() && span.y1() >= -1000000 && span.y2() <= 10);
+    }
+
+    void densityDecidesHowALineIsDrawn() {
+        std::vector<QPointF> sparse, dense;
+        for (int i = 0; i < 10; ++i) sparse.emplace_back(i * 30.0, i);
+        for (int i = 0; i < 200; ++i) dense.emplace_back(i * 1.5, i % 7);
+        QVERIFY(!isDenseInPixels(sparse));
+        QVERIFY(isDenseInPixels(dense));
+    }
+
+    void axisTicks() {
+        const auto values = [](const std::vector<AxisTick>& ticks, bool major) {
+            std::vector<double> v;
+            for (const AxisTick& t : ticks)
+                if (t.major == major) v.push_back(t.value);
+            return v;
+        };
+        QCOMPARE(values(linearTicks(0, 10, 2), true), (std::vector<double>{0, 2, 4, 6, 8, 10}));
+        const std::vector<double> small = values(linearTicks(-0.3, 0.3, 0.1), true);
+        QCOMPARE(small.size(), std::size_t(7));
+        QVERIFY(std::any_of(small.begin(), small.end(), [](double v) { return v == 0 && !std::signbit(v); }));
+        QVERIFY(linearTicks(0, 1, 0).empty());
+
+        const auto decades = logTicks(1e-6, 1e-3);
+        QCOMPARE(values(decades, true).size(), std::size_t(4));
+        QCOMPARE(values(decades, false).size(), std::size_t(3 * 8));  // 2..9 x 1e-6, 1e-5, 1e-4
+        const auto wide = logTicks(1e-9, 1);
+        QCOMPARE(values(wide, true).size(), std::size_t(10));
+        QVERIFY(values(wide, false).empty());  // minor lines only within a few decades
+        QVERIFY(logTicks(0, 1).empty());
     }
 
     void thinningSkipsNonFinite() {
@@ -325,6 +434,7 @@ private slots:
         const QByteArray text = file.readAll();
         QVERIFY(text.contains("<svg"));
         QVERIFY(text.contains("reward_mean"));
+        QVERIFY2(text.contains("<polyline"), "lines are vectors in SVG, not an embedded raster");
         QCOMPARE(chart.rawSeries(1)->count(), 4);
     }
 
@@ -384,6 +494,54 @@ private slots:
         QCOMPARE(runningRun.count(), 1);
         QCOMPARE(finishedRun.count(), 0);
         QCOMPARE(chart.rawSeries(2)->points().back(), QPointF(500, 0.5));
+    }
+
+    void chartPaintsEachRunInItsColourAndFollowsChanges() {
+        RunDataStore data;
+        std::vector<double> band;
+        for (int i = 0; i < 4000; ++i) band.push_back(i % 2 ? 0.2 : 0.3);
+        feed(data, 1, "reward_mean", band);  // dense: column spans, a solid band
+        data.addRun({2, QStringLiteral("sparse"), QStringLiteral("finished"), QString(), {}});
+        for (int64_t step = 0; step <= 4000; step += 500) data.appendStep(2, stepOf(step, {{"reward_mean", 0.32}}));  // a polyline
+        data.setColour(1, QColor(200, 0, 0));
+        data.setColour(2, QColor(0, 0, 200));
+        MetricChart chart(&data, QStringLiteral("reward_mean"));
+        chart.setSmoothing(0);  // one line per run, in the run's full colour
+        showAndSettle(chart, QSize(700, 400));
+        chart.redrawNow();
+        const auto pixelAt = [&](double step, double value) {
+            const QImage image = chart.grab().toImage();
+            const QPoint p = chart.mapFromScene(chart.toScene(step, value));
+            return image.pixelColor(p);
+        };
+        QCOMPARE(pixelAt(2000, 0.25), QColor(200, 0, 0));
+        const QColor sparse = pixelAt(2250, 0.32);  // antialiased: mostly the colour
+        QVERIFY2(sparse.blue() > 150 && sparse.red() < 120, qPrintable(sparse.name()));
+
+        // New data, a new colour: the cached raster must not show the old ones.
+        data.appendStep(1, stepOf(4000, {{"reward_mean", 0.2}}));
+        data.setColour(1, QColor(0, 150, 0));
+        QTRY_COMPARE(pixelAt(2000, 0.25), QColor(0, 150, 0));
+        chart.setRunHidden(1, true);
+        chart.redrawNow();
+        QVERIFY(pixelAt(2000, 0.25) != QColor(0, 150, 0));
+    }
+
+    void axisLabelsArePaintedByTheChart() {
+        RunDataStore data;
+        feed(data, 1, "k3_kl", {1e-5, 3e-4, 2e-3, 5e-5});
+        MetricChart chart(&data, QStringLiteral("k3_kl"));
+        showAndSettle(chart, QSize(600, 400));
+        chart.setLogScale(true);
+        QStringList y = chart.tickLabels(Qt::Vertical);
+        for (const char* decade : {"1e-05", "0.0001", "0.001"}) QVERIFY2(y.contains(QString::fromLatin1(decade)), qPrintable(y.join(' ')));
+        const QStringList x = chart.tickLabels(Qt::Horizontal);
+        QVERIFY2(x.contains(QStringLiteral("0")) && x.contains(QStringLiteral("3")), qPrintable(x.join(' ')));
+        chart.setLogScale(false);
+        y = chart.tickLabels(Qt::Vertical);
+        QVERIFY2(y.contains(QStringLiteral("0")) && !y.contains(QStringLiteral("1e-05")), qPrintable(y.join(' ')));
+        // The labels sit left of the plot, inside the chart.
+        QVERIFY(chart.chart()->plotArea().left() > 20);
     }
 
     void contextMenuOffersTheActions() {
