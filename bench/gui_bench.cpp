@@ -66,13 +66,13 @@ StepRecord syntheticStep(int run, int64_t step, std::mt19937& rng) {
 }
 
 struct Stats {
-    double median = 0, p95 = 0, max = 0;
+    double min = 0, median = 0, p95 = 0, max = 0;
 };
 
 Stats statsOf(std::vector<double> ms) {
     std::sort(ms.begin(), ms.end());
     const auto at = [&](double q) { return ms[std::min(ms.size() - 1, std::size_t(q * double(ms.size() - 1) + 0.5))]; };
-    return {at(0.5), at(0.95), ms.back()};
+    return {ms.front(), at(0.5), at(0.95), ms.back()};
 }
 
 struct Timings {
@@ -95,8 +95,10 @@ void timeRedraw(QApplication& app, ChartGrid& grid, Timings& t) {
 
 void report(const char* scenario, const Timings& t) {
     const Stats u = statsOf(t.update), p = statsOf(t.paint), all = statsOf(t.total);
-    std::printf("%-34s median %7.2f ms  p95 %7.2f ms   (series update %6.2f + layout/paint %6.2f)  %s\n", scenario,
-                all.median, all.p95, u.median, p.median, all.p95 < 16.0 ? "under 16 ms" : "OVER 16 ms");
+    // The minimum is the cost without the other tenants of a shared VM core.
+    std::printf("%-30s min %6.2f  median %6.2f  p95 %6.2f ms  (series update %5.2f + layout/paint %5.2f)  %s\n",
+                scenario, all.min, all.median, all.p95, u.median, p.median,
+                all.p95 < 16.0 ? "under 16 ms" : "OVER 16 ms");
 }
 
 qsizetype pointsInSeries(const ChartGrid& grid, const Options& o) {
