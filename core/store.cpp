@@ -113,6 +113,18 @@ std::string now_iso() {
     return buf;
 }
 
+// now_iso()'s format back to seconds since the epoch; NaN for '' or anything else.
+double seconds_from_iso(const std::string& text) {
+    std::tm t{};
+    int millis = 0;
+    if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &t.tm_year, &t.tm_mon, &t.tm_mday, &t.tm_hour,
+                    &t.tm_min, &t.tm_sec, &millis) != 7)
+        return std::numeric_limits<double>::quiet_NaN();
+    t.tm_year -= 1900;
+    t.tm_mon -= 1;
+    return static_cast<double>(timegm(&t)) + millis / 1000.0;
+}
+
 struct DbClose {
     void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 };
@@ -557,12 +569,16 @@ std::vector<StepMetrics> Store::steps_since(int64_t run_id, int64_t after_step) 
     std::lock_guard lock(impl_->mu);
     // One statement = one snapshot: a step committed meanwhile is either
     // entirely in the result or entirely absent.
-    Query q(*impl_, "SELECT step, name, value FROM metrics WHERE run_id = ? AND step > ? ORDER BY step, name");
+    Query q(*impl_,
+            "SELECT m.step, m.name, m.value, s.time FROM metrics m "
+            "LEFT JOIN steps s ON s.run_id = m.run_id AND s.step = m.step "
+            "WHERE m.run_id = ? AND m.step > ? ORDER BY m.step, m.name");
     q.bind(1, run_id).bind(2, after_step);
     std::vector<StepMetrics> out;
     while (q.row()) {
         const int64_t step = q.i64(0);
-        if (out.empty() || out.back().step != step) out.push_back(StepMetrics{step, {}});
+        if (out.empty() || out.back().step != step)
+            out.push_back(StepMetrics{step, {}, q.is_null(3) ? std::numeric_limits<double>::quiet_NaN() : seconds_from_iso(q.text(3))});
         out.back().metrics.emplace_back(q.text(1), q.real(2));
     }
     return out;

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +80,9 @@ struct StepRecord {
 struct StepMetrics {
     int64_t step = 0;
     std::vector<std::pair<std::string, double>> metrics;  // sorted by name
+    // When the step was committed, in seconds since the Unix epoch (ms
+    // resolution); NaN for steps migrated from schema v1, which kept none.
+    double time = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct MetricTable {

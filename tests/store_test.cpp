@@ -267,12 +267,20 @@ TEST_F(StoreTest, StepsSinceAndLastStep) {
     const int64_t other = s.create_run("other", "p", "{}", 2);
     EXPECT_FALSE(s.last_step(id));
     EXPECT_TRUE(s.steps_since(id, -1).empty());
+    const double before = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     for (int64_t k = 0; k < 10; ++k) s.append_step(id, make_step(k));
     s.append_step(other, make_step(100));
+    const double after = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     EXPECT_EQ(s.last_step(id), 9);
     EXPECT_EQ(s.last_step(other), 100);
     auto all = s.steps_since(id, -1);
     ASSERT_EQ(all.size(), 10u);
+    // Each step carries its commit time (ms resolution), in commit order.
+    for (size_t i = 0; i < all.size(); ++i) {
+        EXPECT_GE(all[i].time, std::floor(before * 1000) / 1000);
+        EXPECT_LE(all[i].time, after + 0.001);
+        if (i > 0) EXPECT_GE(all[i].time, all[i - 1].time);
+    }
     auto tail = s.steps_since(id, 6);
     ASSERT_EQ(tail.size(), 3u);
     for (size_t i = 0; i < tail.size(); ++i) {
@@ -478,6 +486,12 @@ PRAGMA user_version = 1;
         s.append_step(7, make_step(3));
         EXPECT_EQ(s.last_step(7), 3);
         EXPECT_EQ(s.list_runs().at(0).steps, 4);
+        // v1 kept no step times: unknown, not a made-up one; new steps have theirs.
+        const auto rows = s.steps_since(7, -1);
+        ASSERT_EQ(rows.size(), 4u);
+        EXPECT_TRUE(std::isnan(rows[0].time));
+        EXPECT_TRUE(std::isnan(rows[2].time));
+        EXPECT_GT(rows[3].time, 1.7e9);
     }
     Raw raw(path);
     EXPECT_EQ(raw.scalar("PRAGMA user_version"), std::to_string(Store::schema_version()));
