@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <random>
 #include <set>
@@ -150,8 +151,10 @@ TEST(Rl, SigkillLosesNoCompletedStepAndResumeContinues) {
                   " --set rl.prompts_per_step=8 --set rl.samples_per_prompt=4")
                   .code,
               0);
+    // The kill lands after a random number of committed steps (not after a
+    // random delay: a fast moment of the machine could finish the run first).
     std::mt19937 rng((unsigned)std::random_device{}());
-    const int delay_ms = std::uniform_int_distribution<int>(300, 1500)(rng);
+    const int64_t kill_after = std::uniform_int_distribution<int64_t>(2, 80)(rng);
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
@@ -159,7 +162,20 @@ TEST(Rl, SigkillLosesNoCompletedStepAndResumeContinues) {
         execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), (char*)nullptr);
         _exit(127);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    std::optional<Store> watcher;
+    while (std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        if (!fs::exists(db)) continue;
+        try {
+            if (!watcher) watcher.emplace(Store::open(db));
+            const auto runs = watcher->list_runs();
+            if (!runs.empty() && watcher->last_step(runs[0].id).value_or(-1) >= kill_after) break;
+        } catch (const StoreError&) {
+            watcher.reset();  // the child is still creating the schema: look again
+        }
+    }
+    watcher.reset();
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
