@@ -407,6 +407,14 @@ void MainWindow::restoreSettings() {
         statusBar()->showMessage(tr("The last configuration could not be restored: %1").arg(err), 8000);
     for (const QString& m : s.value("extraCharts").toStringList())
         if (!charts_->chartFor(m)) charts_->addChart(m);
+    // View settings: smoothing, x axis, which charts are on a log scale.
+    charts_->setSmoothing(s.value("view/smoothing", MetricChart::kDefaultSmoothing).toDouble());
+    charts_->setXAxis(s.value("view/xAxis").toString() == QLatin1String("wallTime") ? MetricChart::XAxis::wallTime
+                                                                                     : MetricChart::XAxis::step);
+    if (s.contains("view/logScaleCharts")) {
+        const QStringList logCharts = s.value("view/logScaleCharts").toStringList();
+        for (MetricChart* c : charts_->charts()) c->setLogScale(logCharts.contains(c->metric()));
+    }
     rebuildRecentMenu();
 }
 
@@ -418,6 +426,13 @@ void MainWindow::saveSettings() {
     QStringList metrics;
     for (auto* c : charts_->charts()) metrics << c->metric();
     s.setValue("extraCharts", metrics);
+    QStringList logCharts;
+    for (MetricChart* c : charts_->charts())
+        if (c->logScale()) logCharts << c->metric();
+    s.setValue("view/logScaleCharts", logCharts);
+    s.setValue("view/smoothing", charts_->smoothing());
+    s.setValue("view/xAxis", charts_->xAxis() == MetricChart::XAxis::wallTime ? QStringLiteral("wallTime")
+                                                                              : QStringLiteral("step"));
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {

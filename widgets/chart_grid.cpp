@@ -41,6 +41,13 @@ QStringList ChartGrid::defaultMetrics() {
     return {QStringLiteral("reward_mean"), QStringLiteral("k3_kl"), QStringLiteral("grad_norm"), QStringLiteral("F@2")};
 }
 
+QStringList ChartGrid::defaultLogScaleMetrics() {
+    // K3 KL spans decades between configurations (1e-3 bf16 MoE, 1e-8 reduction
+    // order only, exactly 0 truly on-policy): on a linear axis all but the
+    // largest lie flat on zero.
+    return {QStringLiteral("k3_kl")};
+}
+
 QWidget* ChartGrid::buildToolbar() {
     auto* bar = new QWidget(this);
     auto* row = new QHBoxLayout(bar);
@@ -66,6 +73,15 @@ QWidget* ChartGrid::buildToolbar() {
     connect(m_smoothingSlider, &QSlider::valueChanged, this,
             [this](int value) { setSmoothing(double(value) / kSliderSteps); });
 
+    m_xAxisChoice = new QComboBox(bar);
+    m_xAxisChoice->addItem(tr("step"));
+    m_xAxisChoice->addItem(tr("wall time"));
+    m_xAxisChoice->setToolTip(tr("x of every chart: the training step, or the wall-clock time since each run's "
+                                 "first step (a paused or resumed run shows a gap, never a zig-zag)"));
+    connect(m_xAxisChoice, &QComboBox::currentIndexChanged, this, [this](int index) {
+        setXAxis(index == 1 ? MetricChart::XAxis::wallTime : MetricChart::XAxis::step);
+    });
+
     auto* reset = new QPushButton(tr("Reset zoom"), bar);
     reset->setToolTip(tr("Show every step in all charts (or double-click a chart)"));
     connect(reset, &QPushButton::clicked, this, &ChartGrid::resetZoom);
@@ -74,6 +90,9 @@ QWidget* ChartGrid::buildToolbar() {
     row->addWidget(m_metricChoice);
     row->addWidget(add);
     row->addStretch(1);
+    row->addWidget(new QLabel(tr("x:"), bar));
+    row->addWidget(m_xAxisChoice);
+    row->addSpacing(8);
     row->addWidget(new QLabel(tr("Smoothing:"), bar));
     row->addWidget(m_smoothingSlider);
     row->addWidget(m_smoothingLabel);
@@ -87,6 +106,8 @@ MetricChart* ChartGrid::addChart(const QString& metric) {
     if (MetricChart* existing = chartFor(metric)) return existing;
     auto* chart = new MetricChart(m_data, metric, this);
     chart->setSmoothing(m_smoothing);
+    chart->setXAxis(m_xAxis);
+    if (defaultLogScaleMetrics().contains(metric)) chart->setLogScale(true);
     if (m_visibleRuns) chart->setVisibleRuns(*m_visibleRuns);
     for (qint64 id : m_hiddenRuns) chart->setRunHidden(id, true);
     if (m_sharedX) chart->setXRange(m_sharedX->lo, m_sharedX->hi);
@@ -228,6 +249,17 @@ void ChartGrid::setSmoothing(double weight) {
     }
     m_smoothingLabel->setText(QString::number(m_smoothing, 'f', 2));
     for (MetricChart* chart : m_charts) chart->setSmoothing(m_smoothing);
+}
+
+void ChartGrid::setXAxis(MetricChart::XAxis axis) {
+    {
+        const QSignalBlocker block(m_xAxisChoice);
+        m_xAxisChoice->setCurrentIndex(axis == MetricChart::XAxis::wallTime ? 1 : 0);
+    }
+    if (axis == m_xAxis) return;
+    m_xAxis = axis;
+    m_sharedX.reset();  // a step range is no time range
+    for (MetricChart* chart : m_charts) chart->setXAxis(axis);
 }
 
 void ChartGrid::redrawAllNow() {

@@ -1,7 +1,7 @@
 // A grid of MetricCharts over one RunDataStore: the default four (reward,
 // K3 KL, gradient norm, F@2), "Add chart" for any stored metric, one x range
-// shared by every chart (zoom one, all follow), one set of shown runs, and a
-// smoothing slider for all.
+// shared by every chart (zoom one, all follow), one set of shown runs, x by
+// step or wall time, and a smoothing slider for all.
 #pragma once
 
 #include <QList>
@@ -31,6 +31,7 @@ public:
     explicit ChartGrid(RunDataStore* data, QWidget* parent = nullptr);
 
     static QStringList defaultMetrics();  // reward_mean, k3_kl, grad_norm, F@2
+    static QStringList defaultLogScaleMetrics();  // charts that start on a log y axis
 
     // Adds a chart of metric (or returns the one already there).
     MetricChart* addChart(const QString& metric);
@@ -53,6 +54,8 @@ public:
 
     void setSmoothing(double weight);
     double smoothing() const { return m_smoothing; }
+    void setXAxis(MetricChart::XAxis axis);  // every chart; resets the shared zoom
+    MetricChart::XAxis xAxis() const { return m_xAxis; }
     void setColumns(int columns);
     int columns() const { return m_columns; }
 
@@ -74,10 +77,12 @@ private:
     QSet<qint64> m_hiddenRuns;
     std::optional<XRange> m_sharedX;
     double m_smoothing = MetricChart::kDefaultSmoothing;
+    MetricChart::XAxis m_xAxis = MetricChart::XAxis::step;
     int m_columns = 2;
     bool m_propagating = false;
 
     QComboBox* m_metricChoice = nullptr;
+    QComboBox* m_xAxisChoice = nullptr;
     QPushButton* m_addButton = nullptr;
     QSlider* m_smoothingSlider = nullptr;
     QLabel* m_smoothingLabel = nullptr;

@@ -317,6 +317,8 @@ void MetricChart::resetDerived(Trace& trace) {
     trace.nonFinite.clear();
     trace.smallestPositive = kInf;
     trace.thinning.reset();
+    trace.elapsed.clear();
+    trace.firstTime = std::numeric_limits<double>::quiet_NaN();
 }
 
 void MetricChart::updateTraceData(Trace& trace) {
@@ -332,10 +334,36 @@ void MetricChart::updateTraceData(Trace& trace) {
         trace.nonFinite.push_back(p);
     }
     trace.smallestPositive = std::min(trace.smallestPositive, smallestPositive(ys));
+    extendElapsed(trace);
     trace.processed = data.size();
 }
 
-bool MetricChart::isShown(const Trace& trace) const { return trace.raw && !m_hiddenRuns.contains(trace.runId); }
+void MetricChart::extendElapsed(Trace& trace) {
+    const std::vector<double>& times = trace.cursor.data.times;
+    if (std::isnan(trace.firstTime)) {
+        // Steps before the first known time (a schema-v1 database resumed
+        // later) are placed at 0.
+        const auto known = std::find_if(times.begin(), times.end(), [](double t) { return std::isfinite(t); });
+        if (known == times.end()) return;
+        trace.firstTime = *known;
+        trace.elapsed.clear();
+    }
+    for (std::size_t i = trace.elapsed.size(); i < times.size(); ++i) {
+        const double previous = trace.elapsed.empty() ? 0.0 : trace.elapsed.back();
+        const double since = times[i] - trace.firstTime;
+        trace.elapsed.push_back(std::isfinite(since) ? std::max(previous, since) : previous);
+    }
+}
+
+const std::vector<double>& MetricChart::xsOf(const Trace& trace) const {
+    return m_xAxisKind == XAxis::wallTime ? trace.elapsed : trace.cursor.data.steps;
+}
+
+bool MetricChart::isShown(const Trace& trace) const {
+    // By wall time, a run with no known step time (schema v1) has no x.
+    return trace.raw && !m_hiddenRuns.contains(trace.runId) &&
+           (m_xAxisKind == XAxis::step || trace.elapsed.size() == trace.cursor.data.size());
+}
 
 // --- Redraw ------------------------------------------------------------------
 
@@ -393,14 +421,15 @@ std::vector<MetricChart::ThinnedTrace> MetricChart::thinShownTraces(XRange x, in
     for (auto& [id, trace] : m_traces) {
         if (!isShown(trace)) continue;
         const MetricSeries& data = trace.cursor.data;
+        const std::vector<double>& xs = xsOf(trace);
         auto& cached = trace.thinning;
         if (!cached || !(cached->x == x) || cached->buckets != buckets || cached->points != data.size() ||
-            cached->log != m_logScale) {
-            Trace::Thinning fresh{x, buckets, data.size(), m_logScale, thinMinMax(data.steps, data.values, x, buckets), {}, 0};
+            cached->log != m_logScale || cached->axis != m_xAxisKind) {
+            Trace::Thinning fresh{x, buckets, data.size(), m_logScale, m_xAxisKind, thinMinMax(xs, data.values, x, buckets), {}, 0};
             // Weight 0: the smoothed line is the raw data, drawn once.
-            fresh.smooth = m_smoothing > 0 ? thinMinMax(data.steps, trace.smoothed, x, buckets) : fresh.raw;
+            fresh.smooth = m_smoothing > 0 ? thinMinMax(xs, trace.smoothed, x, buckets) : fresh.raw;
             if (m_logScale) {
-                const auto [first, last] = indicesInRange(data.steps, x);
+                const auto [first, last] = indicesInRange(xs, x);
                 fresh.atFloor = static_cast<int>(countNonPositive(std::span(data.values).subspan(first, last - first)));
             }
             cached = std::move(fresh);
@@ -408,7 +437,7 @@ std::vector<MetricChart::ThinnedTrace> MetricChart::thinShownTraces(XRange x, in
         thinned.push_back(ThinnedTrace{&trace, cached->raw, cached->smooth});
         atFloor += cached->atFloor;
         for (const NonFinitePoint& p : trace.nonFinite) {
-            if (p.x < x.lo || p.x > x.hi) continue;
+            if (xs[p.index] < x.lo || xs[p.index] > x.hi) continue;
             (p.kind == NonFiniteKind::negativeInf ? m_markersAtBottom : m_markersAtTop) = true;
         }
     }
@@ -450,15 +479,15 @@ XRange MetricChart::dataXExtent() const {
     double lo = kInf, hi = -kInf;
     for (const auto& [id, trace] : m_traces) {
         if (!isShown(trace) || trace.cursor.data.size() == 0) continue;
-        lo = std::min(lo, trace.cursor.data.steps.front());
-        hi = std::max(hi, trace.cursor.data.steps.back());
+        lo = std::min(lo, xsOf(trace).front());
+        hi = std::max(hi, xsOf(trace).back());
     }
     if (lo > hi) return {0, 1};
     if (lo == hi) return {lo - 1, hi + 1};
     // Out to the next tenth-of-span tick: a growing run then moves the axis
     // (and re-lays out every line) only every few percent of its length, and
     // the runs that did not change keep their series untouched.
-    const double step = niceTickInterval(hi - lo, 10, 1);
+    const double step = niceTickInterval(hi - lo, 10, m_xAxisKind == XAxis::step ? 1 : 0);
     return {std::floor(lo / step) * step, std::ceil(hi / step) * step};
 }
 
@@ -510,8 +539,15 @@ void MetricChart::applyAxes(XRange x, YRange y) {
     m_shownX = x;
     m_shownY = y;
     m_xAxis->setRange(x.lo, x.hi);
-    const double xInterval = niceTickInterval(x.span(), 6, 1);
-    m_xTicks = linearTicks(x.lo, x.hi, xInterval);
+    if (m_xAxisKind == XAxis::step) {
+        m_timeUnit = 1;
+        m_xTickInterval = niceTickInterval(x.span(), 6, 1);
+    } else {
+        // Labels in seconds, minutes or hours, whichever keeps them short.
+        m_timeUnit = x.span() < 600 ? 1 : x.span() < 36000 ? 60 : 3600;
+        m_xTickInterval = niceTickInterval(x.span() / m_timeUnit, 6) * m_timeUnit;
+    }
+    m_xTicks = linearTicks(x.lo, x.hi, m_xTickInterval);
     if (auto* log = qobject_cast<QLogValueAxis*>(m_yAxis)) {
         log->setRange(y.lo, y.hi);
         // Minor lines help within a few decades and are clutter across many.
@@ -524,7 +560,11 @@ void MetricChart::applyAxes(XRange x, YRange y) {
 }
 
 QString MetricChart::tickLabel(double value, bool xAxis) const {
-    if (xAxis) return QString::number(value, 'f', 0);
+    if (xAxis) {
+        const double interval = m_xTickInterval / m_timeUnit;
+        const int decimals = interval >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(interval) - 1e-9));
+        return QString::number(value / m_timeUnit, 'f', decimals);
+    }
     return m_logScale ? QString::number(value, 'g', 6) : QString::number(value, 'g', 4);
 }
 
@@ -619,7 +659,7 @@ void MetricChart::paintAxes(QPainter* painter, AxisLayer layer) {
         painter->setPen(kLabelColour);
         painter->drawStaticText(QPointF(x - text.size().width() / 2, bottom + kTickLength + kLabelGap), text);
     }
-    const QStaticText& title = labelText(tr("step"));
+    const QStaticText& title = labelText(xAxisTitle());
     painter->drawStaticText(QPointF((plot.left() + plot.right() - title.size().width()) / 2,
                                     bottom + kTickLength + kLabelGap + metrics.height() + 1),
                             title);
@@ -639,10 +679,12 @@ double MetricChart::edgeY(bool top) const {
 int MetricChart::placeMarkers(Trace& trace, XRange x) {
     QList<QPointF> nanPoints, infPoints;
     const double top = edgeY(true), bottom = edgeY(false);
+    const std::vector<double>& xs = xsOf(trace);
     for (const NonFinitePoint& p : trace.nonFinite) {
-        if (p.x < x.lo || p.x > x.hi) continue;
-        if (p.kind == NonFiniteKind::nan) nanPoints.append(QPointF(p.x, top));
-        else infPoints.append(QPointF(p.x, p.kind == NonFiniteKind::positiveInf ? top : bottom));
+        const double at = xs[p.index];
+        if (at < x.lo || at > x.hi) continue;
+        if (p.kind == NonFiniteKind::nan) nanPoints.append(QPointF(at, top));
+        else infPoints.append(QPointF(at, p.kind == NonFiniteKind::positiveInf ? top : bottom));
     }
     // Unchanged markers are left alone: a replace() re-lays out the series.
     if (trace.nan->points() != nanPoints) trace.nan->replace(nanPoints);
@@ -657,6 +699,13 @@ void MetricChart::updateNote() {
                                        : tr("%1 values <= 0 shown at floor %2").arg(m_valuesAtFloor))
                      .arg(m_floor, 0, 'g', 3);
     if (m_nonFiniteCount > 0) parts << tr("%1 NaN/Inf marked at the plot edge (\u25C6 NaN, \u25B2 Inf)").arg(m_nonFiniteCount);
+    if (m_xAxisKind == XAxis::wallTime) {
+        const auto untimed = std::count_if(m_traces.begin(), m_traces.end(), [this](const auto& t) {
+            const Trace& trace = t.second;
+            return trace.raw && !m_hiddenRuns.contains(trace.runId) && trace.elapsed.size() != trace.cursor.data.size();
+        });
+        if (untimed > 0) parts << tr("%n run(s) without step times (older database) not shown by wall time", "", int(untimed));
+    }
     const QString note = parts.join(QStringLiteral("; "));
     if (note == m_noteText) return;
     m_noteText = note;
@@ -696,6 +745,21 @@ QList<qint64> MetricChart::plottedRuns() const {
     for (const auto& [id, trace] : m_traces)
         if (trace.raw) ids.append(id);
     return ids;
+}
+
+QString MetricChart::xAxisTitle() const {
+    if (m_xAxisKind == XAxis::step) return tr("step");
+    const QString unit = m_timeUnit == 1 ? tr("s") : m_timeUnit == 60 ? tr("min") : tr("h");
+    return tr("wall time since the run's first step (%1)").arg(unit);
+}
+
+void MetricChart::setXAxis(XAxis axis) {
+    if (axis == m_xAxisKind) return;
+    m_xAxisKind = axis;
+    // A zoom in steps means nothing in seconds; reset silently (the grid
+    // switches every chart at once).
+    m_zoom.reset();
+    scheduleRedraw();
 }
 
 void MetricChart::setLogScale(bool on) {
@@ -779,7 +843,7 @@ double MetricChart::sceneXToValue(double sceneX) const {
 }
 
 QPointF MetricChart::scenePosOf(const Trace& trace, std::size_t index) const {
-    const double x = trace.cursor.data.steps[index];
+    const double x = xsOf(trace)[index];
     double y = trace.cursor.data.values[index];
     if (std::isnan(y) || y == kInf) y = edgeY(true);
     else if (y == -kInf) y = edgeY(false);
@@ -972,7 +1036,7 @@ std::optional<MetricChart::Nearest> MetricChart::nearestPoint(const QPoint& view
     double bestDistance = kInf;
     for (const auto& [id, trace] : m_traces) {
         if (!isShown(trace) || trace.cursor.data.size() == 0) continue;
-        const std::vector<double>& xs = trace.cursor.data.steps;
+        const std::vector<double>& xs = xsOf(trace);
         const auto after = static_cast<std::size_t>(std::lower_bound(xs.begin(), xs.end(), xValue) - xs.begin());
         for (std::size_t i : {after == 0 ? after : after - 1, after}) {
             if (i >= xs.size()) continue;
@@ -993,10 +1057,11 @@ QString MetricChart::describe(const Nearest& nearest) const {
     const double smoothed = nearest.index < trace.smoothed.size() ? trace.smoothed[nearest.index] : std::nan("");
     QString rawText = formatValue(raw);
     if (m_logScale && raw <= 0) rawText += tr(" (drawn at floor)");
-    return tr("<b>%1</b><br>step %2<br>raw: %3<br>smoothed: %4")
-        .arg(trace.name.toHtmlEscaped())
-        .arg(static_cast<qint64>(trace.cursor.data.steps[nearest.index]))
-        .arg(rawText, std::isfinite(raw) ? formatValue(smoothed) : tr("n/a"));
+    QString where = tr("step %1").arg(static_cast<qint64>(trace.cursor.data.steps[nearest.index]));
+    if (m_xAxisKind == XAxis::wallTime)
+        where += tr(" at %1 s").arg(trace.elapsed[nearest.index], 0, 'f', trace.elapsed[nearest.index] < 100 ? 2 : 0);
+    return tr("<b>%1</b><br>%2<br>raw: %3<br>smoothed: %4")
+        .arg(trace.name.toHtmlEscaped(), where, rawText, std::isfinite(raw) ? formatValue(smoothed) : tr("n/a"));
 }
 
 QString MetricChart::hoverTextAt(const QPoint& viewPos) const {

@@ -23,6 +23,7 @@
 #include <QString>
 #include <QTimer>
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -69,6 +70,14 @@ public:
     void setRunHidden(qint64 runId, bool hidden);
     bool isRunHidden(qint64 runId) const { return m_hiddenRuns.contains(runId); }
     QList<qint64> plottedRuns() const;  // runs that have a series here now
+
+    // What x is: the step, or the wall-clock time since the run's first step
+    // (TensorBoard's "relative"), kept non-decreasing so a resumed run or a
+    // clock step never zig-zags. Changing it resets the zoom.
+    enum class XAxis { step, wallTime };
+    void setXAxis(XAxis axis);
+    XAxis xAxis() const { return m_xAxisKind; }
+    QString xAxisTitle() const;
 
     void setLogScale(bool on);
     bool logScale() const { return m_logScale; }
@@ -159,6 +168,10 @@ private:
         std::vector<double> smoothed;
         std::vector<NonFinitePoint> nonFinite;
         double smallestPositive = 0;
+        // x by wall time: seconds since the first step with a known time,
+        // non-decreasing; empty while no step has a known time.
+        std::vector<double> elapsed;
+        double firstTime = std::numeric_limits<double>::quiet_NaN();
         QLineSeries* raw = nullptr;
         QLineSeries* smooth = nullptr;
         QScatterSeries* nan = nullptr;
@@ -171,6 +184,7 @@ private:
             int buckets = 0;
             std::size_t points = 0;
             bool log = false;
+            XAxis axis = XAxis::step;
             QList<QPointF> raw, smooth;
             int atFloor = 0;  // values <= 0 in x (counted on a log axis only)
         };
@@ -206,6 +220,8 @@ private:
     void updateTraceData(Trace& trace);
     void resetDerived(Trace& trace);
     bool isShown(const Trace& trace) const;
+    const std::vector<double>& xsOf(const Trace& trace) const;  // steps or elapsed, by the x axis
+    static void extendElapsed(Trace& trace);
     XRange dataXExtent() const;
     int plotPixelWidth() const;
     double logFloor() const;
@@ -245,6 +261,7 @@ private:
     std::optional<QSet<qint64>> m_visibleFilter;
     QSet<qint64> m_hiddenRuns;
 
+    XAxis m_xAxisKind = XAxis::step;
     bool m_logScale = false;
     double m_smoothing = kDefaultSmoothing;
     bool m_openGL = false;
@@ -259,6 +276,8 @@ private:
     double m_floor = kDefaultLogFloor;
 
     std::vector<AxisTick> m_xTicks, m_yTicks;
+    double m_xTickInterval = 1;
+    double m_timeUnit = 1;  // seconds per x label unit on a wall-time axis
     QFont m_axisFont;
     QHash<QString, QStaticText> m_labelCache;
 

@@ -1,6 +1,8 @@
 #include "widgets/run_data.h"
 
 #include <algorithm>
+#include <chrono>
+#include <initializer_list>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -20,12 +22,17 @@ bool sameValue(double a, double b) {
     return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
 }
 
+// Drops every step >= step, and the same entries of the aligned vectors.
 template <typename T>
-void eraseFrom(std::vector<T>& sortedSteps, std::vector<double>* alignedValues, double step) {
+void eraseFrom(std::vector<T>& sortedSteps, std::initializer_list<std::vector<double>*> aligned, double step) {
     const auto cut = std::lower_bound(sortedSteps.begin(), sortedSteps.end(), static_cast<T>(step));
-    const auto keep = cut - sortedSteps.begin();
+    const auto keep = static_cast<std::size_t>(cut - sortedSteps.begin());
     sortedSteps.erase(cut, sortedSteps.end());
-    if (alignedValues) alignedValues->resize(static_cast<std::size_t>(keep));
+    for (std::vector<double>* values : aligned) values->resize(keep);
+}
+
+double secondsSinceEpochNow() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -167,7 +174,7 @@ bool RunDataStore::pollRun(const RunSummary& summary, bool& metaChanged) {
     for (const StepMetrics& row : rows) {
         // Steps the worker delivered directly while we were reading.
         if (!entry.steps.empty() && row.step <= entry.steps.back()) continue;
-        appendRowLocked(entry, row.step, row.metrics);
+        appendRowLocked(entry, row.step, row.time, row.metrics);
         changed = true;
     }
     return changed;
@@ -217,7 +224,9 @@ bool RunDataStore::mergeDirectLocked(RunEntry& entry, const StepRecord& record) 
         if (holdsIdenticalLastLocked(entry, record.step, record.metrics)) return false;
         truncateFromLocked(entry, record.step);  // a rewritten step replaces, never duplicates
     }
-    appendRowLocked(entry, record.step, record.metrics);
+    // The worker hands a step over right after committing it: now is its
+    // commit time to within milliseconds (a reload reads the stored one).
+    appendRowLocked(entry, record.step, secondsSinceEpochNow(), record.metrics);
     return true;
 }
 
@@ -246,22 +255,25 @@ RunDataStore::RunEntry& RunDataStore::entryLocked(qint64 runId) {
 
 void RunDataStore::resetDataLocked(RunEntry& entry) {
     entry.steps.clear();
+    entry.times.clear();
     entry.metrics.clear();
     entry.generation = nextGenerationLocked();
 }
 
-void RunDataStore::appendRowLocked(RunEntry& entry, int64_t step, const MetricRow& metrics) {
+void RunDataStore::appendRowLocked(RunEntry& entry, int64_t step, double time, const MetricRow& metrics) {
     entry.steps.push_back(step);
+    entry.times.push_back(time);
     for (const auto& [name, value] : metrics) {
         MetricSeries& s = entry.metrics[name];
         s.steps.push_back(static_cast<double>(step));
         s.values.push_back(value);
+        s.times.push_back(time);
     }
 }
 
 void RunDataStore::truncateFromLocked(RunEntry& entry, int64_t step) {
-    eraseFrom<int64_t>(entry.steps, nullptr, static_cast<double>(step));
-    for (auto& [name, s] : entry.metrics) eraseFrom<double>(s.steps, &s.values, static_cast<double>(step));
+    eraseFrom<int64_t>(entry.steps, {&entry.times}, static_cast<double>(step));
+    for (auto& [name, s] : entry.metrics) eraseFrom<double>(s.steps, {&s.values, &s.times}, static_cast<double>(step));
     entry.generation = nextGenerationLocked();
 }
 
@@ -349,6 +361,7 @@ SyncResult RunDataStore::syncSeries(qint64 runId, const QString& metric, SeriesC
     const auto from = static_cast<std::ptrdiff_t>(cursor.data.size());
     cursor.data.steps.insert(cursor.data.steps.end(), source->steps.begin() + from, source->steps.end());
     cursor.data.values.insert(cursor.data.values.end(), source->values.begin() + from, source->values.end());
+    cursor.data.times.insert(cursor.data.times.end(), source->times.begin() + from, source->times.end());
     return SyncResult::appended;
 }
 

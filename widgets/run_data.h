@@ -32,10 +32,13 @@ struct RunMeta {
     QColor colour;   // invalid in addRun() = the run's default colour
 };
 
-// One metric of one run: steps ascending, values aligned (NaN/Inf kept).
+// One metric of one run: steps ascending, values aligned (NaN/Inf kept), and
+// the wall-clock time of each step (seconds since the Unix epoch; NaN where
+// unknown: steps from schema-v1 databases).
 struct MetricSeries {
     std::vector<double> steps;
     std::vector<double> values;
+    std::vector<double> times;
     std::size_t size() const { return steps.size(); }
 };
 
@@ -107,6 +110,7 @@ private:
     struct RunEntry {
         RunMeta meta;
         std::vector<int64_t> steps;
+        std::vector<double> times;  // aligned with steps
         std::map<std::string, MetricSeries> metrics;
         quint64 generation = 0;
         bool seenInStore = false;
@@ -118,7 +122,7 @@ private:
     RunEntry& entryLocked(qint64 runId);
     quint64 nextGenerationLocked() { return m_nextGeneration++; }
     void resetDataLocked(RunEntry& entry);
-    void appendRowLocked(RunEntry& entry, int64_t step, const MetricRow& metrics);
+    void appendRowLocked(RunEntry& entry, int64_t step, double time, const MetricRow& metrics);
     bool holdsIdenticalLastLocked(const RunEntry& entry, int64_t step, const MetricRow& metrics) const;
     void truncateFromLocked(RunEntry& entry, int64_t step);
     bool mergeDirectLocked(RunEntry& entry, const StepRecord& record);

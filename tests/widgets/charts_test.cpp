@@ -26,6 +26,8 @@
 #include <random>
 #include <thread>
 
+#include <sqlite3.h>
+
 #include "core/store.h"
 #include "widgets/chart_grid.h"
 #include "widgets/metric_chart.h"
@@ -542,6 +544,63 @@ private slots:
         QVERIFY2(y.contains(QStringLiteral("0")) && !y.contains(QStringLiteral("1e-05")), qPrintable(y.join(' ')));
         // The labels sit left of the plot, inside the chart.
         QVERIFY(chart.chart()->plotArea().left() > 20);
+    }
+
+    void wallTimeAxisIsElapsedTimeThatNeverGoesBack() {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath(QStringLiteral("times.db")).toStdString();
+        int64_t timed = 0, untimed = 0;
+        {
+            Store store = Store::open(path);
+            timed = store.create_run("timed", "tiny", "{}", 1);
+            untimed = store.create_run("v1 run", "tiny", "{}", 2);
+            for (int s = 0; s < 5; ++s) {
+                store.append_step(timed, stepOf(s, {{"reward_mean", 0.1 * s}}));
+                store.append_step(untimed, stepOf(s, {{"reward_mean", 0.5}}));
+            }
+        }
+        {
+            // Commit times as a run paused for an hour and a clock stepped
+            // back would leave them; the second run as schema v1 left it.
+            sqlite3* db = nullptr;
+            QCOMPARE(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+            const std::string sql =
+                "UPDATE steps SET time = CASE step WHEN 0 THEN '2026-01-01T00:00:00.000Z' "
+                "WHEN 1 THEN '2026-01-01T00:00:10.000Z' WHEN 2 THEN '2026-01-01T00:00:20.500Z' "
+                "WHEN 3 THEN '2026-01-01T00:00:15.000Z' ELSE '2026-01-01T01:00:20.500Z' END WHERE run_id = " +
+                std::to_string(timed) + "; UPDATE steps SET time = '' WHERE run_id = " + std::to_string(untimed) + ";";
+            QCOMPARE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+            sqlite3_close(db);
+        }
+        RunDataStore data;
+        QVERIFY(data.open(QString::fromStdString(path)));
+        QCOMPARE(data.series(timed, QStringLiteral("reward_mean")).times.size(), std::size_t(5));
+        MetricChart chart(&data, QStringLiteral("reward_mean"));
+        showAndSettle(chart, QSize(800, 400));
+        chart.setXRange(1, 3);
+        chart.setXAxis(MetricChart::XAxis::wallTime);
+        chart.redrawNow();
+        QVERIFY(!chart.zoomedXRange());  // a step zoom means nothing in seconds
+        // Elapsed seconds, held level where the clock went back: 0, 10, 20.5, 20.5, 3620.5.
+        const QList<QPointF> points = chart.rawSeries(timed)->points();
+        QCOMPARE(points.size(), qsizetype(5));
+        const std::vector<double> expected{0, 10, 20.5, 20.5, 3620.5};
+        for (int i = 0; i < 5; ++i) QCOMPARE(points[i].x(), expected[std::size_t(i)]);
+        QVERIFY(chart.shownXRange().lo == 0 && chart.shownXRange().hi >= 3620.5 && chart.shownXRange().hi <= 4000);
+        QCOMPARE(chart.xAxisTitle(), QStringLiteral("wall time since the run's first step (min)"));
+        QVERIFY2(chart.tickLabels(Qt::Horizontal).contains(QStringLiteral("60")), qPrintable(chart.tickLabels(Qt::Horizontal).join(' ')));
+        // The run without step times is named, not drawn at a made-up time.
+        QVERIFY(!chart.plottedRuns().isEmpty());
+        QVERIFY(chart.rawSeries(untimed)->points().isEmpty());
+        QVERIFY2(chart.noteText().contains(QStringLiteral("1 run(s) without step times")), qPrintable(chart.noteText()));
+        const QString hover = chart.hoverTextAt(chart.mapFromScene(chart.toScene(3620.5, 0.4)));
+        QVERIFY2(hover.contains(QStringLiteral("step 4 at 3621 s")), qPrintable(hover));
+
+        chart.setXAxis(MetricChart::XAxis::step);
+        chart.redrawNow();
+        QCOMPARE(chart.rawSeries(timed)->points().back().x(), 4.0);
+        QCOMPARE(chart.rawSeries(untimed)->count(), 5);
+        QCOMPARE(chart.xAxisTitle(), QStringLiteral("step"));
     }
 
     void contextMenuOffersTheActions() {

@@ -106,6 +106,13 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(k3->plottedRuns().size(), 2, 5000);
         w.charts()->redrawAllNow();
         shot(&w, "comparison");
+        // The same runs by wall time: each from its own first step.
+        w.charts()->setXAxis(MetricChart::XAxis::wallTime);
+        w.charts()->redrawAllNow();
+        QCOMPARE(k3->plottedRuns().size(), 2);
+        QVERIFY(k3->shownXRange().lo == 0 && k3->shownXRange().hi > 0);
+        shot(&w, "comparison_walltime");
+        w.charts()->setXAxis(MetricChart::XAxis::step);
         w.showDrillDown(ids.front());
         auto* centre = qobject_cast<QTabWidget*>(w.centralWidget());
         QVERIFY(centre);
@@ -182,6 +189,31 @@ private slots:
         QFile again(bad);
         QVERIFY(again.open(QIODevice::ReadOnly));
         QCOMPARE(again.readAll(), QByteArray("this is not a database, it is a shopping list\n"));
+    }
+
+    void viewSettingsPersist() {
+        QTemporaryDir d;
+        {
+            MainWindow w(d.path() + "/view.sqlite");
+            QVERIFY(w.charts()->chartFor("k3_kl")->logScale());  // K3 KL starts on a log axis
+            w.charts()->setSmoothing(0.3);
+            w.charts()->setXAxis(MetricChart::XAxis::wallTime);
+            w.charts()->chartFor("grad_norm")->setLogScale(true);
+            w.charts()->chartFor("k3_kl")->setLogScale(false);
+            w.close();  // saves the settings
+        }
+        MainWindow w(d.path() + "/view.sqlite");
+        QCOMPARE(w.charts()->smoothing(), 0.3);
+        QCOMPARE(w.charts()->xAxis(), MetricChart::XAxis::wallTime);
+        QVERIFY(w.charts()->chartFor("grad_norm")->logScale());
+        QVERIFY(!w.charts()->chartFor("k3_kl")->logScale());
+        QCOMPARE(w.charts()->chartFor("reward_mean")->xAxis(), MetricChart::XAxis::wallTime);
+        // Leave the defaults for the tests after this one.
+        w.charts()->setSmoothing(MetricChart::kDefaultSmoothing);
+        w.charts()->setXAxis(MetricChart::XAxis::step);
+        w.charts()->chartFor("grad_norm")->setLogScale(false);
+        w.charts()->chartFor("k3_kl")->setLogScale(true);
+        w.close();
     }
 
     void malformedPastedJsonKeepsTheConfiguration() {
