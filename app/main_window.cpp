@@ -411,6 +411,7 @@ void MainWindow::restoreSettings() {
     charts_->setSmoothing(s.value("view/smoothing", MetricChart::kDefaultSmoothing).toDouble());
     charts_->setXAxis(s.value("view/xAxis").toString() == QLatin1String("wallTime") ? MetricChart::XAxis::wallTime
                                                                                      : MetricChart::XAxis::step);
+    charts_->setGroupSeeds(s.value("view/groupSeeds", false).toBool());
     if (s.contains("view/logScaleCharts")) {
         const QStringList logCharts = s.value("view/logScaleCharts").toStringList();
         for (MetricChart* c : charts_->charts()) c->setLogScale(logCharts.contains(c->metric()));
@@ -431,6 +432,7 @@ void MainWindow::saveSettings() {
         if (c->logScale()) logCharts << c->metric();
     s.setValue("view/logScaleCharts", logCharts);
     s.setValue("view/smoothing", charts_->smoothing());
+    s.setValue("view/groupSeeds", charts_->groupSeeds());
     s.setValue("view/xAxis", charts_->xAxis() == MetricChart::XAxis::wallTime ? QStringLiteral("wallTime")
                                                                               : QStringLiteral("step"));
 }

@@ -1,5 +1,6 @@
 #include "widgets/chart_grid.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -82,6 +83,11 @@ QWidget* ChartGrid::buildToolbar() {
         setXAxis(index == 1 ? MetricChart::XAxis::wallTime : MetricChart::XAxis::step);
     });
 
+    m_groupSeedsBox = new QCheckBox(tr("Group seeds"), bar);
+    m_groupSeedsBox->setToolTip(tr("Runs whose configurations differ only in the seed: one mean line in a "
+                                   "min\u2013max band of their smoothed values, one legend entry"));
+    connect(m_groupSeedsBox, &QCheckBox::toggled, this, &ChartGrid::setGroupSeeds);
+
     auto* reset = new QPushButton(tr("Reset zoom"), bar);
     reset->setToolTip(tr("Show every step in all charts (or double-click a chart)"));
     connect(reset, &QPushButton::clicked, this, &ChartGrid::resetZoom);
@@ -90,6 +96,8 @@ QWidget* ChartGrid::buildToolbar() {
     row->addWidget(m_metricChoice);
     row->addWidget(add);
     row->addStretch(1);
+    row->addWidget(m_groupSeedsBox);
+    row->addSpacing(8);
     row->addWidget(new QLabel(tr("x:"), bar));
     row->addWidget(m_xAxisChoice);
     row->addSpacing(8);
@@ -107,6 +115,7 @@ MetricChart* ChartGrid::addChart(const QString& metric) {
     auto* chart = new MetricChart(m_data, metric, this);
     chart->setSmoothing(m_smoothing);
     chart->setXAxis(m_xAxis);
+    chart->setGroupSeeds(m_groupSeeds);
     if (defaultLogScaleMetrics().contains(metric)) chart->setLogScale(true);
     if (m_visibleRuns) chart->setVisibleRuns(*m_visibleRuns);
     for (qint64 id : m_hiddenRuns) chart->setRunHidden(id, true);
@@ -260,6 +269,15 @@ void ChartGrid::setXAxis(MetricChart::XAxis axis) {
     m_xAxis = axis;
     m_sharedX.reset();  // a step range is no time range
     for (MetricChart* chart : m_charts) chart->setXAxis(axis);
+}
+
+void ChartGrid::setGroupSeeds(bool on) {
+    {
+        const QSignalBlocker block(m_groupSeedsBox);
+        m_groupSeedsBox->setChecked(on);
+    }
+    m_groupSeeds = on;
+    for (MetricChart* chart : m_charts) chart->setGroupSeeds(on);
 }
 
 void ChartGrid::redrawAllNow() {

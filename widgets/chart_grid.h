@@ -1,7 +1,8 @@
 // A grid of MetricCharts over one RunDataStore: the default four (reward,
 // K3 KL, gradient norm, F@2), "Add chart" for any stored metric, one x range
 // shared by every chart (zoom one, all follow), one set of shown runs, x by
-// step or wall time, and a smoothing slider for all.
+// step or wall time, seeds grouped into bands or not, and a smoothing slider
+// for all.
 #pragma once
 
 #include <QList>
@@ -15,6 +16,7 @@
 #include "widgets/run_data.h"
 
 QT_BEGIN_NAMESPACE
+class QCheckBox;
 class QComboBox;
 class QGridLayout;
 class QLabel;
@@ -55,6 +57,8 @@ public:
     void setSmoothing(double weight);
     double smoothing() const { return m_smoothing; }
     void setXAxis(MetricChart::XAxis axis);  // every chart; resets the shared zoom
+    void setGroupSeeds(bool on);              // see MetricChart::setGroupSeeds
+    bool groupSeeds() const { return m_groupSeeds; }
     MetricChart::XAxis xAxis() const { return m_xAxis; }
     void setColumns(int columns);
     int columns() const { return m_columns; }
@@ -78,11 +82,13 @@ private:
     std::optional<XRange> m_sharedX;
     double m_smoothing = MetricChart::kDefaultSmoothing;
     MetricChart::XAxis m_xAxis = MetricChart::XAxis::step;
+    bool m_groupSeeds = false;
     int m_columns = 2;
     bool m_propagating = false;
 
     QComboBox* m_metricChoice = nullptr;
     QComboBox* m_xAxisChoice = nullptr;
+    QCheckBox* m_groupSeedsBox = nullptr;
     QPushButton* m_addButton = nullptr;
     QSlider* m_smoothingSlider = nullptr;
     QLabel* m_smoothingLabel = nullptr;

@@ -42,6 +42,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kMarkerInset = 0.04;
 constexpr int kMinDragPixels = 4;
 constexpr int kRawAlpha = 70;
+constexpr int kBandAlpha = 55;  // a seed group's min-max band
 // 1 px lines take QPainter's cosmetic fast path; a 2 px pen goes through the
 // general stroker, measured ~25x slower per point with antialiasing (Qt 6.4,
 // 2 cores). The smoothed line stands out by opacity, not width.
@@ -275,8 +276,10 @@ void MetricChart::applyLegend(Trace& trace) {
     const bool hidden = m_hiddenRuns.contains(trace.runId);
     QColor label = palette().color(QPalette::WindowText);
     if (hidden) label.setAlpha(90);
+    // A run drawn by its seed group has the group's legend entry instead.
+    const bool grouped = m_groupOf.contains(trace.runId);
     for (QLegendMarker* marker : c->legend()->markers(trace.legend)) {
-        marker->setVisible(true);
+        marker->setVisible(!grouped);
         marker->setLabelBrush(label);
     }
 }
@@ -308,6 +311,61 @@ void MetricChart::syncTraces() {
         destroySeries(it->second);
         it = m_traces.erase(it);
     }
+    syncGroups();
+}
+
+void MetricChart::syncGroups() {
+    std::map<QString, QList<qint64>> byKey;
+    if (m_groupSeeds)
+        for (const RunMeta& meta : m_data->runs()) {
+            const auto it = m_traces.find(meta.id);
+            if (it == m_traces.end() || !it->second.raw || meta.seedGroup.isEmpty()) continue;
+            byKey[meta.seedGroup].append(meta.id);
+        }
+    m_groupOf.clear();
+    for (auto it = m_groups.begin(); it != m_groups.end();) {
+        const auto wanted = byKey.find(it->first);
+        if (wanted != byKey.end() && wanted->second.size() >= 2) {
+            ++it;
+            continue;
+        }
+        chart()->removeSeries(it->second.legend);
+        delete it->second.legend;
+        it = m_groups.erase(it);
+    }
+    for (const auto& [key, members] : byKey) {
+        if (members.size() < 2) continue;  // a lone seed is drawn as a run
+        SeedGroup& group = m_groups[key];
+        if (!group.legend) {
+            group.legend = new QLineSeries;
+            attach(group.legend);
+            for (QLegendMarker* marker : chart()->legend()->markers(group.legend))
+                connect(marker, &QLegendMarker::clicked, this, [this, key = key] { toggleGroupHidden(key); });
+        }
+        group.members = members;
+        const Trace& first = m_traces.at(members.front());
+        group.colour = first.colour;
+        group.name = tr("%1 \u00B7 %n seeds", "", int(members.size())).arg(first.name);
+        group.legend->setName(group.name);
+        group.legend->setPen(QPen(group.colour, kLineWidth));
+        const bool allHidden = std::all_of(members.begin(), members.end(), [this](qint64 id) { return m_hiddenRuns.contains(id); });
+        QColor label = palette().color(QPalette::WindowText);
+        if (allHidden) label.setAlpha(90);
+        for (QLegendMarker* marker : chart()->legend()->markers(group.legend)) marker->setLabelBrush(label);
+        for (qint64 id : members) m_groupOf.insert(id, key);
+    }
+    for (auto& [id, trace] : m_traces)
+        if (trace.raw) applyLegend(trace);
+}
+
+void MetricChart::toggleGroupHidden(const QString& key) {
+    const auto it = m_groups.find(key);
+    if (it == m_groups.end()) return;
+    const QList<qint64> members = it->second.members;
+    // One click hides the whole group, or shows it again when all is hidden.
+    const bool hide = !std::all_of(members.begin(), members.end(), [this](qint64 id) { return m_hiddenRuns.contains(id); });
+    for (qint64 id : members)
+        if (m_hiddenRuns.contains(id) != hide) emit runLegendClicked(id);
 }
 
 void MetricChart::resetDerived(Trace& trace) {
@@ -319,6 +377,7 @@ void MetricChart::resetDerived(Trace& trace) {
     trace.thinning.reset();
     trace.elapsed.clear();
     trace.firstTime = std::numeric_limits<double>::quiet_NaN();
+    ++m_derivedVersion;  // seed groups built on this trace must be re-aggregated
 }
 
 void MetricChart::updateTraceData(Trace& trace) {
@@ -361,8 +420,45 @@ const std::vector<double>& MetricChart::xsOf(const Trace& trace) const {
 
 bool MetricChart::isShown(const Trace& trace) const {
     // By wall time, a run with no known step time (schema v1) has no x.
-    return trace.raw && !m_hiddenRuns.contains(trace.runId) &&
+    return trace.raw && !m_hiddenRuns.contains(trace.runId) && !m_groupOf.contains(trace.runId) &&
            (m_xAxisKind == XAxis::step || trace.elapsed.size() == trace.cursor.data.size());
+}
+
+bool MetricChart::isInShownGroup(const Trace& trace) const {
+    return trace.raw && !m_hiddenRuns.contains(trace.runId) && m_groupOf.contains(trace.runId) &&
+           (m_xAxisKind == XAxis::step || trace.elapsed.size() == trace.cursor.data.size());
+}
+
+void MetricChart::aggregateGroup(SeedGroup& group) {
+    QList<qint64> aggregated;
+    std::vector<std::size_t> signature{m_derivedVersion, std::size_t(m_xAxisKind)};
+    for (qint64 id : group.members) {
+        const Trace& trace = m_traces.at(id);
+        if (!isInShownGroup(trace)) continue;
+        aggregated.append(id);
+        signature.insert(signature.end(), {std::size_t(id), trace.processed});
+    }
+    if (signature == group.signature) return;
+    group.signature = std::move(signature);
+    group.aggregated = aggregated;
+    std::vector<SeedRun> runs;
+    for (qint64 id : aggregated) {
+        const Trace& trace = m_traces.at(id);
+        runs.push_back({trace.cursor.data.steps, xsOf(trace), trace.smoothed});
+    }
+    group.aggregate = aggregateSeeds(runs);
+}
+
+void MetricChart::thinGroups(XRange x, int buckets, std::vector<double>& visibleValues) {
+    for (auto& [key, group] : m_groups) {
+        aggregateGroup(group);
+        const SeedAggregate& a = group.aggregate;
+        group.mean = thinMinMax(a.xs, a.mean, x, buckets);
+        group.lo = thinMinMax(a.xs, a.lo, x, buckets);
+        group.hi = thinMinMax(a.xs, a.hi, x, buckets);
+        for (const QList<QPointF>* line : {&group.mean, &group.lo, &group.hi})
+            for (const QPointF& p : *line) visibleValues.push_back(p.y());
+    }
 }
 
 // --- Redraw ------------------------------------------------------------------
@@ -388,12 +484,16 @@ void MetricChart::redrawNow() {
     std::vector<double> visibleRaw;
     for (const ThinnedTrace& t : thinned)
         for (const QPointF& p : t.raw) visibleRaw.push_back(p.y());
+    thinGroups(x, bucketsPerRun(pixels), visibleRaw);
     const YRange y = yRangeFor(visibleRaw);
-    if (m_logScale)
+    if (m_logScale) {
         for (ThinnedTrace& t : thinned) {
             clampForLog(t.raw, m_floor);
             clampForLog(t.smooth, m_floor);
         }
+        for (auto& [key, group] : m_groups)
+            for (QList<QPointF>* line : {&group.mean, &group.lo, &group.hi}) clampForLog(*line, m_floor);
+    }
 
     pushToSeries(thinned, x, y);
     int nonFinite = 0;
@@ -456,6 +556,8 @@ void MetricChart::pushToSeries(const std::vector<ThinnedTrace>& thinned, XRange 
         if (trace.raw && !isShown(trace)) {
             trace.raw->clear();
             trace.smooth->clear();
+            trace.nan->clear();
+            trace.inf->clear();
         }
     for (const ThinnedTrace& t : thinned) {
         const QList<QPointF> raw = m_smoothing > 0 ? t.raw : QList<QPointF>{};
@@ -478,7 +580,7 @@ void MetricChart::pushToSeries(const std::vector<ThinnedTrace>& thinned, XRange 
 XRange MetricChart::dataXExtent() const {
     double lo = kInf, hi = -kInf;
     for (const auto& [id, trace] : m_traces) {
-        if (!isShown(trace) || trace.cursor.data.size() == 0) continue;
+        if (!(isShown(trace) || isInShownGroup(trace)) || trace.cursor.data.size() == 0) continue;
         lo = std::min(lo, xsOf(trace).front());
         hi = std::max(hi, xsOf(trace).back());
     }
@@ -500,7 +602,7 @@ int MetricChart::plotPixelWidth() const {
 double MetricChart::logFloor() const {
     double smallest = kInf;
     for (const auto& [id, trace] : m_traces)
-        if (isShown(trace)) smallest = std::min(smallest, trace.smallestPositive);
+        if (isShown(trace) || isInShownGroup(trace)) smallest = std::min(smallest, trace.smallestPositive);
     return logFloorFor(smallest);
 }
 
@@ -762,6 +864,19 @@ void MetricChart::setXAxis(XAxis axis) {
     scheduleRedraw();
 }
 
+void MetricChart::setGroupSeeds(bool on) {
+    if (on == m_groupSeeds) return;
+    m_groupSeeds = on;
+    scheduleRedraw();
+}
+
+QList<MetricChart::SeedBandView> MetricChart::seedBands() const {
+    QList<SeedBandView> views;
+    for (const auto& [key, group] : m_groups)
+        if (!group.aggregated.isEmpty()) views.append({group.name, group.aggregated, group.mean, group.lo, group.hi});
+    return views;
+}
+
 void MetricChart::setLogScale(bool on) {
     if (on == m_logScale) return;
     m_logScale = on;
@@ -984,8 +1099,10 @@ void MetricChart::renderLinesImage(QRect area, double dpr) {
         trace.drawnRaw = prepareLine(trace.raw->points(), mapping);
         trace.drawnSmooth = prepareLine(trace.smooth->points(), mapping);
     }
+    for (auto& [key, group] : m_groups) group.drawnMean = prepareLine(group.mean, mapping);
     QPainter painter(&m_linesImage);
     painter.setRenderHint(QPainter::Antialiasing);
+    paintBands(painter, mapping, true);
     // Dense lines are collected and filled together; a sparse line is drawn
     // through the painter after the dense ones before it (draw order = overdraw).
     std::vector<SpanLayer> pending;
@@ -1004,15 +1121,37 @@ void MetricChart::renderLinesImage(QRect area, double dpr) {
         if (isShown(trace) && trace.raw->isVisible()) draw(trace.drawnRaw, blendedOnWhite(trace.raw->pen().color()));
     for (const auto& [id, trace] : m_traces)
         if (isShown(trace) && trace.smooth->isVisible()) draw(trace.drawnSmooth, trace.smooth->pen().color());
+    for (const auto& [key, group] : m_groups) draw(group.drawnMean, group.colour);
     fillSpanLayers(m_linesImage, pending);
     painter.end();
     m_linesImage.setDevicePixelRatio(dpr);
 }
 
-void MetricChart::paintLinesAsVectors(QPainter* painter) const {
+void MetricChart::paintBands(QPainter& painter, const LineMapping& mapping, bool raster) {
+    // Each group's min-max band: the upper edge forwards, the lower back.
+    QPolygonF upper, lower;
+    painter.save();
+    painter.setPen(Qt::NoPen);
+    for (auto& [key, group] : m_groups) {
+        if (group.hi.isEmpty()) continue;
+        mapPoints(group.hi, mapping, upper);
+        mapPoints(group.lo, mapping, lower);
+        std::reverse(lower.begin(), lower.end());
+        QPolygonF band = upper + lower;
+        QColor fill = group.colour;
+        fill.setAlpha(kBandAlpha);
+        painter.setBrush(fill);
+        painter.drawPolygon(band);
+        if (raster) group.drawnBand = std::move(band);
+    }
+    painter.restore();
+}
+
+void MetricChart::paintLinesAsVectors(QPainter* painter) {
     painter->save();
     painter->setClipRect(chart()->plotArea().adjusted(-1, -1, 1, 1));
     const LineMapping mapping = lineMapping(QPointF(0, 0), 1.0);
+    paintBands(*painter, mapping, false);
     QPolygonF polygon;
     const auto draw = [&](const QLineSeries* series, const QColor& colour) {
         if (series->count() == 0) return;
@@ -1025,6 +1164,12 @@ void MetricChart::paintLinesAsVectors(QPainter* painter) const {
         if (isShown(trace) && trace.raw->isVisible()) draw(trace.raw, blendedOnWhite(trace.raw->pen().color()));
     for (const auto& [id, trace] : m_traces)
         if (isShown(trace) && trace.smooth->isVisible()) draw(trace.smooth, trace.smooth->pen().color());
+    for (const auto& [key, group] : m_groups)
+        if (!group.mean.isEmpty()) {
+            mapPoints(group.mean, mapping, polygon);
+            painter->setPen(QPen(group.colour, kLineWidth));
+            painter->drawPolyline(polygon);
+        }
     painter->restore();
 }
 
@@ -1034,6 +1179,20 @@ std::optional<MetricChart::Nearest> MetricChart::nearestPoint(const QPoint& view
     const double xValue = sceneXToValue(scene.x());
     std::optional<Nearest> best;
     double bestDistance = kInf;
+    for (const auto& [key, group] : m_groups) {
+        const std::vector<double>& xs = group.aggregate.xs;
+        const auto after = static_cast<std::size_t>(std::lower_bound(xs.begin(), xs.end(), xValue) - xs.begin());
+        for (std::size_t i : {after == 0 ? after : after - 1, after}) {
+            if (i >= xs.size() || group.aggregated.isEmpty()) continue;
+            const double y = m_logScale ? std::max(group.aggregate.mean[i], m_floor) : group.aggregate.mean[i];
+            const QPointF pos = toScene(xs[i], y);
+            const double distance = std::hypot(pos.x() - scene.x(), pos.y() - scene.y());
+            if (distance < bestDistance) {
+                bestDistance = distance;
+                best = Nearest{&group, nullptr, i, pos};
+            }
+        }
+    }
     for (const auto& [id, trace] : m_traces) {
         if (!isShown(trace) || trace.cursor.data.size() == 0) continue;
         const std::vector<double>& xs = xsOf(trace);
@@ -1044,7 +1203,7 @@ std::optional<MetricChart::Nearest> MetricChart::nearestPoint(const QPoint& view
             const double distance = std::hypot(pos.x() - scene.x(), pos.y() - scene.y());
             if (distance < bestDistance) {
                 bestDistance = distance;
-                best = Nearest{&trace, i, pos};
+                best = Nearest{nullptr, &trace, i, pos};
             }
         }
     }
@@ -1052,6 +1211,15 @@ std::optional<MetricChart::Nearest> MetricChart::nearestPoint(const QPoint& view
 }
 
 QString MetricChart::describe(const Nearest& nearest) const {
+    if (const SeedGroup* group = nearest.group) {
+        const SeedAggregate& a = group->aggregate;
+        const std::size_t i = nearest.index;
+        return tr("<b>%1</b><br>step %2<br>mean of %3 runs: %4<br>min \u2013 max: %5 \u2013 %6<br>(smoothed values)")
+            .arg(group->name.toHtmlEscaped())
+            .arg(static_cast<qint64>(a.steps[i]))
+            .arg(a.runs[i])
+            .arg(formatValue(a.mean[i]), formatValue(a.lo[i]), formatValue(a.hi[i]));
+    }
     const Trace& trace = *nearest.trace;
     const double raw = trace.cursor.data.values[nearest.index];
     const double smoothed = nearest.index < trace.smoothed.size() ? trace.smoothed[nearest.index] : std::nan("");
@@ -1077,7 +1245,7 @@ void MetricChart::showHover(const QPoint& viewPos) {
     }
     const double r = 4.5;
     m_hoverDot->setRect(QRectF(nearest->scenePos - QPointF(r, r), QSizeF(2 * r, 2 * r)));
-    m_hoverDot->setBrush(nearest->trace->colour);
+    m_hoverDot->setBrush(nearest->group ? nearest->group->colour : nearest->trace->colour);
     m_hoverDot->show();
     QToolTip::showText(mapToGlobal(viewPos), describe(*nearest), this);
 }

@@ -81,6 +81,17 @@ public:
 
     void setLogScale(bool on);
     bool logScale() const { return m_logScale; }
+    // Runs whose configurations differ in the seed only (RunMeta::seedGroup)
+    // drawn as one mean line in a min-max band (of their smoothed values),
+    // when two or more of them have this metric. Off: every run its own line.
+    void setGroupSeeds(bool on);
+    bool groupSeeds() const { return m_groupSeeds; }
+    struct SeedBandView {
+        QString name;
+        QList<qint64> runs;
+        QList<QPointF> mean, lo, hi;  // as drawn (thinned)
+    };
+    QList<SeedBandView> seedBands() const;
     void setSmoothing(double weight);  // EMA weight in [0, 0.999]; 0 = raw only
     double smoothing() const { return m_smoothing; }
     // Raw points per chart (all runs together) before pixel columns are
@@ -203,7 +214,22 @@ private:
         QList<QPointF> raw, smooth;
     };
 
+    // Seeds of one configuration drawn together (see setGroupSeeds).
+    struct SeedGroup {
+        QString name;
+        QColor colour;
+        QList<qint64> members;  // in this chart, hidden ones included
+        QList<qint64> aggregated;  // the members not hidden
+        std::vector<std::size_t> signature;  // what the aggregate was computed from
+        SeedAggregate aggregate;
+        QList<QPointF> mean, lo, hi;  // thinned, in axis values
+        QLineSeries* legend = nullptr;
+        DrawnLine drawnMean;
+        QPolygonF drawnBand;
+    };
+
     struct Nearest {
+        const SeedGroup* group = nullptr;  // set: the point is on a group's mean line
         const Trace* trace = nullptr;
         std::size_t index = 0;
         QPointF scenePos;
@@ -220,6 +246,12 @@ private:
     void updateTraceData(Trace& trace);
     void resetDerived(Trace& trace);
     bool isShown(const Trace& trace) const;
+    bool isInShownGroup(const Trace& trace) const;  // grouped, and drawn by its group
+    void syncGroups();
+    void toggleGroupHidden(const QString& key);
+    void aggregateGroup(SeedGroup& group);
+    void thinGroups(XRange x, int buckets, std::vector<double>& visibleValues);
+    void paintBands(QPainter& painter, const LineMapping& mapping, bool raster);
     const std::vector<double>& xsOf(const Trace& trace) const;  // steps or elapsed, by the x axis
     static void extendElapsed(Trace& trace);
     XRange dataXExtent() const;
@@ -244,7 +276,7 @@ private:
     void fitMarginsToLabels();
     void paintLines(QPainter* painter);
     void renderLinesImage(QRect area, double dpr);
-    void paintLinesAsVectors(QPainter* painter) const;
+    void paintLinesAsVectors(QPainter* painter);
     friend class MetricLinesItem;
     void updateNote();
     double sceneXToValue(double sceneX) const;
@@ -258,6 +290,10 @@ private:
     RunDataStore* m_data;
     QString m_metric;
     std::map<qint64, Trace> m_traces;
+    bool m_groupSeeds = false;
+    std::map<QString, SeedGroup> m_groups;  // by RunMeta::seedGroup
+    QHash<qint64, QString> m_groupOf;       // grouped run -> its group
+    std::size_t m_derivedVersion = 0;       // bumped whenever a trace's derived data restarts
     std::optional<QSet<qint64>> m_visibleFilter;
     QSet<qint64> m_hiddenRuns;
 

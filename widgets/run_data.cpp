@@ -8,6 +8,9 @@
 #include <limits>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
+#include "core/config.h"
 #include "core/rl_loop.h"
 
 namespace mlk {
@@ -36,6 +39,24 @@ double secondsSinceEpochNow() {
 }
 
 }  // namespace
+
+QString seedGroupOf(const std::string& configJson) {
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(configJson.empty() ? std::string("{}") : configJson);
+        // Canonical (every key, defaults filled in) when it is a valid config,
+        // so two spellings of one configuration fall in one group.
+        try {
+            j = config_to_json(config_from_json(j));
+        } catch (const ConfigError&) {
+        }
+    } catch (const nlohmann::json::exception&) {
+        return {};
+    }
+    if (!j.is_object()) return {};
+    j.erase("seed");
+    return QString::fromStdString(j.dump());
+}
 
 RunDataStore::RunDataStore(QObject* parent) : QObject(parent) {
     connect(&m_pollTimer, &QTimer::timeout, this, &RunDataStore::poll);
@@ -160,7 +181,10 @@ bool RunDataStore::pollRun(const RunSummary& summary, bool& metaChanged) {
     }
     if (action == PollAction::none) return false;
 
-    // The query runs without the lock: the worker may append meanwhile.
+    // The queries run without the lock: the worker may append meanwhile.
+    QString group;
+    if (action == PollAction::load)
+        if (const auto info = m_store->run_info(summary.id)) group = seedGroupOf(info->config_json);
     const std::vector<StepMetrics> rows = m_store->steps_since(summary.id, after);
 
     std::lock_guard lock(m_mutex);
@@ -170,6 +194,10 @@ bool RunDataStore::pollRun(const RunSummary& summary, bool& metaChanged) {
         changed = !entry.steps.empty() || !entry.seenInStore;
         resetDataLocked(entry);
         entry.seenInStore = true;
+        if (entry.meta.seedGroup != group) {
+            entry.meta.seedGroup = group;
+            metaChanged = true;
+        }
     }
     for (const StepMetrics& row : rows) {
         // Steps the worker delivered directly while we were reading.
@@ -189,6 +217,7 @@ void RunDataStore::addRun(const RunMeta& meta) {
         entry.meta.name = meta.name;
         entry.meta.status = meta.status;
         entry.meta.preset = meta.preset;
+        if (!meta.seedGroup.isEmpty()) entry.meta.seedGroup = meta.seedGroup;
         if (meta.colour.isValid()) m_colourOverrides[meta.id] = meta.colour;
     }
     emit runsChanged();

@@ -30,7 +30,13 @@ struct RunMeta {
     QString status;  // run_status_name(): "running", "finished", ...
     QString preset;
     QColor colour;   // invalid in addRun() = the run's default colour
+    // Equal for runs whose configurations differ in the seed only (the
+    // canonical config JSON without "seed"); "" = unknown, never grouped.
+    QString seedGroup;
 };
+
+// The seedGroup of a stored configuration (see RunMeta).
+QString seedGroupOf(const std::string& configJson);
 
 // One metric of one run: steps ascending, values aligned (NaN/Inf kept), and
 // the wall-clock time of each step (seconds since the Unix epoch; NaN where

@@ -172,6 +172,40 @@ bool isDenseInPixels(std::span<const QPointF> pixels) {
     return 2.0 * double(pixels.size()) >= columns;
 }
 
+SeedAggregate aggregateSeeds(std::span<const SeedRun> runs) {
+    SeedAggregate out;
+    std::vector<std::size_t> next(runs.size(), 0);  // each run's first step not yet merged
+    while (true) {
+        // The smallest step any run still has: a k-way merge of the step lists.
+        double step = kInf;
+        for (std::size_t r = 0; r < runs.size(); ++r)
+            if (next[r] < runs[r].steps.size()) step = std::min(step, runs[r].steps[next[r]]);
+        if (step == kInf) break;
+        double sumX = 0, sumY = 0, lo = kInf, hi = -kInf;
+        int count = 0;
+        for (std::size_t r = 0; r < runs.size(); ++r) {
+            if (next[r] >= runs[r].steps.size() || runs[r].steps[next[r]] != step) continue;
+            const double y = runs[r].ys[next[r]];
+            if (std::isfinite(y)) {
+                sumX += runs[r].xs[next[r]];
+                sumY += y;
+                lo = std::min(lo, y);
+                hi = std::max(hi, y);
+                ++count;
+            }
+            ++next[r];
+        }
+        if (count == 0) continue;
+        out.steps.push_back(step);
+        out.xs.push_back(sumX / count);
+        out.mean.push_back(sumY / count);
+        out.lo.push_back(lo);
+        out.hi.push_back(hi);
+        out.runs.push_back(count);
+    }
+    return out;
+}
+
 namespace {
 
 double quantileInPlace(std::vector<double>& values, double q) {

@@ -72,6 +72,24 @@ std::vector<QLine> columnSpans(std::span<const QPointF> pixels);
 // one is a band whose antialiased zig-zag would cost far more to stroke.
 bool isDenseInPixels(std::span<const QPointF> pixels);
 
+// --- Seeds of one configuration ---------------------------------------------
+
+// One run of a seed group: its steps (ascending), where each step is drawn
+// (the step itself, or its wall time) and its values, all aligned.
+struct SeedRun {
+    std::span<const double> steps, xs, ys;
+};
+
+// Per step of the union of the runs' steps: the mean x, and the mean, lowest
+// and highest finite y over the runs that have that step (`runs` of them).
+// Steps where no run has a finite y are left out.
+struct SeedAggregate {
+    std::vector<double> steps, xs, mean, lo, hi;
+    std::vector<int> runs;
+    std::size_t size() const { return steps.size(); }
+};
+SeedAggregate aggregateSeeds(std::span<const SeedRun> runs);
+
 // --- Robust y range ----------------------------------------------------------
 
 struct YRange {

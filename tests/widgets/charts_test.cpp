@@ -262,6 +262,38 @@ private slots:
         QVERIFY(logTicks(0, 1).empty());
     }
 
+    void seedAggregateIsPerStepMeanMinMax() {
+        // Three seeds; the third is shorter and has a NaN: each step averages
+        // the runs that have a finite value there.
+        const std::vector<double> steps{0, 1, 2, 3}, shortSteps{0, 1, 2};
+        const std::vector<double> a{1, 2, 3, 4}, b{3, 4, 5, 6}, c{2, kNaN, 1};
+        const std::vector<double> times{10, 20, 30, 40};
+        const std::vector<SeedRun> runs{{steps, steps, a}, {steps, times, b}, {shortSteps, shortSteps, c}};
+        const SeedAggregate g = aggregateSeeds(runs);
+        QCOMPARE(g.steps, (std::vector<double>{0, 1, 2, 3}));
+        QCOMPARE(g.runs, (std::vector<int>{3, 2, 3, 2}));
+        QCOMPARE(g.mean, (std::vector<double>{2, 3, 3, 5}));
+        QCOMPARE(g.lo, (std::vector<double>{1, 2, 1, 4}));
+        QCOMPARE(g.hi, (std::vector<double>{3, 4, 5, 6}));
+        QCOMPARE(g.xs, (std::vector<double>{10.0 / 3, 10.5, 34.0 / 3, 21.5}));  // mean x of the runs counted
+        // A step no run has a finite value for is left out.
+        const std::vector<double> nan1{kNaN};
+        const std::vector<double> one{0};
+        const std::vector<SeedRun> empty{{one, one, nan1}};
+        QCOMPARE(aggregateSeeds(empty).size(), std::size_t(0));
+    }
+
+    void seedGroupIgnoresTheSeedOnly() {
+        const QString a = seedGroupOf(R"({"seed": 1, "optim": {"lr": 0.001}})");
+        QVERIFY(!a.isEmpty());
+        QCOMPARE(seedGroupOf(R"({"seed": 7, "optim": {"lr": 0.001}})"), a);
+        QVERIFY(seedGroupOf(R"({"seed": 1, "optim": {"lr": 0.002}})") != a);
+        // Canonical: an omitted key equals its default spelled out.
+        const QString defaults = seedGroupOf("{}");
+        QCOMPARE(seedGroupOf(R"({"seed": 3})"), defaults);
+        QVERIFY(seedGroupOf("not json").isEmpty());
+    }
+
     void thinningSkipsNonFinite() {
         const std::vector<double> xs{0, 1, 2, 3}, ys{1, kNaN, kInf, 2};
         const QList<QPointF> thin = thinMinMax(xs, ys, XRange{0, 3}, 100);
@@ -603,6 +635,63 @@ private slots:
         QCOMPARE(chart.xAxisTitle(), QStringLiteral("step"));
     }
 
+    void seedsOfOneConfigurationDrawAsAMeanInABand() {
+        RunDataStore data;
+        // Runs 1-3: one configuration, three seeds; run 4 another one.
+        for (qint64 run = 1; run <= 4; ++run) {
+            data.addRun({run, QStringLiteral("cfg-%1").arg(run), QStringLiteral("finished"), QString(), {},
+                         run <= 3 ? QStringLiteral("A") : QStringLiteral("B")});
+            std::vector<StepRecord> records;
+            for (int s = 0; s < 50; ++s) records.push_back(stepOf(s, {{"reward_mean", 0.1 * run + 0.001 * s}}));
+            data.appendSteps(run, records);
+        }
+        MetricChart chart(&data, QStringLiteral("reward_mean"));
+        chart.setSmoothing(0);  // raw values, so the band is exact
+        showAndSettle(chart, QSize(800, 450));
+        chart.redrawNow();
+        QVERIFY(chart.seedBands().isEmpty());
+        QCOMPARE(chart.rawSeries(1)->count() > 0 || chart.smoothedSeries(1)->count() > 0, true);
+
+        chart.setGroupSeeds(true);
+        chart.redrawNow();
+        const QList<MetricChart::SeedBandView> bands = chart.seedBands();
+        QCOMPARE(bands.size(), qsizetype(1));
+        QCOMPARE(bands[0].runs, (QList<qint64>{1, 2, 3}));
+        QVERIFY2(bands[0].name.contains(QStringLiteral("3 seeds")), qPrintable(bands[0].name));
+        QCOMPARE(bands[0].mean.front(), QPointF(0, 0.2));
+        QCOMPARE(bands[0].lo.front(), QPointF(0, 0.1));
+        QCOMPARE(bands[0].hi.back(), QPointF(49, 0.3 + 0.049));
+        // The members are drawn by the band; the other configuration as a run.
+        QCOMPARE(chart.smoothedSeries(2)->count(), 0);
+        QVERIFY(chart.smoothedSeries(4)->count() > 0);
+        // Mean line and band in the group's colour (run 1's), band translucent.
+        const QImage image = chart.grab().toImage();
+        const auto nearColour = [&](QPoint at, const QColor& want) {  // antialiased: within a pixel
+            for (int dy = -1; dy <= 1; ++dy) {
+                const QColor c = image.pixelColor(at + QPoint(0, dy));
+                if (std::abs(c.red() - want.red()) + std::abs(c.green() - want.green()) + std::abs(c.blue() - want.blue()) < 90)
+                    return true;
+            }
+            return false;
+        };
+        QVERIFY(nearColour(chart.mapFromScene(chart.toScene(25, 0.2 + 0.025)), RunDataStore::defaultColour(1)));
+        const QColor band = image.pixelColor(chart.mapFromScene(chart.toScene(25, 0.27)));
+        QVERIFY2(band != Qt::white && band != RunDataStore::defaultColour(1) && band.blue() > band.red(),
+                 qPrintable(band.name()));
+        const QString hover = chart.hoverTextAt(chart.mapFromScene(chart.toScene(10, 0.21)));
+        QVERIFY2(hover.contains(QStringLiteral("mean of 3 runs: 0.21")), qPrintable(hover));
+
+        // Hiding one seed shrinks the band to the other two.
+        chart.setRunHidden(3, true);
+        chart.redrawNow();
+        QCOMPARE(chart.seedBands().front().runs, (QList<qint64>{1, 2}));
+        QCOMPARE(chart.seedBands().front().hi.front(), QPointF(0, 0.2));
+        chart.setGroupSeeds(false);
+        chart.redrawNow();
+        QVERIFY(chart.seedBands().isEmpty());
+        QVERIFY(chart.smoothedSeries(2)->count() > 0);
+    }
+
     void contextMenuOffersTheActions() {
         RunDataStore data;
         feed(data, 1, "k3_kl", {0.0, 1e-3, 2e-3});
@@ -722,15 +811,35 @@ private slots:
         grid.chartFor(QStringLiteral("k3_kl"))->setLogScale(true);
         showAndSettle(grid, QSize(1200, 800));
         grid.redrawAllNow();
-        {
+        saveShot(grid, dir, "charts_grid.png");
 
-            const QPixmap shot = grid.grab();  // rendered in every run; saved when asked
-
-            QVERIFY(!shot.isNull() && shot.width() >= 200 && shot.height() >= 150);
-
-            if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + QStringLiteral("/charts_grid.png")));
-
+        // Three seeds of two configurations, grouped into mean lines in bands.
+        RunDataStore seeds;
+        for (qint64 run = 1; run <= 6; ++run) {
+            const bool r3 = run > 3;
+            seeds.addRun({run, QString::fromLatin1(r3 ? "R3, seed %1" : "no R3, seed %1").arg((run - 1) % 3 + 1),
+                          QStringLiteral("finished"), QString(), {}, QString::fromLatin1(r3 ? "r3" : "plain")});
+            std::vector<StepRecord> records;
+            for (int s = 0; s < 300; ++s) {
+                const double reward = 0.2 + (r3 ? 0.5 : 0.35) * (1 - std::exp(-s / (60.0 + 20 * (run % 3)))) + 0.06 * noise(rng);
+                const double k3 = (r3 ? 2e-4 : 8e-4) * std::exp(0.3 * noise(rng));
+                records.push_back(stepOf(s, {{"reward_mean", reward}, {"k3_kl", k3}, {"grad_norm", 1.0 + 0.3 * std::abs(noise(rng))},
+                                             {"F@2", (r3 ? 0.0 : 0.01) * std::exp(0.2 * noise(rng))}}));
+            }
+            seeds.appendSteps(run, records);
         }
+        ChartGrid grouped(&seeds);
+        grouped.setGroupSeeds(true);
+        showAndSettle(grouped, QSize(1200, 800));
+        grouped.redrawAllNow();
+        QCOMPARE(grouped.chartFor(QStringLiteral("reward_mean"))->seedBands().size(), qsizetype(2));
+        saveShot(grouped, dir, "charts_grid_seeds.png");
+    }
+
+    void saveShot(QWidget& widget, const QByteArray& dir, const char* name) {
+        const QPixmap shot = widget.grab();  // rendered in every run; saved when asked
+        QVERIFY(!shot.isNull() && shot.width() >= 200 && shot.height() >= 150);
+        if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + QLatin1Char('/') + QLatin1String(name)));
     }
 };
 

@@ -198,6 +198,7 @@ private slots:
             QVERIFY(w.charts()->chartFor("k3_kl")->logScale());  // K3 KL starts on a log axis
             w.charts()->setSmoothing(0.3);
             w.charts()->setXAxis(MetricChart::XAxis::wallTime);
+            w.charts()->setGroupSeeds(true);
             w.charts()->chartFor("grad_norm")->setLogScale(true);
             w.charts()->chartFor("k3_kl")->setLogScale(false);
             w.close();  // saves the settings
@@ -205,12 +206,15 @@ private slots:
         MainWindow w(d.path() + "/view.sqlite");
         QCOMPARE(w.charts()->smoothing(), 0.3);
         QCOMPARE(w.charts()->xAxis(), MetricChart::XAxis::wallTime);
+        QVERIFY(w.charts()->groupSeeds());
+        QVERIFY(w.charts()->chartFor("reward_mean")->groupSeeds());
         QVERIFY(w.charts()->chartFor("grad_norm")->logScale());
         QVERIFY(!w.charts()->chartFor("k3_kl")->logScale());
         QCOMPARE(w.charts()->chartFor("reward_mean")->xAxis(), MetricChart::XAxis::wallTime);
         // Leave the defaults for the tests after this one.
         w.charts()->setSmoothing(MetricChart::kDefaultSmoothing);
         w.charts()->setXAxis(MetricChart::XAxis::step);
+        w.charts()->setGroupSeeds(false);
         w.charts()->chartFor("grad_norm")->setLogScale(false);
         w.charts()->chartFor("k3_kl")->setLogScale(true);
         w.close();
