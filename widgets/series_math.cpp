@@ -329,9 +329,16 @@ std::vector<AxisTick> logTicks(double lo, double hi, double minorDecades) {
         for (int k = 2; k <= 9; ++k) {
             const double v = k * power;
             const double position = std::log10(v);
-            if (position > a && position < b) ticks.push_back({v, false});
+            if (position >= a - slack && position <= b + slack) ticks.push_back({v, false});
         }
     }
+    // Fewer than three labelled powers of ten leave the scale unreadable:
+    // label 2x and 5x too.
+    if (std::count_if(ticks.begin(), ticks.end(), [](const AxisTick& t) { return t.major; }) < 3)
+        for (AxisTick& tick : ticks) {
+            const double mantissa = tick.value / std::pow(10.0, std::floor(std::log10(tick.value) + 1e-9));
+            if (std::abs(mantissa - 2) < 1e-6 || std::abs(mantissa - 5) < 1e-6) tick.major = true;
+        }
     return ticks;
 }
 

@@ -163,7 +163,7 @@ std::vector<AxisTick> linearTicks(double lo, double hi, double interval);
 
 // A log10 axis over [lo, hi] (0 < lo < hi): every power of ten (major) and,
 // when the range spans at most minorDecades decades, 2..9 times each power
-// (minor).
+// (minor; 2x and 5x are major too when fewer than three powers are in range).
 std::vector<AxisTick> logTicks(double lo, double hi, double minorDecades = 3.01);
 
 }  // namespace mlk

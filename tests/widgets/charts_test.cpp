@@ -260,6 +260,8 @@ private slots:
         QCOMPARE(values(wide, true).size(), std::size_t(10));
         QVERIFY(values(wide, false).empty());  // minor lines only within a few decades
         QVERIFY(logTicks(0, 1).empty());
+        // Within about a decade, 2x and 5x are labelled too.
+        QCOMPARE(values(logTicks(5e-5, 3e-4), true), (std::vector<double>{5e-5, 1e-4, 2e-4}));
     }
 
     void seedAggregateIsPerStepMeanMinMax() {

@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QLineSeries>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -79,6 +80,8 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(w.data()->series(id, "reward_mean").size() == 6, 5000);
         MetricChart* reward = w.charts()->chartFor("reward_mean");
         QVERIFY(reward);
+        // ...and drew them (a coalesced redraw follows the last step).
+        QTRY_VERIFY_WITH_TIMEOUT(reward->rawSeries(id) && reward->rawSeries(id)->count() == 6, 5000);
         w.runBrowser()->refresh();
         QVERIFY(w.runBrowser()->runIds().contains(id));
         shot(&w, "main_window_after_run");
