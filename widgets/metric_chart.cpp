@@ -1102,7 +1102,7 @@ void MetricChart::renderLinesImage(QRect area, double dpr) {
     for (auto& [key, group] : m_groups) group.drawnMean = prepareLine(group.mean, mapping);
     QPainter painter(&m_linesImage);
     painter.setRenderHint(QPainter::Antialiasing);
-    paintBands(painter, mapping, true);
+    paintBands(painter, mapping);
     // Dense lines are collected and filled together; a sparse line is drawn
     // through the painter after the dense ones before it (draw order = overdraw).
     std::vector<SpanLayer> pending;
@@ -1127,22 +1127,20 @@ void MetricChart::renderLinesImage(QRect area, double dpr) {
     m_linesImage.setDevicePixelRatio(dpr);
 }
 
-void MetricChart::paintBands(QPainter& painter, const LineMapping& mapping, bool raster) {
+void MetricChart::paintBands(QPainter& painter, const LineMapping& mapping) const {
     // Each group's min-max band: the upper edge forwards, the lower back.
     QPolygonF upper, lower;
     painter.save();
     painter.setPen(Qt::NoPen);
-    for (auto& [key, group] : m_groups) {
+    for (const auto& [key, group] : m_groups) {
         if (group.hi.isEmpty()) continue;
         mapPoints(group.hi, mapping, upper);
         mapPoints(group.lo, mapping, lower);
         std::reverse(lower.begin(), lower.end());
-        QPolygonF band = upper + lower;
         QColor fill = group.colour;
         fill.setAlpha(kBandAlpha);
         painter.setBrush(fill);
-        painter.drawPolygon(band);
-        if (raster) group.drawnBand = std::move(band);
+        painter.drawPolygon(upper + lower);
     }
     painter.restore();
 }
@@ -1151,7 +1149,7 @@ void MetricChart::paintLinesAsVectors(QPainter* painter) {
     painter->save();
     painter->setClipRect(chart()->plotArea().adjusted(-1, -1, 1, 1));
     const LineMapping mapping = lineMapping(QPointF(0, 0), 1.0);
-    paintBands(*painter, mapping, false);
+    paintBands(*painter, mapping);
     QPolygonF polygon;
     const auto draw = [&](const QLineSeries* series, const QColor& colour) {
         if (series->count() == 0) return;

@@ -225,7 +225,6 @@ private:
         QList<QPointF> mean, lo, hi;  // thinned, in axis values
         QLineSeries* legend = nullptr;
         DrawnLine drawnMean;
-        QPolygonF drawnBand;
     };
 
     struct Nearest {
@@ -251,7 +250,7 @@ private:
     void toggleGroupHidden(const QString& key);
     void aggregateGroup(SeedGroup& group);
     void thinGroups(XRange x, int buckets, std::vector<double>& visibleValues);
-    void paintBands(QPainter& painter, const LineMapping& mapping, bool raster);
+    void paintBands(QPainter& painter, const LineMapping& mapping) const;
     const std::vector<double>& xsOf(const Trace& trace) const;  // steps or elapsed, by the x axis
     static void extendElapsed(Trace& trace);
     XRange dataXExtent() const;
