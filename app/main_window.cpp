@@ -74,7 +74,9 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
     connect(worker_, &RunWorker::phaseChanged, this, &MainWindow::setPhase);
     connect(worker_, &RunWorker::stepCompleted, this, [this](qint64, int step, int total, double eta) {
         setPhase(tr("step done"), step + 1, total, eta);
-        browserRefresh_->start();  // coalesced: the table reloads at most every 750 ms
+        // Coalesced: the table reloads at most every 750 ms while steps come
+        // (never restarted, or a fast run would not update it until its end).
+        if (!browserRefresh_->isActive()) browserRefresh_->start();
     });
     connect(worker_, &RunWorker::runFinished, this, [this](qint64 id, const QString& status) {
         statusBar()->showMessage(tr("Run %1 %2").arg(id).arg(status), 6000);

@@ -84,13 +84,13 @@ void RunWorker::work() {
             cb.on_base = [&](const BaseProgress& p) {
                 emit baseProgress(p.step, p.total, p.eval_reward);
             };
-            const auto t0 = std::chrono::steady_clock::now();
+            // ETA from the time spent in RL steps only: the base-policy
+            // warm-up and pauses say nothing about the steps still to come.
+            double stepSeconds = 0;
             int64_t stepsDone = 0, total = job.config.rl.steps;
             auto eta = [&](int64_t next) {
                 if (stepsDone == 0) return -1.0;
-                const double per = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
-                                   (double)stepsDone;
-                return per * (double)(total - next);
+                return stepSeconds / (double)stepsDone * (double)(total - next);
             };
             int64_t current = 0;
             cb.on_phase = [&](Phase p) { emit phaseChanged(phase_name(p), (int)current, (int)total, eta(current)); };
@@ -109,7 +109,9 @@ void RunWorker::work() {
                     break;
                 }
                 current = rc.next_step();
+                const auto started = std::chrono::steady_clock::now();
                 StepRecord rec = rc.step();
+                stepSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
                 ++stepsDone;
                 data_->appendStep(runId, rec);
                 emit stepCompleted(runId, (int)rec.step, (int)total, eta(rec.step + 1));

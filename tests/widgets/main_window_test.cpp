@@ -70,8 +70,18 @@ private slots:
         w.activateWindow();
         QVERIFY(QTest::qWaitForWindowActive(&w));  // shortcuts reach the active window only
         QSignalSpy finished(&w, &MainWindow::runFinished);
+        // The window mid-run: taken when step 3 of 6 reaches the GUI thread.
+        bool shotDuringRun = false;
+        connect(w.worker(), &RunWorker::stepCompleted, &w, [&](qint64, int step, int, double) {
+            if (step != 2 || shotDuringRun) return;
+            shotDuringRun = true;
+            QVERIFY(w.isBusy());
+            w.charts()->redrawAllNow();
+            shot(&w, "main_window_during_run");
+        });
         QTest::keyClick(&w, Qt::Key_R, Qt::ControlModifier);
         QVERIFY(finished.wait(120000));
+        QVERIFY(shotDuringRun);
         QCOMPARE(finished.first().at(1).toString(), QString("finished"));
         const qint64 id = finished.first().at(0).toLongLong();
         Store store = Store::open(w.databasePath().toStdString());
