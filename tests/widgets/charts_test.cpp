@@ -471,6 +471,8 @@ private slots:
         QVERIFY(text.contains("<svg"));
         QVERIFY(text.contains("reward_mean"));
         QVERIFY2(text.contains("<polyline"), "lines are vectors in SVG, not an embedded raster");
+        const QByteArray shots = qgetenv("MLK_SCREENSHOT_DIR");
+        if (!shots.isEmpty()) QFile::copy(svg, QString::fromLocal8Bit(shots) + QStringLiteral("/chart_export.svg"));
         QCOMPARE(chart.rawSeries(1)->count(), 4);
     }
 
