@@ -656,18 +656,15 @@ void MetricChart::applyAxes(XRange x, YRange y) {
         m_yTicks = logTicks(y.lo, y.hi, 3.01);
     } else if (auto* linear = qobject_cast<QValueAxis*>(m_yAxis)) {
         linear->setRange(y.lo, y.hi);
-        m_yTicks = linearTicks(y.lo, y.hi, niceTickInterval(y.hi - y.lo, 5));
+        m_yTickInterval = niceTickInterval(y.hi - y.lo, 5);
+        m_yTicks = linearTicks(y.lo, y.hi, m_yTickInterval);
     }
     fitMarginsToLabels();
 }
 
 QString MetricChart::tickLabel(double value, bool xAxis) const {
-    if (xAxis) {
-        const double interval = m_xTickInterval / m_timeUnit;
-        const int decimals = interval >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(interval) - 1e-9));
-        return QString::number(value / m_timeUnit, 'f', decimals);
-    }
-    return m_logScale ? QString::number(value, 'g', 6) : QString::number(value, 'g', 4);
+    if (xAxis) return formatTick(value / m_timeUnit, m_xTickInterval / m_timeUnit);
+    return m_logScale ? QString::number(value, 'g', 6) : formatTick(value, m_yTickInterval);
 }
 
 QStringList MetricChart::tickLabels(Qt::Orientation axis) const {
@@ -701,14 +698,24 @@ void MetricChart::fitMarginsToLabels() {
     const int lastX = m_xTicks.empty() ? 0 : metrics.horizontalAdvance(tickLabel(m_xTicks.back().value, true));
     const QMargins wanted(kOuterMargin + widestY + kTickLength + kLabelGap, kOuterMargin + metrics.height() / 2,
                           kOuterMargin + lastX / 2, kOuterMargin);
-    if (chart()->margins() != wanted) chart()->setMargins(wanted);
+    bool changed = false;
+    if (chart()->margins() != wanted) {
+        chart()->setMargins(wanted);
+        changed = true;
+    }
     // The chart's margins lie outside the legend: the x labels and title get
     // their room as the top margin of the legend, right under the plot.
     const int xLabelsHeight = kTickLength + kLabelGap + 2 * metrics.height() + 2;
     QLegend* legend = chart()->legend();
     qreal left = 0, top = 0, right = 0, bottom = 0;
     legend->getContentsMargins(&left, &top, &right, &bottom);
-    if (top != xLabelsHeight) legend->setContentsMargins(0, xLabelsHeight, 0, 0);
+    if (top != xLabelsHeight) {
+        legend->setContentsMargins(0, xLabelsHeight, 0, 0);
+        changed = true;
+    }
+    // Lay out now, not at the next event-loop turn: a paint or an export
+    // right after this redraw must not see the old plot area.
+    if (changed) chart()->layout()->activate();
 }
 
 void MetricChart::paintPlot(QPainter* painter) {

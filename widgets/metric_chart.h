@@ -312,6 +312,7 @@ private:
 
     std::vector<AxisTick> m_xTicks, m_yTicks;
     double m_xTickInterval = 1;
+    double m_yTickInterval = 1;  // linear y only
     double m_timeUnit = 1;  // seconds per x label unit on a wall-time axis
     QFont m_axisFont;
     QHash<QString, QStaticText> m_labelCache;

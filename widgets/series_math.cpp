@@ -302,6 +302,18 @@ double niceTickInterval(double span, int targetTicks, double minStep) {
     return std::max(step * magnitude, minStep);
 }
 
+QString formatTick(double value, double interval) {
+    if (value == 0 || !std::isfinite(value)) return QString::number(value);
+    if (!(interval > 0) || !std::isfinite(interval)) return QString::number(value, 'g', 6);
+    const double magnitude = std::max(std::abs(value), interval);
+    const int intervalExponent = static_cast<int>(std::floor(std::log10(interval) + 1e-9));
+    if (magnitude >= 1e6 || magnitude < 1e-4) {
+        const int digits = static_cast<int>(std::floor(std::log10(magnitude))) - intervalExponent + 1;
+        return QString::number(value, 'g', std::clamp(digits, 1, 15));
+    }
+    return QString::number(value, 'f', std::max(0, -intervalExponent));
+}
+
 std::vector<AxisTick> linearTicks(double lo, double hi, double interval) {
     std::vector<AxisTick> ticks;
     if (!(hi > lo) || !(interval > 0) || !std::isfinite(lo) || !std::isfinite(hi)) return ticks;

@@ -6,6 +6,7 @@
 #include <QLine>
 #include <QList>
 #include <QPointF>
+#include <QString>
 
 #include <cstddef>
 #include <optional>
@@ -151,6 +152,11 @@ std::vector<NonFinitePoint> nonFinitePoints(std::span<const double> xs, std::spa
 
 // A 1/2/5 x 10^k step giving about `targetTicks` intervals over span (>= minStep).
 double niceTickInterval(double span, int targetTicks, double minStep = 0);
+
+// Label of a tick on a linear axis whose ticks are `interval` apart: as many
+// digits as keep neighbouring labels distinct and no more ("0.25", "1.5e+05",
+// "123460"); exponent form beyond 1e6 or below 1e-4.
+QString formatTick(double value, double interval);
 
 struct AxisTick {
     double value = 0;

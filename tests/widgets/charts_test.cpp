@@ -4,6 +4,7 @@
 // coalesced redraws, the shared x range, hover read-out, PNG/SVG export.
 // MLK_SCREENSHOT_DIR=<dir> also saves <dir>/charts_grid.png (1200 x 800).
 #include <QFile>
+#include <QFontMetrics>
 #include <QImage>
 #include <QLineSeries>
 #include <QLogValueAxis>
@@ -260,6 +261,15 @@ private slots:
         QCOMPARE(values(wide, true).size(), std::size_t(10));
         QVERIFY(values(wide, false).empty());  // minor lines only within a few decades
         QVERIFY(logTicks(0, 1).empty());
+        // Labels as precise as the tick spacing, so neighbours never read the same.
+        QCOMPARE(formatTick(0.25, 0.05), QStringLiteral("0.25"));
+        QCOMPARE(formatTick(0.3, 0.1), QStringLiteral("0.3"));
+        QCOMPARE(formatTick(123460, 10), QStringLiteral("123460"));
+        QCOMPARE(formatTick(1.5e6, 1e5), QStringLiteral("1.5e+06"));
+        QCOMPARE(formatTick(0.00012, 0.00001), QStringLiteral("0.00012"));
+        QCOMPARE(formatTick(3e-5, 5e-6), QStringLiteral("3e-05"));
+        QCOMPARE(formatTick(-2, 0.5), QStringLiteral("-2.0"));
+        QCOMPARE(formatTick(0, 0.5), QStringLiteral("0"));
         // Within about a decade, 2x and 5x are labelled too.
         QCOMPARE(values(logTicks(5e-5, 3e-4), true), (std::vector<double>{5e-5, 1e-4, 2e-4}));
     }
@@ -563,6 +573,27 @@ private slots:
         chart.setRunHidden(1, true);
         chart.redrawNow();
         QVERIFY(pixelAt(2000, 0.25) != QColor(0, 150, 0));
+    }
+
+    void plotAreaMakesRoomForLabelsWithinTheRedraw() {
+        // An export right after a redraw (no event-loop turn) must already see
+        // the room the labels need, not the plot area of before.
+        RunDataStore data;
+        feed(data, 1, "grad_norm", {1, 2, 1.5});
+        MetricChart chart(&data, QStringLiteral("grad_norm"));
+        showAndSettle(chart, QSize(600, 400));
+        chart.redrawNow();
+        const double narrow = chart.chart()->plotArea().left();
+        std::vector<StepRecord> wide;
+        for (int s = 3; s < 60; ++s) wide.push_back(stepOf(s, {{"grad_norm", 123456.0 + s}}));
+        data.appendSteps(1, wide);
+        chart.redrawNow();
+        const double left = chart.chart()->plotArea().left();
+        const QFontMetrics metrics(chart.font());
+        const QStringList labels = chart.tickLabels(Qt::Vertical);
+        QVERIFY2(left > narrow + metrics.horizontalAdvance(QStringLiteral("000")),
+                 qPrintable(QStringLiteral("%1 -> %2 (%3)").arg(narrow).arg(left).arg(labels.join(' '))));
+        QCOMPARE(QSet<QString>(labels.begin(), labels.end()).size(), labels.size());  // no two ticks read the same
     }
 
     void axisLabelsArePaintedByTheChart() {
