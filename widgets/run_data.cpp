@@ -296,13 +296,12 @@ void RunDataStore::appendRowLocked(RunEntry& entry, int64_t step, double time, c
         MetricSeries& s = entry.metrics[name];
         s.steps.push_back(static_cast<double>(step));
         s.values.push_back(value);
-        s.times.push_back(time);
     }
 }
 
 void RunDataStore::truncateFromLocked(RunEntry& entry, int64_t step) {
     eraseFrom<int64_t>(entry.steps, {&entry.times}, static_cast<double>(step));
-    for (auto& [name, s] : entry.metrics) eraseFrom<double>(s.steps, {&s.values, &s.times}, static_cast<double>(step));
+    for (auto& [name, s] : entry.metrics) eraseFrom<double>(s.steps, {&s.values}, static_cast<double>(step));
     entry.generation = nextGenerationLocked();
 }
 
@@ -379,18 +378,32 @@ SyncResult RunDataStore::syncSeries(qint64 runId, const QString& metric, SeriesC
         if (it != run->second.metrics.end()) source = &it->second;
     }
     const std::size_t available = source ? source->size() : 0;
+    // Times are held once per step (not per metric): looked up for the
+    // points copied out.
+    const auto appendTimes = [&](std::size_t from) {
+        const RunEntry& entry = run->second;
+        for (std::size_t i = from; i < available; ++i) {
+            const auto step = static_cast<int64_t>(source->steps[i]);
+            const auto at = std::lower_bound(entry.steps.begin(), entry.steps.end(), step);
+            const bool found = at != entry.steps.end() && *at == step;
+            cursor.data.times.push_back(found ? entry.times[std::size_t(at - entry.steps.begin())]
+                                              : std::numeric_limits<double>::quiet_NaN());
+        }
+    };
 
     if (cursor.generation != generation) {
         const bool hadData = cursor.data.size() > 0;
         cursor.generation = generation;
         cursor.data = source ? *source : MetricSeries{};
+        cursor.data.times.clear();
+        if (source) appendTimes(0);
         return hadData || available > 0 ? SyncResult::replaced : SyncResult::unchanged;
     }
     if (available <= cursor.data.size()) return SyncResult::unchanged;
     const auto from = static_cast<std::ptrdiff_t>(cursor.data.size());
     cursor.data.steps.insert(cursor.data.steps.end(), source->steps.begin() + from, source->steps.end());
     cursor.data.values.insert(cursor.data.values.end(), source->values.begin() + from, source->values.end());
-    cursor.data.times.insert(cursor.data.times.end(), source->times.begin() + from, source->times.end());
+    appendTimes(std::size_t(from));
     return SyncResult::appended;
 }
 

@@ -39,8 +39,9 @@ struct RunMeta {
 QString seedGroupOf(const std::string& configJson);
 
 // One metric of one run: steps ascending, values aligned (NaN/Inf kept), and
-// the wall-clock time of each step (seconds since the Unix epoch; NaN where
-// unknown: steps from schema-v1 databases).
+// in a reader's copy the wall-clock time of each step (seconds since the Unix
+// epoch; NaN where unknown: steps from schema-v1 databases). The store keeps
+// times once per step, not per metric.
 struct MetricSeries {
     std::vector<double> steps;
     std::vector<double> values;
