@@ -381,10 +381,13 @@ SyncResult RunDataStore::syncSeries(qint64 runId, const QString& metric, SeriesC
     // Times are held once per step (not per metric): looked up for the
     // points copied out.
     const auto appendTimes = [&](std::size_t from) {
+        if (from >= available) return;
         const RunEntry& entry = run->second;
+        // Both step lists ascend: one search, then a merge walk.
+        auto at = std::lower_bound(entry.steps.begin(), entry.steps.end(), static_cast<int64_t>(source->steps[from]));
         for (std::size_t i = from; i < available; ++i) {
             const auto step = static_cast<int64_t>(source->steps[i]);
-            const auto at = std::lower_bound(entry.steps.begin(), entry.steps.end(), step);
+            while (at != entry.steps.end() && *at < step) ++at;
             const bool found = at != entry.steps.end() && *at == step;
             cursor.data.times.push_back(found ? entry.times[std::size_t(at - entry.steps.begin())]
                                               : std::numeric_limits<double>::quiet_NaN());

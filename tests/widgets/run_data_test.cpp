@@ -72,6 +72,14 @@ private slots:
         QCOMPARE(reward.values[4], 0.4);
         QVERIFY(std::isnan(data.series(b, QStringLiteral("reward_mean")).values[3]));  // kept, not dropped
         QCOMPARE(data.series(b, QStringLiteral("k3_kl")).size(), std::size_t(3));  // absent at step 3: no point
+        // Each point carries its step's commit time, also where a metric skips a step.
+        const std::vector<StepMetrics> rows = writer.steps_since(b, -1);
+        const MetricSeries rewardB = data.series(b, QStringLiteral("reward_mean"));
+        const MetricSeries k3B = data.series(b, QStringLiteral("k3_kl"));
+        QCOMPARE(rewardB.times.size(), std::size_t(4));
+        QCOMPARE(k3B.times.size(), std::size_t(3));
+        for (std::size_t i = 0; i < 4; ++i) QCOMPARE(rewardB.times[i], rows[i].time);
+        for (std::size_t i = 0; i < 3; ++i) QCOMPARE(k3B.times[i], rows[i].time);
         // The RL loop's display order first, unknown names after.
         QCOMPARE(data.metricNames(), (QStringList{"reward_mean", "k3_kl", "zz_custom"}));
 
