@@ -13,13 +13,13 @@
 #include <QChartView>
 #include <QFont>
 #include <QHash>
-#include <QStaticText>
 #include <QImage>
 #include <QLine>
 #include <QList>
-#include <QPolygonF>
 #include <QPointer>
+#include <QPolygonF>
 #include <QSet>
+#include <QStaticText>
 #include <QString>
 #include <QTimer>
 
