@@ -910,10 +910,6 @@ void MetricChart::setPointBudget(int points) {
     scheduleRedraw();
 }
 
-void MetricChart::setOpenGLEnabled(bool on) {
-    m_openGL = on;
-}
-
 void MetricChart::setXRange(double lo, double hi) {
     if (!(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi)) return;
     const XRange range{lo, hi};

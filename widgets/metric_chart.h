@@ -100,8 +100,6 @@ public:
     // the budget keeps ten dense runs as cheap as three.
     void setPointBudget(int points);
     int pointBudget() const { return m_pointBudget; }
-    // OpenGL series are faster but break overlays and crash offscreen: opt-in.
-    void setOpenGLEnabled(bool on);
 
     // Zoom on x. nullopt: follow the data. setXRange/resetXRange emit
     // xRangeChanged/xRangeReset when the range actually changes.
@@ -299,7 +297,6 @@ private:
     XAxis m_xAxisKind = XAxis::step;
     bool m_logScale = false;
     double m_smoothing = kDefaultSmoothing;
-    bool m_openGL = false;
     int m_pointBudget = kDefaultPointBudget;
     std::optional<XRange> m_zoom;
     XRange m_shownX{0, 1};
