@@ -7,6 +7,7 @@
 
 #include <QAction>
 #include <QCheckBox>
+#include <QTabWidget>
 #include <QColorDialog>
 #include <QDateTime>
 #include <QDialog>
@@ -199,7 +200,10 @@ void RunBrowser::buildUi() {
     info_->setWordWrap(true);
     tl->addWidget(info_);
 
-    auto* diffPane = new QWidget(split);
+    lowerTabs_ = new QTabWidget(split);
+    lowerTabs_->setObjectName(QStringLiteral("lowerTabs"));
+    lowerTabs_->setDocumentMode(true);
+    auto* diffPane = new QWidget(lowerTabs_);
     auto* dl = new QVBoxLayout(diffPane);
     dl->setContentsMargins(0, 0, 0, 0);
     dl->setSpacing(2);
@@ -224,8 +228,15 @@ void RunBrowser::buildUi() {
     dl->addWidget(diff_, 1);
     connect(diffOnly_, &QCheckBox::toggled, this, [this] { updateDiff(); });
 
+    summary_ = new MetricSummary(lowerTabs_);
+    lowerTabs_->addTab(diffPane, tr("Config diff"));
+    lowerTabs_->addTab(summary_, tr("Metric summary"));
+    lowerTabs_->setTabToolTip(1, tr("Final, best and mean-of-last-%1 of one metric for the selected runs "
+                                    "(every run when none is selected)").arg(MetricSummary::kLastN));
+    connect(lowerTabs_, &QTabWidget::currentChanged, this, [this] { updateSummary(); });
+
     split->addWidget(tablePane);
-    split->addWidget(diffPane);
+    split->addWidget(lowerTabs_);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
     outer->addWidget(split, 1);
@@ -424,6 +435,31 @@ void RunBrowser::populate() {
     info_->setText(info);
     onSelectionChanged();
     updateDiff();
+    updateSummary();
+}
+
+void RunBrowser::updateSummary() {
+    // Read only while the tab is shown, and only when a run it shows moved:
+    // refresh() runs every 750 ms during a run.
+    if (lowerTabs_->currentWidget() != summary_) return;
+    QList<int64_t> ids = selectedRunIds();
+    if (ids.isEmpty()) ids = runIds();
+    QList<MetricSummary::RunRef> runs;
+    QString signature;
+    for (int64_t id : ids) {
+        const auto it = rows_.find(id);
+        if (it == rows_.end()) continue;
+        runs.append({id, QString::fromStdString(it->second.summary.name), runColour(id)});
+        signature += QStringLiteral("%1:%2:%3:%4;")
+                         .arg(id)
+                         .arg(it->second.summary.steps)
+                         .arg(QString::fromStdString(it->second.summary.updated), runs.back().name)
+                         .arg(runs.back().colour.name());
+    }
+    if (signature == summarySignature_ && summaryStore_ == store_) return;
+    summarySignature_ = signature;
+    summaryStore_ = store_;
+    summary_->setRuns(store_, runs);
 }
 
 void RunBrowser::updateColours() {
@@ -493,6 +529,7 @@ void RunBrowser::onSelectionChanged() {
     if (sel == lastSelection_) return;
     lastSelection_ = sel;
     updateDiff();
+    updateSummary();
     emit selectionChanged(sel);
 }
 

@@ -26,12 +26,14 @@
 #include <QWidget>
 
 #include "core/store.h"
+#include "widgets/metric_summary.h"
 
 class QCheckBox;
 class QLabel;
 class QLineEdit;
 class QTableWidget;
 class QTableWidgetItem;
+class QTabWidget;
 
 namespace mlk {
 
@@ -90,6 +92,8 @@ public:
     QStringList diffKeys() const;  // keys of the rows shown, in order
 
     QTableWidget* table() const { return table_; }
+    MetricSummary* metricSummary() const { return summary_; }
+    QTabWidget* lowerTabs() const { return lowerTabs_; }
     // The last error (store failures are shown in a non-modal line, never a dialog).
     QString lastError() const { return lastError_; }
 
@@ -119,6 +123,7 @@ private:
     void populate();
     void updateColours();
     void updateDiff();
+    void updateSummary();
     void onSelectionChanged();
     void onItemChanged(QTableWidgetItem* item);
     void showContextMenu(const QPoint& pos);
@@ -147,6 +152,10 @@ private:
     QLabel* diffTitle_ = nullptr;
     QCheckBox* diffOnly_ = nullptr;
     QTableWidget* diff_ = nullptr;
+    QTabWidget* lowerTabs_ = nullptr;  // config diff | metric summary
+    MetricSummary* summary_ = nullptr;
+    QString summarySignature_;  // the runs (and their step counts) summary_ shows
+    Store* summaryStore_ = nullptr;
 };
 
 }  // namespace mlk

@@ -1,6 +1,7 @@
 // RunBrowser over a temporary store with three runs: table contents and
 // sorting, selection signals, rename / notes / delete persisted to the store,
-// colours, and the "differences only" config diff against a pinned baseline.
+// colours, the "differences only" config diff against a pinned baseline and
+// the metric summary (final / best / mean of last N).
 // MLK_SCREENSHOT_DIR=<dir> also saves <dir>/browser.png.
 #include <algorithm>
 #include <cmath>
@@ -46,6 +47,7 @@ private slots:
     void coloursAreStable();
     void configDiffDifferencesOnly();
     void refreshPicksUpNewRuns();
+    void metricSummaryOfSelectedRuns();
     void screenshot();
 
 private:
@@ -279,6 +281,47 @@ void RunBrowserTest::refreshPicksUpNewRuns() {
     QCOMPARE(byPath.table()->rowCount(), 4);
 }
 
+void RunBrowserTest::metricSummaryOfSelectedRuns() {
+    RunBrowser br;
+    br.setStore(store_.get());
+    MetricSummary* summary = br.metricSummary();
+    QTableWidget* t = summary->table();
+    br.selectRuns({a_, b_});
+    QCOMPARE(t->rowCount(), 0);  // read only while its tab is shown
+    br.lowerTabs()->setCurrentWidget(summary);
+    QCOMPARE(t->rowCount(), 2);
+    const auto row = [&](int64_t id) {
+        for (int r = 0; r < t->rowCount(); ++r)
+            if (t->item(r, MetricSummary::ColRun)->data(Qt::UserRole).toLongLong() == id) return r;
+        return -1;
+    };
+    const auto cell = [&](int64_t id, int col) { return t->item(row(id), col)->text(); };
+    // reward_mean of b: 0.2, 0.9, 0.6 -> final 0.6 at 2, best 0.9 at 1, mean of the 3 = 0.5667.
+    QCOMPARE(cell(b_, MetricSummary::ColFinal), QString("0.6"));
+    QCOMPARE(cell(b_, MetricSummary::ColFinalStep), QString("2"));
+    QCOMPARE(cell(b_, MetricSummary::ColBest), QString("0.9"));
+    QCOMPARE(cell(b_, MetricSummary::ColBestStep), QString("1"));
+    QCOMPARE(cell(b_, MetricSummary::ColMeanLast), QString("0.56667"));
+    // Sorted by number: b's best (0.9) above a's (0.5) in descending order.
+    t->sortByColumn(MetricSummary::ColBest, Qt::DescendingOrder);
+    QCOMPARE(t->item(0, MetricSummary::ColRun)->data(Qt::UserRole).toLongLong(), b_);
+
+    // A lower-is-better metric: the best K3 KL is the smallest.
+    QVERIFY(summary->metricChoices().contains("k3_kl"));
+    summary->setMetric("k3_kl");
+    QCOMPARE(cell(a_, MetricSummary::ColBest), QString("0.001"));
+    QCOMPARE(cell(a_, MetricSummary::ColBestStep), QString("0"));
+
+    // No selection: every run; c has no K3 KL and sorts last either way.
+    br.selectRuns({});
+    QCOMPARE(t->rowCount(), 3);
+    QCOMPARE(cell(c_, MetricSummary::ColBest), QString::fromUtf8("\u2014"));
+    for (const Qt::SortOrder order : {Qt::AscendingOrder, Qt::DescendingOrder}) {
+        t->sortByColumn(MetricSummary::ColBest, order);
+        QCOMPARE(t->item(2, MetricSummary::ColRun)->data(Qt::UserRole).toLongLong(), c_);
+    }
+}
+
 void RunBrowserTest::screenshot() {
     const QByteArray dir = qgetenv("MLK_SCREENSHOT_DIR");
     RunBrowser br;
@@ -289,14 +332,14 @@ void RunBrowserTest::screenshot() {
     br.resize(960, 640);
     br.show();
     QTest::qWait(50);
-    {
-
+    for (const char* name : {"browser", "browser_summary"}) {
+        if (QLatin1String(name) == QLatin1String("browser_summary")) {
+            br.lowerTabs()->setCurrentWidget(br.metricSummary());
+            QTest::qWait(20);
+        }
         const QPixmap shot = br.grab();  // rendered in every run; saved when asked
-
         QVERIFY(!shot.isNull() && shot.width() >= 200 && shot.height() >= 150);
-
-        if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + "/browser.png"));
-
+        if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + "/" + name + ".png"));
     }
 }
 
