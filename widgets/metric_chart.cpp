@@ -458,6 +458,13 @@ void MetricChart::thinGroups(XRange x, int buckets, std::vector<double>& visible
         group.hi = thinMinMax(a.xs, a.hi, x, buckets);
         for (const QList<QPointF>* line : {&group.mean, &group.lo, &group.hi})
             for (const QPointF& p : *line) visibleValues.push_back(p.y());
+        if (m_logScale) {
+            // A band reaching 0 (seeds of a truly on-policy run: K3 KL
+            // exactly 0) is drawn at the floor, so the floor must be in
+            // range and in the note, as for a run's own values.
+            const auto [first, last] = indicesInRange(a.xs, x);
+            m_valuesAtFloor += static_cast<int>(countNonPositive(std::span(a.lo).subspan(first, last - first)));
+        }
     }
 }
 
@@ -498,6 +505,8 @@ void MetricChart::redrawNow() {
     pushToSeries(thinned, x, y);
     int nonFinite = 0;
     for (ThinnedTrace& t : thinned) nonFinite += placeMarkers(*t.trace, x);
+    for (auto& [id, trace] : m_traces)
+        if (isInShownGroup(trace)) nonFinite += placeMarkers(trace, x);
     m_nonFiniteCount = nonFinite;
     updateNote();
     emit redrawn();
@@ -519,6 +528,9 @@ std::vector<MetricChart::ThinnedTrace> MetricChart::thinShownTraces(XRange x, in
     int atFloor = 0;
     m_markersAtTop = m_markersAtBottom = false;
     for (auto& [id, trace] : m_traces) {
+        // A seed in a group keeps its NaN/Inf markers: the band's mean skips
+        // such values, and they must not vanish silently.
+        if (isInShownGroup(trace)) noteMarkerEdges(trace, x);
         if (!isShown(trace)) continue;
         const MetricSeries& data = trace.cursor.data;
         const std::vector<double>& xs = xsOf(trace);
@@ -536,13 +548,18 @@ std::vector<MetricChart::ThinnedTrace> MetricChart::thinShownTraces(XRange x, in
         }
         thinned.push_back(ThinnedTrace{&trace, cached->raw, cached->smooth});
         atFloor += cached->atFloor;
-        for (const NonFinitePoint& p : trace.nonFinite) {
-            if (xs[p.index] < x.lo || xs[p.index] > x.hi) continue;
-            (p.kind == NonFiniteKind::negativeInf ? m_markersAtBottom : m_markersAtTop) = true;
-        }
+        noteMarkerEdges(trace, x);
     }
     m_valuesAtFloor = atFloor;
     return thinned;
+}
+
+void MetricChart::noteMarkerEdges(const Trace& trace, XRange x) {
+    const std::vector<double>& xs = xsOf(trace);
+    for (const NonFinitePoint& p : trace.nonFinite) {
+        if (xs[p.index] < x.lo || xs[p.index] > x.hi) continue;
+        (p.kind == NonFiniteKind::negativeInf ? m_markersAtBottom : m_markersAtTop) = true;
+    }
 }
 
 void MetricChart::pushToSeries(const std::vector<ThinnedTrace>& thinned, XRange x, YRange y) {
@@ -556,8 +573,10 @@ void MetricChart::pushToSeries(const std::vector<ThinnedTrace>& thinned, XRange 
         if (trace.raw && !isShown(trace)) {
             trace.raw->clear();
             trace.smooth->clear();
-            trace.nan->clear();
-            trace.inf->clear();
+            if (!isInShownGroup(trace)) {  // a grouped seed keeps its markers (placed after)
+                trace.nan->clear();
+                trace.inf->clear();
+            }
         }
     for (const ThinnedTrace& t : thinned) {
         const QList<QPointF> raw = m_smoothing > 0 ? t.raw : QList<QPointF>{};

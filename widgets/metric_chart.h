@@ -256,6 +256,7 @@ private:
     double logFloor() const;
     int bucketsPerRun(int pixels) const;
     std::vector<ThinnedTrace> thinShownTraces(XRange x, int pixels);
+    void noteMarkerEdges(const Trace& trace, XRange x);  // sets m_markersAtTop / m_markersAtBottom
     void pushToSeries(const std::vector<ThinnedTrace>& thinned, XRange x, YRange y);
     YRange yRangeFor(std::vector<double>& visibleRaw) const;
     void applyAxes(XRange x, YRange y);

@@ -680,6 +680,7 @@ private slots:
             for (int s = 0; s < 50; ++s) records.push_back(stepOf(s, {{"reward_mean", 0.1 * run + 0.001 * s}}));
             data.appendSteps(run, records);
         }
+        data.appendStep(2, stepOf(50, {{"reward_mean", kNaN}}));  // one seed's NaN: marked, not averaged
         MetricChart chart(&data, QStringLiteral("reward_mean"));
         chart.setSmoothing(0);  // raw values, so the band is exact
         showAndSettle(chart, QSize(800, 450));
@@ -696,6 +697,8 @@ private slots:
         QCOMPARE(bands[0].mean.front(), QPointF(0, 0.2));
         QCOMPARE(bands[0].lo.front(), QPointF(0, 0.1));
         QCOMPARE(bands[0].hi.back(), QPointF(49, 0.3 + 0.049));
+        QCOMPARE(chart.nanMarkers(2)->count(), 1);
+        QVERIFY2(chart.noteText().contains(QStringLiteral("1 NaN/Inf")), qPrintable(chart.noteText()));
         // The members are drawn by the band; the other configuration as a run.
         QCOMPARE(chart.smoothedSeries(2)->count(), 0);
         QVERIFY(chart.smoothedSeries(4)->count() > 0);
@@ -725,6 +728,27 @@ private slots:
         chart.redrawNow();
         QVERIFY(chart.seedBands().isEmpty());
         QVERIFY(chart.smoothedSeries(2)->count() > 0);
+    }
+
+    void seedBandAtZeroStaysOnALogAxis() {
+        // Two seeds of a truly on-policy configuration: K3 KL exactly 0.
+        RunDataStore data;
+        for (qint64 run = 1; run <= 2; ++run) {
+            data.addRun({run, QStringLiteral("on-policy %1").arg(run), QStringLiteral("finished"), QString(), {},
+                         QStringLiteral("same")});
+            std::vector<StepRecord> records;
+            for (int s = 0; s < 30; ++s) records.push_back(stepOf(s, {{"k3_kl", 0.0}}));
+            data.appendSteps(run, records);
+        }
+        MetricChart chart(&data, QStringLiteral("k3_kl"));
+        chart.setGroupSeeds(true);
+        showAndSettle(chart, QSize(700, 400));
+        chart.setLogScale(true);
+        chart.redrawNow();
+        QCOMPARE(chart.seedBands().size(), qsizetype(1));
+        for (const QPointF& p : chart.seedBands().front().mean) QCOMPARE(p.y(), kDefaultLogFloor);
+        QVERIFY(chart.shownYRange().lo < kDefaultLogFloor && chart.shownYRange().hi > kDefaultLogFloor);
+        QVERIFY2(chart.noteText().contains(QStringLiteral("values <= 0")), qPrintable(chart.noteText()));
     }
 
     void contextMenuOffersTheActions() {
