@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "kernels/cpu_features.h"
 
@@ -286,7 +287,8 @@ void MetricChart::applyLegend(Trace& trace) {
 
 void MetricChart::syncTraces() {
     QSet<qint64> wanted;
-    for (const RunMeta& meta : m_data->runs()) {
+    const QList<RunMeta> metas = m_data->runs();
+    for (const RunMeta& meta : metas) {
         if (m_visibleFilter && !m_visibleFilter->contains(meta.id)) continue;
         wanted.insert(meta.id);
         auto [it, inserted] = m_traces.try_emplace(meta.id);
@@ -311,18 +313,18 @@ void MetricChart::syncTraces() {
         destroySeries(it->second);
         it = m_traces.erase(it);
     }
-    syncGroups();
+    syncGroups(metas);
 }
 
-void MetricChart::syncGroups() {
+void MetricChart::syncGroups(const QList<RunMeta>& metas) {
     std::map<QString, QList<qint64>> byKey;
     if (m_groupSeeds)
-        for (const RunMeta& meta : m_data->runs()) {
+        for (const RunMeta& meta : metas) {
             const auto it = m_traces.find(meta.id);
             if (it == m_traces.end() || !it->second.raw || meta.seedGroup.isEmpty()) continue;
             byKey[meta.seedGroup].append(meta.id);
         }
-    m_groupOf.clear();
+    const QHash<qint64, QString> before = std::exchange(m_groupOf, {});
     for (auto it = m_groups.begin(); it != m_groups.end();) {
         const auto wanted = byKey.find(it->first);
         if (wanted != byKey.end() && wanted->second.size() >= 2) {
@@ -354,8 +356,10 @@ void MetricChart::syncGroups() {
         for (QLegendMarker* marker : chart()->legend()->markers(group.legend)) marker->setLabelBrush(label);
         for (qint64 id : members) m_groupOf.insert(id, key);
     }
-    for (auto& [id, trace] : m_traces)
-        if (trace.raw) applyLegend(trace);
+    // Runs' own legend entries change only when who is grouped changes.
+    if (m_groupOf != before)
+        for (auto& [id, trace] : m_traces)
+            if (trace.raw) applyLegend(trace);
 }
 
 void MetricChart::toggleGroupHidden(const QString& key) {
@@ -1088,7 +1092,6 @@ bool MetricChart::canDrawLines() const {
 }
 
 void MetricChart::paintLines(QPainter* painter) {
-    if (!canDrawLines()) return;
     // Vector output (SVG export, printing) gets real polylines; the screen a
     // cached raster layer.
     if (painter->paintEngine()->type() != QPaintEngine::Raster) {

@@ -244,7 +244,7 @@ private:
     void resetDerived(Trace& trace);
     bool isShown(const Trace& trace) const;
     bool isInShownGroup(const Trace& trace) const;  // grouped, and drawn by its group
-    void syncGroups();
+    void syncGroups(const QList<RunMeta>& metas);
     void toggleGroupHidden(const QString& key);
     void aggregateGroup(SeedGroup& group);
     void thinGroups(XRange x, int buckets, std::vector<double>& visibleValues);
@@ -272,7 +272,7 @@ private:
     QString tickLabel(double value, bool xAxis) const;
     const QStaticText& labelText(const QString& text);
     void fitMarginsToLabels();
-    void paintLines(QPainter* painter);
+    void paintLines(QPainter* painter);  // after paintPlot's canDrawLines() check
     void renderLinesImage(QRect area, double dpr);
     void paintLinesAsVectors(QPainter* painter);
     friend class MetricLinesItem;
