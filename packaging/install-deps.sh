@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6svg6 libgl-dev
+  qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6svg6 libqt6opengl6-dev libgl-dev
   libsqlite3-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev
   xvfb xauth fonts-dejavu-core poppler-utils
