@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "widgets/chart_grid.h"
-#include "widgets/run_data.h"
+#include "widgets/charts/chart_grid.h"
+#include "widgets/data/run_data.h"
 
 using namespace mlk;
 

@@ -26,7 +26,7 @@
 #include <immintrin.h>
 #endif
 
-#include "kernels/cpu_features.h"
+#include "kernels/cpu/features.h"
 #include "kernels/kernels.h"
 
 using namespace mlk;

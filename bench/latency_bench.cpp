@@ -11,9 +11,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "app/main_window.h"
-#include "core/config.h"
-#include "widgets/config_form.h"
+#include "app/gui/main_window.h"
+#include "core/config/config.h"
+#include "widgets/panels/config_form.h"
 
 int main(int argc, char** argv) {
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY"))

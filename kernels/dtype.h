@@ -13,9 +13,10 @@
 namespace mlk {
 
 enum class Dtype { f32, bf16, f16 };
+// Names by value: the config and CLI spelling of each precision.
+inline constexpr std::string_view kDtypeNames[] = {"fp32", "bf16", "fp16"};
 
-std::string_view dtype_name(Dtype d);                 // "fp32", "bf16", "fp16"
-bool parse_dtype(std::string_view s, Dtype* out);      // accepts the names above
+inline std::string_view dtype_name(Dtype d) { return kDtypeNames[static_cast<int>(d)]; }
 
 inline uint32_t float_bits(float x) {
     uint32_t u;

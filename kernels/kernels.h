@@ -88,9 +88,6 @@ void logsoftmax_backward(float* dlogits, const float* dlp, const float* lp, floa
 void logprob_gather(float* out, const float* lp, const int32_t* target, int M, int V);
 // ent[M] = -sum_v exp(lp) * lp, a row reduction.
 void entropy_forward(const Exec& ex, float* ent, const float* lp, int M, int V);
-// Gradient w.r.t. the log-prob row taken as free inputs: dlp += -dent * p * (1 + lp);
-// the caller sends it on through logsoftmax_backward.
-void entropy_backward(float* dlp, const float* dent, const float* lp, int M, int V);
 
 // ---- MLP pieces ----------------------------------------------------------
 // out[M,F] = silu(gate) * up.
@@ -123,8 +120,5 @@ void router_backward(float* dlogits, const float* dweights, const float* weights
 // ---- elementwise / reductions ---------------------------------------------
 // y[n] = round(y + x) (residual add).
 void add_inplace(float* y, const float* x, int64_t n, Dtype dtype);
-// Sum of n floats in the batch-invariant row order (16 lane partials, fixed
-// pairwise tree); used by the metrics so they do not depend on threads.
-float sum_reduce(const float* x, int64_t n);
 
 }  // namespace mlk

@@ -212,15 +212,6 @@ void entropy_forward(T* ent, const T* lp, int M, int V) {
 }
 
 template <class T>
-void entropy_backward(T* dlp, const T* dent, const T* lp, int M, int V) {
-    for (int m = 0; m < M; ++m)
-        for (int i = 0; i < V; ++i) {
-            T l = lp[(int64_t)m * V + i];
-            dlp[(int64_t)m * V + i] += -dent[m] * std::exp(l) * (T(1) + l);
-        }
-}
-
-template <class T>
 T silu(T x) {
     return x / (T(1) + std::exp(-x));
 }

@@ -1,0 +1,449 @@
+#include "app/gui/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QScrollArea>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
+#include <QToolBar>
+
+#include <fstream>
+
+#include "app/gui/run_worker.h"
+#include "core/rl/base_policy.h"
+#include "core/store/export.h"
+#include "widgets/charts/chart_grid.h"
+#include "widgets/panels/config_form.h"
+#include "widgets/panels/drilldown.h"
+#include "widgets/report/report.h"
+#include "widgets/panels/run_browser.h"
+#include "widgets/data/run_data.h"
+
+namespace mlk {
+
+namespace {
+constexpr int kMaxRecent = 8;
+
+QString etaText(double seconds) {
+    if (seconds < 0) return QStringLiteral("ETA —");
+    if (seconds < 90) return QStringLiteral("ETA %1 s").arg(qRound(seconds));
+    return QStringLiteral("ETA %1 min").arg(seconds / 60.0, 0, 'f', 1);
+}
+}  // namespace
+
+QString MainWindow::defaultDatabasePath() {
+    const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    QDir().mkpath(dir);
+    return dir + QStringLiteral("/runs.sqlite");
+}
+
+MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(parent) {
+    setWindowTitle(QStringLiteral("Mismatch Lab"));
+    data_ = new RunDataStore(this);
+    buildUi();
+    buildMenus();
+
+    worker_ = new RunWorker({}, QString::fromStdString(default_cache_dir()), data_);
+    worker_->moveToThread(&workerThread_);
+    connect(&workerThread_, &QThread::finished, worker_, &QObject::deleteLater);
+    workerThread_.start();
+    connect(worker_, &RunWorker::runStarted, this, [this](qint64 id, const QString& name) {
+        busy_ = true;
+        updateRunControls();
+        statusBar()->showMessage(tr("Run %1 (%2) started").arg(id).arg(name), 4000);
+        browser_->refresh();
+    });
+    connect(worker_, &RunWorker::baseProgress, this, [this](int step, int total, double reward) {
+        progress_->setRange(0, std::max(total, 1));
+        progress_->setValue(step);
+        progress_->setFormat(reward >= 0 ? tr("base-policy warm-up %v/%m — held-out reward %1").arg(reward, 0, 'f', 2)
+                                         : tr("base-policy warm-up %v/%m"));
+    });
+    connect(worker_, &RunWorker::phaseChanged, this, &MainWindow::setPhase);
+    connect(worker_, &RunWorker::stepCompleted, this, [this](qint64, int step, int total, double eta) {
+        setPhase(tr("step done"), step + 1, total, eta);
+        // Coalesced: the table reloads at most every 750 ms while steps come
+        // (never restarted, or a fast run would not update it until its end).
+        if (!browserRefresh_->isActive()) browserRefresh_->start();
+    });
+    connect(worker_, &RunWorker::runFinished, this, [this](qint64 id, const QString& status) {
+        statusBar()->showMessage(tr("Run %1 %2").arg(id).arg(status), 6000);
+        browser_->refresh();
+        emit runFinished(id, status);
+    });
+    connect(worker_, &RunWorker::queueChanged, this,
+            [this](int n) { queueLabel_->setText(n ? tr("Queue: %1").arg(n) : QString()); });
+    connect(worker_, &RunWorker::failed, this, [this](const QString& msg) {
+        statusBar()->showMessage(tr("Run failed: %1").arg(msg), 10000);
+        QMessageBox* box = new QMessageBox(QMessageBox::Warning, tr("Run failed"), msg, QMessageBox::Ok, this);
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->open();  // non-modal: the window keeps running
+    });
+    connect(worker_, &RunWorker::idle, this, [this] {
+        busy_ = false;
+        progress_->setFormat(tr("idle"));
+        progress_->setValue(0);
+        updateRunControls();
+    });
+
+    restoreSettings();
+    QString err;
+    const QString path = dbPath.isEmpty() ? QSettings().value("lastDatabase", defaultDatabasePath()).toString() : dbPath;
+    if (!openDatabase(path, &err) && !openDatabase(defaultDatabasePath(), &err))
+        statusBar()->showMessage(err, 10000);
+    updateRunControls();
+}
+
+MainWindow::~MainWindow() {
+    worker_->stopAll();
+    worker_->resume();
+    workerThread_.quit();
+    workerThread_.wait();
+}
+
+void MainWindow::buildUi() {
+    charts_ = new ChartGrid(data_, this);
+    drill_ = new DrillDown(this);
+    centre_ = new QTabWidget(this);
+    centre_->addTab(charts_, tr("Charts"));
+    centre_->addTab(drill_, tr("Drill-down"));
+    setCentralWidget(centre_);
+
+    form_ = new ConfigForm(this);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(form_);
+    scroll->setWidgetResizable(true);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setMinimumWidth(form_->sizeHint().width() + 24);
+    auto* formDock = new QDockWidget(tr("Configuration"), this);
+    formDock->setObjectName("configurationDock");
+    formDock->setWidget(scroll);
+    addDockWidget(Qt::LeftDockWidgetArea, formDock);
+    connect(form_, &ConfigForm::validityChanged, this, [this](bool) { updateRunControls(); });
+
+    browser_ = new RunBrowser(this);
+    browser_->setColourProvider([this](int64_t id) { return data_->colour(id); });
+    auto* runsDock = new QDockWidget(tr("Runs"), this);
+    runsDock->setObjectName("runsDock");
+    runsDock->setWidget(browser_);
+    addDockWidget(Qt::BottomDockWidgetArea, runsDock);
+    resizeDocks({runsDock}, {260}, Qt::Vertical);  // the charts get most of the height
+    connect(browser_, &RunBrowser::selectionChanged, this, [this](const QList<int64_t>& ids) {
+        if (ids.isEmpty()) {
+            charts_->showAllRuns();
+            return;
+        }
+        charts_->setVisibleRuns(QList<qint64>(ids.begin(), ids.end()));
+        showDrillDown(ids.front());
+    });
+    connect(browser_, &RunBrowser::colourChangeRequested, this, [this](int64_t id, const QColor& c) {
+        data_->setColour(id, c);
+        browser_->refresh();
+    });
+    connect(browser_, &RunBrowser::runActivated, this, [this](int64_t id) {
+        showDrillDown(id);
+        centre_->setCurrentWidget(drill_);
+    });
+    connect(browser_, &RunBrowser::runsDeleted, this, [this](const QList<int64_t>&) {
+        QString err;
+        data_->open(dbPath_, &err);  // reload: deleted runs leave the charts
+    });
+    browserRefresh_ = new QTimer(this);
+    browserRefresh_->setSingleShot(true);
+    browserRefresh_->setInterval(750);
+    connect(browserRefresh_, &QTimer::timeout, browser_, &RunBrowser::refresh);
+
+    auto* bar = addToolBar(tr("Run"));
+    bar->setObjectName("runToolBar");
+    startAct_ = bar->addAction(tr("Start"), this, &MainWindow::startRun);
+    startAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+    startAct_->setToolTip(tr("Start a run with the configuration on the left (Ctrl+R)"));
+    queueAct_ = bar->addAction(tr("Queue"), this, &MainWindow::enqueueRun);
+    queueAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
+    queueAct_->setToolTip(tr("Add the configuration to the queue; queued runs start one after another (Ctrl+Shift+R)"));
+    pauseAct_ = bar->addAction(tr("Pause"), this, &MainWindow::togglePause);
+    pauseAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
+    pauseAct_->setToolTip(tr("Pause or resume the running run between steps (Ctrl+P)"));
+    stepAct_ = bar->addAction(tr("Single step"), this, &MainWindow::singleStep);
+    stepAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_T));
+    stepAct_->setToolTip(tr("While paused: run exactly one more RL step (Ctrl+T)"));
+    stopAct_ = bar->addAction(tr("Stop"), this, &MainWindow::stopRun);
+    stopAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
+    stopAct_->setToolTip(tr("Stop the current run after its step; it keeps every completed step (Ctrl+.)"));
+
+    progress_ = new QProgressBar(this);
+    progress_->setMinimumWidth(420);
+    progress_->setTextVisible(true);
+    progress_->setFormat(tr("idle"));
+    queueLabel_ = new QLabel(this);
+    dbLabel_ = new QLabel(this);
+    statusBar()->addPermanentWidget(dbLabel_);
+    statusBar()->addPermanentWidget(queueLabel_);
+    statusBar()->addPermanentWidget(progress_);
+    resize(1500, 950);
+}
+
+void MainWindow::buildMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&New database…"), this, [this] {
+        const QString p = QFileDialog::getSaveFileName(this, tr("New run database"), QFileInfo(dbPath_).path(),
+                                                       tr("Run databases (*.sqlite)"));
+        QString err;
+        if (!p.isEmpty() && !openDatabase(p, &err)) QMessageBox::warning(this, tr("New database"), err);
+    }, QKeySequence::New);
+    file->addAction(tr("&Open database…"), this, [this] {
+        const QString p = QFileDialog::getOpenFileName(this, tr("Open run database"), QFileInfo(dbPath_).path(),
+                                                       tr("Run databases (*.sqlite);;All files (*)"));
+        QString err;
+        if (!p.isEmpty() && !openDatabase(p, &err)) QMessageBox::warning(this, tr("Open database"), err);
+    }, QKeySequence::Open);
+    recentMenu_ = file->addMenu(tr("Recent databases"));
+    file->addSeparator();
+    file->addAction(tr("Export &report…"), this, &MainWindow::exportReport);
+    file->addAction(tr("Export selected runs as CSV…"), this, [this] { exportSelected("csv"); });
+    file->addAction(tr("Export selected runs as JSON…"), this, [this] { exportSelected("json"); });
+    file->addSeparator();
+    file->addAction(tr("Copy configuration as JSON"), form_, &ConfigForm::copyJsonToClipboard,
+                    QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+    file->addAction(tr("Paste configuration from JSON"), form_, &ConfigForm::pasteJsonFromClipboard,
+                    QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V));
+    file->addSeparator();
+    file->addAction(tr("&Quit"), this, &QWidget::close, QKeySequence::Quit);
+
+    QMenu* run = menuBar()->addMenu(tr("&Run"));
+    run->addAction(startAct_);
+    run->addAction(queueAct_);
+    run->addAction(pauseAct_);
+    run->addAction(stepAct_);
+    run->addAction(stopAct_);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    view->addAction(tr("Reset zoom"), charts_, &ChartGrid::resetZoom, QKeySequence(Qt::CTRL | Qt::Key_0));
+    view->addAction(tr("Charts"), this, [this] { centre_->setCurrentWidget(charts_); });
+    view->addAction(tr("Drill-down"), this, [this] { centre_->setCurrentWidget(drill_); });
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("About Mismatch Lab"), this, [this] {
+        QMessageBox::about(this, tr("About Mismatch Lab"),
+                           tr("<b>Mismatch Lab %1</b><p>A workbench for training-inference mismatch in LLM "
+                              "reinforcement learning: real kernels, real rounding, real routing flips.</p>"
+                              "<p>Database: %2</p>")
+                               .arg(QApplication::applicationVersion(), dbPath_.toHtmlEscaped()));
+    });
+}
+
+bool MainWindow::openDatabase(const QString& path, QString* error) {
+    QString err;
+    try {
+        Store probe = Store::open(path.toStdString());  // refuses non-databases without touching them
+    } catch (const std::exception& e) {
+        if (error) *error = tr("Cannot open %1: %2").arg(path, QString::fromUtf8(e.what()));
+        return false;
+    }
+    if (!data_->open(path, &err)) {
+        if (error) *error = err;
+        return false;
+    }
+    if (!browser_->setDatabase(path, &err)) {
+        if (error) *error = err;
+        return false;
+    }
+    dbPath_ = path;
+    worker_->setDatabase(path);
+    data_->startPolling();  // a CLI writing the same file shows live
+    addRecent(path);
+    // The title stays "Mismatch Lab" (the platform appends the display name
+    // to anything else); the open database is named in the status bar.
+    dbLabel_->setText(QFileInfo(path).fileName());
+    dbLabel_->setToolTip(path);
+    return true;
+}
+
+void MainWindow::startRun() {
+    enqueueRun();
+    if (worker_->paused()) worker_->resume();
+    QMetaObject::invokeMethod(worker_, &RunWorker::work, Qt::QueuedConnection);
+}
+
+void MainWindow::enqueueRun() {
+    if (!form_->isValid()) {
+        statusBar()->showMessage(tr("The configuration is invalid: %1").arg(form_->errorMessages().join("; ")), 8000);
+        return;
+    }
+    RunJob job;
+    job.config = form_->config();
+    job.preset = form_->presetName().isEmpty() ? QStringLiteral("custom") : form_->presetName();
+    job.name = form_->modifiedFromPreset() ? job.preset + QStringLiteral(" (modified)") : job.preset;
+    worker_->enqueue(job);
+    QSettings().setValue("lastConfig", form_->toJson());
+    if (busy_) statusBar()->showMessage(tr("Queued: %1").arg(job.name), 4000);
+}
+
+void MainWindow::togglePause() {
+    if (worker_->paused()) {
+        worker_->resume();
+        pauseAct_->setText(tr("Pause"));
+    } else {
+        worker_->pause();
+        pauseAct_->setText(tr("Resume"));
+    }
+    updateRunControls();
+}
+
+void MainWindow::stopRun() {
+    worker_->stop();
+    worker_->resume();
+    pauseAct_->setText(tr("Pause"));
+}
+
+void MainWindow::singleStep() {
+    if (!worker_->paused()) worker_->pause();
+    pauseAct_->setText(tr("Resume"));
+    worker_->singleStep();
+    updateRunControls();
+}
+
+void MainWindow::updateRunControls() {
+    startAct_->setEnabled(form_->isValid());
+    queueAct_->setEnabled(form_->isValid());
+    pauseAct_->setEnabled(busy_);
+    stopAct_->setEnabled(busy_);
+    stepAct_->setEnabled(busy_);
+}
+
+void MainWindow::setPhase(const QString& phase, int step, int total, double eta) {
+    progress_->setRange(0, std::max(total, 1));
+    progress_->setValue(step);
+    progress_->setFormat(tr("%1 — step %2/%3 — %4").arg(phase).arg(step).arg(total).arg(etaText(eta)));
+}
+
+void MainWindow::showDrillDown(qint64 runId, qint64 step) {
+    if (!browser_->store()) return;
+    auto last = browser_->store()->last_step(runId);
+    if (!last) return;
+    drill_->setRunStep(*browser_->store(), runId, step >= 0 ? step : *last);
+}
+
+void MainWindow::exportSelected(const QString& format) {
+    QList<int64_t> ids = browser_->selectedRunIds();
+    if (ids.isEmpty()) {
+        QMessageBox::information(this, tr("Export"), tr("Select one or more runs in the run browser first."));
+        return;
+    }
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export runs"), QDir::homePath() + "/runs." + format,
+                                                      format == "csv" ? tr("CSV (*.csv)") : tr("JSON (*.json)"));
+    if (path.isEmpty()) return;
+    try {
+        std::vector<int64_t> v(ids.begin(), ids.end());
+        const std::string text = format == "csv" ? export_csv(*browser_->store(), v)
+                                                 : export_json(*browser_->store(), v).dump(1) + "\n";
+        std::ofstream out(path.toStdString(), std::ios::binary);
+        if (!(out << text)) throw std::runtime_error("cannot write " + path.toStdString());
+        statusBar()->showMessage(tr("Wrote %1").arg(path), 6000);
+    } catch (const std::exception& e) {
+        QMessageBox::warning(this, tr("Export"), QString::fromUtf8(e.what()));
+    }
+}
+
+void MainWindow::exportReport() {
+    QList<int64_t> ids = browser_->selectedRunIds();
+    if (ids.isEmpty()) {
+        QMessageBox::information(this, tr("Export report"), tr("Select one or more runs in the run browser first."));
+        return;
+    }
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export report"), QDir::homePath() + "/report.pdf",
+                                                      tr("PDF (*.pdf);;HTML (*.html)"));
+    if (path.isEmpty()) return;
+    try {
+        ReportRequest req;
+        req.runs.assign(ids.begin(), ids.end());
+        if (browser_->baseline()) req.baseline = *browser_->baseline();
+        if (drill_->runId() > 0 && drill_->step() >= 0) req.step = drill_->step();
+        save_report(build_report(*browser_->store(), req), path.toStdString());
+        statusBar()->showMessage(tr("Wrote %1").arg(path), 6000);
+    } catch (const std::exception& e) {
+        QMessageBox::warning(this, tr("Export report"), QString::fromUtf8(e.what()));
+    }
+}
+
+void MainWindow::addRecent(const QString& path) {
+    QSettings s;
+    QStringList recent = s.value("recentDatabases").toStringList();
+    recent.removeAll(path);
+    recent.prepend(path);
+    while (recent.size() > kMaxRecent) recent.removeLast();
+    s.setValue("recentDatabases", recent);
+    s.setValue("lastDatabase", path);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+    recentMenu_->clear();
+    for (const QString& p : QSettings().value("recentDatabases").toStringList()) {
+        recentMenu_->addAction(p, this, [this, p] {
+            QString err;
+            if (!openDatabase(p, &err)) QMessageBox::warning(this, tr("Open database"), err);
+        });
+    }
+}
+
+void MainWindow::restoreSettings() {
+    QSettings s;
+    restoreGeometry(s.value("geometry").toByteArray());
+    restoreState(s.value("windowState").toByteArray());
+    const QString last = s.value("lastConfig").toString();
+    QString err;
+    if (!last.isEmpty() && !form_->fromJson(last, &err))
+        statusBar()->showMessage(tr("The last configuration could not be restored: %1").arg(err), 8000);
+    for (const QString& m : s.value("extraCharts").toStringList())
+        if (!charts_->chartFor(m)) charts_->addChart(m);
+    // View settings: smoothing, x axis, which charts are on a log scale.
+    charts_->setSmoothing(s.value("view/smoothing", MetricChart::kDefaultSmoothing).toDouble());
+    charts_->setXAxis(s.value("view/xAxis").toString() == QLatin1String("wallTime") ? MetricChart::XAxis::wallTime
+                                                                                     : MetricChart::XAxis::step);
+    charts_->setGroupSeeds(s.value("view/groupSeeds", false).toBool());
+    if (s.contains("view/logScaleCharts")) {
+        const QStringList logCharts = s.value("view/logScaleCharts").toStringList();
+        for (MetricChart* c : charts_->charts()) c->setLogScale(logCharts.contains(c->metric()));
+    }
+    rebuildRecentMenu();
+}
+
+void MainWindow::saveSettings() {
+    QSettings s;
+    s.setValue("geometry", saveGeometry());
+    s.setValue("windowState", saveState());
+    s.setValue("lastConfig", form_->toJson());
+    QStringList metrics;
+    for (auto* c : charts_->charts()) metrics << c->metric();
+    s.setValue("extraCharts", metrics);
+    QStringList logCharts;
+    for (MetricChart* c : charts_->charts())
+        if (c->logScale()) logCharts << c->metric();
+    s.setValue("view/logScaleCharts", logCharts);
+    s.setValue("view/smoothing", charts_->smoothing());
+    s.setValue("view/groupSeeds", charts_->groupSeeds());
+    s.setValue("view/xAxis", charts_->xAxis() == MetricChart::XAxis::wallTime ? QStringLiteral("wallTime")
+                                                                              : QStringLiteral("step"));
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+    saveSettings();
+    worker_->stopAll();
+    worker_->resume();
+    e->accept();
+}
+
+}  // namespace mlk

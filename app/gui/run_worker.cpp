@@ -1,0 +1,134 @@
+#include "app/gui/run_worker.h"
+
+#include <chrono>
+
+#include "core/rl/run_controller.h"
+#include "widgets/data/run_data.h"
+
+namespace mlk {
+
+RunWorker::RunWorker(QString dbPath, QString cacheDir, RunDataStore* data)
+    : dbPath_(std::move(dbPath)), cacheDir_(std::move(cacheDir)), data_(data) {}
+
+void RunWorker::setDatabase(const QString& path) {
+    std::lock_guard lock(mu_);
+    dbPath_ = path;
+}
+
+void RunWorker::enqueue(const RunJob& job) {
+    {
+        std::lock_guard lock(mu_);
+        queue_.push_back(job);
+    }
+    emit queueChanged(queued());
+}
+
+int RunWorker::queued() const {
+    std::lock_guard lock(mu_);
+    return (int)queue_.size();
+}
+
+void RunWorker::pause() { paused_ = true; }
+
+void RunWorker::resume() {
+    paused_ = false;
+    cv_.notify_all();
+}
+
+void RunWorker::stop() {
+    stop_ = true;
+    cv_.notify_all();
+}
+
+void RunWorker::stopAll() {
+    {
+        std::lock_guard lock(mu_);
+        queue_.clear();
+    }
+    stop();
+    emit queueChanged(0);
+}
+
+void RunWorker::singleStep() {
+    stepsAllowed_ += 1;
+    cv_.notify_all();
+}
+
+bool RunWorker::waitWhilePaused() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !paused_ || stop_ || stepsAllowed_ > 0; });
+    if (stop_) return false;
+    if (paused_ && stepsAllowed_ > 0) --stepsAllowed_;
+    return true;
+}
+
+void RunWorker::work() {
+    if (busy_.exchange(true)) return;  // already draining the queue
+    for (;;) {
+        RunJob job;
+        QString db;
+        {
+            std::lock_guard lock(mu_);
+            if (queue_.empty()) break;
+            job = queue_.front();
+            queue_.pop_front();
+            db = dbPath_;
+        }
+        emit queueChanged(queued());
+        stop_ = false;
+        qint64 runId = -1;
+        try {
+            Store store = Store::open(db.toStdString());
+            RunCallbacks cb;
+            cb.cancel = &stop_;
+            cb.on_base = [&](const BaseProgress& p) {
+                emit baseProgress(p.step, p.total, p.eval_reward);
+            };
+            // ETA from the time spent in RL steps only: the base-policy
+            // warm-up and pauses say nothing about the steps still to come.
+            double stepSeconds = 0;
+            int64_t stepsDone = 0, total = job.config.rl.steps;
+            auto eta = [&](int64_t next) {
+                if (stepsDone == 0) return -1.0;
+                return stepSeconds / (double)stepsDone * (double)(total - next);
+            };
+            int64_t current = 0;
+            cb.on_phase = [&](Phase p) { emit phaseChanged(phase_name(p), (int)current, (int)total, eta(current)); };
+            emit phaseChanged(phase_name(Phase::warmup), 0, (int)total, -1);
+            RunController rc = RunController::create(store, job.config, job.preset.toStdString(),
+                                                      job.name.toStdString(), cacheDir_.toStdString(), cb);
+            runId = rc.run_id();
+            data_->addRun({runId, job.name, "running", job.preset, {}});
+            emit runStarted(runId, job.name);
+            // Steps are pushed to the data layer directly so charts move at
+            // once; the data layer signals the UI once per push.
+            RunStatus status = RunStatus::finished;
+            while (!rc.done()) {
+                if (stop_ || !waitWhilePaused()) {
+                    status = RunStatus::stopped;
+                    break;
+                }
+                current = rc.next_step();
+                const auto started = std::chrono::steady_clock::now();
+                StepRecord rec = rc.step();
+                stepSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+                ++stepsDone;
+                data_->appendStep(runId, rec);
+                emit stepCompleted(runId, (int)rec.step, (int)total, eta(rec.step + 1));
+            }
+            rc.finish(status);
+            data_->setRunStatus(runId, run_status_name(status));
+            emit runFinished(runId, run_status_name(status));
+        } catch (const std::exception& e) {
+            if (runId >= 0) {
+                data_->setRunStatus(runId, "failed");
+                emit runFinished(runId, "failed");
+            }
+            if (!stop_) emit failed(QString::fromStdString(e.what()));
+        }
+    }
+    busy_ = false;
+    emit idle();
+}
+
+}  // namespace mlk

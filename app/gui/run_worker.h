@@ -1,0 +1,68 @@
+// Runs queued configurations one after another on its own thread. It owns
+// its own store connection, feeds every completed step to the data layer
+// (which signals the UI once per batch), and never touches a widget.
+#pragma once
+
+#include <QObject>
+#include <QString>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+
+#include "core/config/config.h"
+
+namespace mlk {
+
+class RunDataStore;
+
+struct RunJob {
+    Config config;
+    QString preset;
+    QString name;
+};
+
+class RunWorker : public QObject {
+    Q_OBJECT
+public:
+    RunWorker(QString dbPath, QString cacheDir, RunDataStore* data);
+
+    // Thread-safe controls (called from the GUI thread).
+    void enqueue(const RunJob& job);
+    void pause();
+    void resume();
+    void stop();        // stops the current run (status "stopped") and clears nothing else
+    void stopAll();     // also empties the queue
+    void singleStep();  // while paused: run exactly one more step
+    bool paused() const { return paused_; }
+    int queued() const;
+    void setDatabase(const QString& path);
+
+public slots:
+    // Processes the queue until it is empty; started from the worker thread.
+    void work();
+
+signals:
+    void runStarted(qint64 runId, const QString& name);
+    void phaseChanged(const QString& phase, int step, int total, double etaSeconds);
+    void baseProgress(int step, int total, double heldOutReward);
+    void stepCompleted(qint64 runId, int step, int total, double etaSeconds);
+    void runFinished(qint64 runId, const QString& status);
+    void queueChanged(int queued);
+    void failed(const QString& message);
+    void idle();
+
+private:
+    bool waitWhilePaused();  // false when stopped meanwhile
+
+    QString dbPath_, cacheDir_;
+    RunDataStore* data_;
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<RunJob> queue_;
+    std::atomic<bool> paused_{false}, stop_{false}, busy_{false};
+    std::atomic<int> stepsAllowed_{0};
+};
+
+}  // namespace mlk

@@ -1,0 +1,289 @@
+#include "core/engines/rollout_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+#include "core/model/vocab.h"
+
+namespace mlk {
+
+RolloutEngine::RolloutEngine(const ModelConfig& cfg) : cfg_(cfg), layout_(make_param_layout(cfg)) {}
+
+void RolloutEngine::load_weights(const std::vector<float>& master, Dtype precision) {
+    if ((int64_t)master.size() != layout_.total) throw std::invalid_argument("rollout load_weights: arena size");
+    dtype_ = precision;
+    cast_params(params_, master, precision);
+    w_ = bind_weights(cfg_, layout_, params_.data());
+    if (!w_.lm_head) tied_lm_head(lm_head_t_, w_.embed, cfg_.vocab_size, cfg_.hidden_size);
+}
+
+void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok, const std::vector<int32_t>& pos,
+                                 const std::vector<int32_t>& slot, const std::vector<int32_t>& prefill_lens,
+                                 const std::vector<int32_t>& want_rows, std::vector<float>& logits,
+                                 std::vector<std::vector<int32_t>>& ids_out) {
+    const int M = (int)tok.size(), D = cfg_.hidden_size, V = cfg_.vocab_size;
+    const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim, kv = Hkv * hd;
+    const bool prefill = !prefill_lens.empty();
+    std::vector<float> x((size_t)M * D), ln((size_t)M * D), atty((size_t)M * H * hd), o((size_t)M * D),
+        ffn((size_t)M * D);
+    QkvActs qkv;
+    DenseMlpActs mlp;
+    MoeActs moe;
+    embedding_forward(x.data(), tok.data(), w_.embed, M, D, ex.dtype);
+
+    // Per-row cache slot and, for decode, the attended length.
+    std::vector<int32_t> row_slot(M), dec_len;
+    if (prefill) {
+        int r = 0;
+        for (size_t s = 0; s < prefill_lens.size(); ++s)
+            for (int i = 0; i < prefill_lens[s]; ++i) row_slot[r++] = slot[s];
+    } else {
+        row_slot = slot;
+        dec_len.resize(M);
+        for (int i = 0; i < M; ++i) dec_len[i] = pos[i] + 1;
+    }
+
+    ids_out.assign(cfg_.kind == ModelKind::moe ? cfg_.num_layers : 0, {});
+    for (int l = 0; l < cfg_.num_layers; ++l) {
+        const LayerWeights& lw = w_.layers[l];
+        rmsnorm_forward(ex, ln.data(), nullptr, x.data(), lw.input_norm, cfg_.rms_norm_eps, M, D);
+        qkv_forward(ex, qkv, ln.data(), pos.data(), M, lw, cfg_);
+        float* kc = kcache_[l].data();
+        float* vc = vcache_[l].data();
+        for (int r = 0; r < M; ++r) {
+            int64_t at = row_slot[r] * cache_stride_ + (int64_t)pos[r] * kv;
+            std::copy_n(&qkv.k[(size_t)r * kv], kv, kc + at);
+            std::copy_n(&qkv.v[(size_t)r * kv], kv, vc + at);
+        }
+        if (prefill) {
+            int off = 0;
+            for (int len : prefill_lens) {
+                attention_forward(ex, &atty[(size_t)off * H * hd], nullptr, &qkv.q[(size_t)off * H * hd],
+                                  &qkv.k[(size_t)off * kv], &qkv.v[(size_t)off * kv], 1, len, H, Hkv, hd);
+                off += len;
+            }
+        } else {
+            attention_decode(ex, atty.data(), qkv.q.data(), kc, vc, row_slot.data(), dec_len.data(), cache_stride_, M,
+                             H, Hkv, hd);
+        }
+        matmul_forward(ex, o.data(), atty.data(), lw.wo, nullptr, M, H * hd, D);
+        add_inplace(x.data(), o.data(), (int64_t)M * D, ex.dtype);
+        rmsnorm_forward(ex, ln.data(), nullptr, x.data(), lw.post_norm, cfg_.rms_norm_eps, M, D);
+        if (cfg_.kind == ModelKind::dense) {
+            dense_mlp_forward(ex, mlp, ffn.data(), ln.data(), M, lw, cfg_);
+        } else {
+            moe_forward(ex, moe, ffn.data(), ln.data(), M, lw, cfg_, nullptr);
+            ids_out[l] = moe.own_ids;
+        }
+        add_inplace(x.data(), ffn.data(), (int64_t)M * D, ex.dtype);
+    }
+    const int R = (int)want_rows.size();
+    std::vector<float> xr((size_t)R * D), lnr((size_t)R * D);
+    for (int i = 0; i < R; ++i) std::copy_n(&x[(size_t)want_rows[i] * D], D, &xr[(size_t)i * D]);
+    rmsnorm_forward(ex, lnr.data(), nullptr, xr.data(), w_.final_norm, cfg_.rms_norm_eps, R, D);
+    logits.resize((size_t)R * V);
+    matmul_forward(ex, logits.data(), lnr.data(), w_.lm_head ? w_.lm_head : lm_head_t_.data(), nullptr, R, D, V);
+}
+
+namespace {
+
+struct Sampled {
+    int32_t token;
+    float lp_processed, lp_raw;
+};
+
+// Temperature, then top-k, then top-p over the log-probs lp (already at the
+// temperature); the processed log-prob is renormalised over the kept set, and
+// left untouched (bit for bit) when nothing was filtered.
+Sampled sample_row(const float* lp, const float* lp_raw, int V, const SamplingParams& sp, double u) {
+    std::vector<int32_t> order(V);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return lp[a] > lp[b]; });
+    int keep = V;
+    if (sp.top_k > 0 && sp.top_k < keep) keep = sp.top_k;
+    if (sp.top_p < 1.0f) {
+        double cum = 0.0;
+        for (int i = 0; i < keep; ++i) {
+            cum += std::exp((double)lp[order[i]]);
+            if (cum >= sp.top_p) {
+                keep = i + 1;
+                break;
+            }
+        }
+    }
+    double kept_mass = 0.0;
+    for (int i = 0; i < keep; ++i) kept_mass += std::exp((double)lp[order[i]]);
+    double target = u * kept_mass, cum = 0.0;
+    int32_t tok = order[keep - 1];
+    for (int i = 0; i < keep; ++i) {
+        cum += std::exp((double)lp[order[i]]);
+        if (target < cum) {
+            tok = order[i];
+            break;
+        }
+    }
+    float lpp = keep == V ? lp[tok] : (float)((double)lp[tok] - std::log(kept_mass));
+    return {tok, lpp, lp_raw[tok]};
+}
+
+}  // namespace
+
+struct RolloutEngine::Seq {
+    int index = 0;
+    int slot = -1;
+    int next_pos = 0;  // tokens already in the cache
+    bool done = false;
+};
+
+RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vector<int32_t>>& prompts,
+                                      int max_new_tokens, const SamplingParams& sampling, uint64_t seed,
+                                      int max_batch) {
+    if (params_.empty()) throw std::logic_error("rollout generate before load_weights");
+    const int N = (int)prompts.size(), V = cfg_.vocab_size, L = cfg_.num_layers, k = cfg_.num_experts_per_tok;
+    const int kv = cfg_.num_kv_heads * cfg_.head_dim;
+    const Exec ex{family, dtype_};
+    const float inv_temp = 1.0f / sampling.temperature;
+    const int slots = max_batch > 0 ? std::min(max_batch, N) : N;
+
+    int longest = 0;
+    for (const auto& p : prompts) {
+        if (p.empty()) throw std::invalid_argument("rollout: empty prompt");
+        longest = std::max(longest, (int)p.size());
+    }
+    t_max_ = longest + max_new_tokens;
+    if (t_max_ > cfg_.max_position_embeddings)
+        throw std::invalid_argument("rollout: prompt + rollout.max_new_tokens exceeds max_position_embeddings (" +
+                                    std::to_string(cfg_.max_position_embeddings) + ")");
+    cache_stride_ = (int64_t)t_max_ * kv;
+    kcache_.assign(L, std::vector<float>((size_t)slots * cache_stride_, 0.0f));
+    vcache_.assign(L, std::vector<float>((size_t)slots * cache_stride_, 0.0f));
+
+    RolloutResult res;
+    res.sequences.resize(N);
+    std::vector<Seq> seqs(N);
+    for (int i = 0; i < N; ++i) {
+        seqs[i].index = i;
+        res.sequences[i].tokens = prompts[i];
+        res.sequences[i].prompt_len = (int)prompts[i].size();
+        if (cfg_.kind == ModelKind::moe)
+            res.sequences[i].expert_ids.assign(L, std::vector<int32_t>((size_t)t_max_ * k, -1));
+    }
+    std::vector<int32_t> free_slots(slots);
+    for (int s = 0; s < slots; ++s) free_slots[s] = slots - 1 - s;
+    int next_waiting = 0, finished = 0;
+
+    std::vector<float> logits, lp((size_t)0), lp_raw;
+    std::vector<std::vector<int32_t>> ids;
+
+    auto record_ids = [&](const std::vector<int>& row_seq, const std::vector<int32_t>& row_pos) {
+        for (int l = 0; l < (int)ids.size(); ++l)
+            for (size_t r = 0; r < row_seq.size(); ++r)
+                std::copy_n(&ids[l][r * k], k, &res.sequences[row_seq[r]].expert_ids[l][(size_t)row_pos[r] * k]);
+    };
+    // Samples one token for each sequence in `who` from its logits row.
+    auto sample_rows = [&](const std::vector<int>& who) {
+        const int R = (int)who.size();
+        lp.resize((size_t)R * V);
+        logsoftmax_forward(ex, lp.data(), logits.data(), inv_temp, R, V);
+        const float* raw = lp.data();
+        if (inv_temp != 1.0f) {
+            lp_raw.resize((size_t)R * V);
+            logsoftmax_forward(ex, lp_raw.data(), logits.data(), 1.0f, R, V);
+            raw = lp_raw.data();
+        }
+        for (int r = 0; r < R; ++r) {
+            Seq& s = seqs[who[r]];
+            RolloutSequence& out = res.sequences[who[r]];
+            const int step = (int)out.tokens.size() - out.prompt_len;
+            Sampled smp = sample_row(&lp[(size_t)r * V], raw + (size_t)r * V, V, sampling,
+                                     hash_uniform(seed, (uint64_t)s.index, (uint64_t)step));
+            out.tokens.push_back(smp.token);
+            out.lp_processed.push_back(smp.lp_processed);
+            out.lp_raw.push_back(smp.lp_raw);
+            if (smp.token == Vocab::eos || step + 1 >= max_new_tokens) {
+                out.finished_by_eos = smp.token == Vocab::eos;
+                s.done = true;
+                free_slots.push_back(s.slot);
+                ++finished;
+            }
+        }
+    };
+
+    std::vector<int> active;
+    while (finished < N) {
+        // Admit waiting sequences into free slots: one packed prefill.
+        std::vector<int> admitted;
+        while (next_waiting < N && !free_slots.empty()) {
+            Seq& s = seqs[next_waiting];
+            s.slot = free_slots.back();
+            free_slots.pop_back();
+            admitted.push_back(next_waiting++);
+        }
+        if (!admitted.empty()) {
+            std::vector<int32_t> tok, pos, slot, lens, want;
+            std::vector<int> row_seq;
+            for (int i : admitted) {
+                const auto& p = prompts[i];
+                for (int t = 0; t < (int)p.size(); ++t) {
+                    tok.push_back(p[t]);
+                    pos.push_back(t);
+                    row_seq.push_back(i);
+                }
+                slot.push_back(seqs[i].slot);
+                lens.push_back((int)p.size());
+                want.push_back((int)tok.size() - 1);
+                seqs[i].next_pos = (int)p.size();
+            }
+            forward_rows(ex, tok, pos, slot, lens, want, logits, ids);
+            record_ids(row_seq, pos);
+            ++res.prefill_calls;
+            sample_rows(admitted);
+            for (int i : admitted)
+                if (!seqs[i].done) active.push_back(i);
+        }
+        active.erase(std::remove_if(active.begin(), active.end(), [&](int i) { return seqs[i].done; }), active.end());
+        if (active.empty()) continue;
+
+        // One decode step over every active sequence.
+        std::vector<int32_t> tok, pos, slot, want;
+        for (int i : active) {
+            tok.push_back(res.sequences[i].tokens.back());
+            pos.push_back(seqs[i].next_pos);
+            slot.push_back(seqs[i].slot);
+            want.push_back((int)want.size());
+        }
+        forward_rows(ex, tok, pos, slot, {}, want, logits, ids);
+        record_ids(active, pos);
+        res.decode_batch_sizes.push_back((int)active.size());
+        for (int i : active) ++seqs[i].next_pos;
+        sample_rows(active);
+    }
+    for (auto& s : res.sequences)
+        for (auto& layer_ids : s.expert_ids) layer_ids.resize(s.tokens.size() * k);
+    return res;
+}
+
+SeqBatch to_seq_batch(const RolloutResult& r) {
+    std::vector<std::vector<int32_t>> seqs;
+    std::vector<int32_t> prompt_lens;
+    for (const auto& s : r.sequences) {
+        seqs.push_back(s.tokens);
+        prompt_lens.push_back(s.prompt_len);
+    }
+    return make_seq_batch(seqs, prompt_lens);
+}
+
+std::vector<std::vector<int32_t>> replay_table(const RolloutResult& r, int T, int layers, int k) {
+    const int B = (int)r.sequences.size();
+    std::vector<std::vector<int32_t>> table(layers, std::vector<int32_t>((size_t)B * T * k, -1));
+    for (int l = 0; l < layers; ++l)
+        for (int i = 0; i < B; ++i) {
+            const auto& ids = r.sequences[i].expert_ids.at(l);
+            std::copy(ids.begin(), ids.end(), table[l].begin() + (size_t)i * T * k);
+        }
+    return table;
+}
+
+}  // namespace mlk

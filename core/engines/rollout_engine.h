@@ -1,0 +1,81 @@
+// The rollout engine: batched autoregressive generation with a KV cache and
+// continuous batching, as an inference server does it. Its weights come from
+// the trainer, cast to the rollout precision. Prompts are prefilled packed
+// (M = sum of prompt lengths); each decode step runs the active sequences
+// only, so the decode batch shrinks as sequences finish and grows as waiting
+// ones are admitted.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/model/blocks.h"
+#include "core/engines/train_engine.h"
+
+namespace mlk {
+
+struct SamplingParams {
+    float temperature = 1.0f;
+    int top_k = 0;        // 0 = off
+    float top_p = 1.0f;   // 1 = off
+};
+
+struct RolloutSequence {
+    std::vector<int32_t> tokens;      // prompt + response
+    int prompt_len = 0;
+    std::vector<float> lp_processed;  // per response token: log-prob under the distribution sampled from
+    std::vector<float> lp_raw;        // per response token: log_softmax(logits) before temperature/top-k/top-p
+    bool finished_by_eos = false;
+    // MoE: top-k experts per layer for every position fed to the model,
+    // [L][tokens.size()*k]; -1 where a position was never fed (the last token).
+    std::vector<std::vector<int32_t>> expert_ids;
+};
+
+struct RolloutResult {
+    std::vector<RolloutSequence> sequences;
+    std::vector<int> decode_batch_sizes;  // M of every decode step, in order
+    int prefill_calls = 0;
+};
+
+// The training engine's view of a rollout: padded prompt+response tokens.
+SeqBatch to_seq_batch(const RolloutResult& r);
+// R3 replay table for the training engine: [L][B*T*k], -1 where the rollout
+// never routed a position.
+std::vector<std::vector<int32_t>> replay_table(const RolloutResult& r, int T, int layers, int k);
+
+class RolloutEngine {
+public:
+    explicit RolloutEngine(const ModelConfig& cfg);
+
+    // Weight sync from the trainer: master fp32 arena cast to `precision`.
+    void load_weights(const std::vector<float>& master, Dtype precision);
+    Dtype precision() const { return dtype_; }
+
+    // seed keys the sampler: token s of sequence i uses hash(seed, i, s), so
+    // a sequence's samples do not depend on which others share its batch.
+    // max_batch: most sequences in flight at once (0 = all).
+    RolloutResult generate(Family family, const std::vector<std::vector<int32_t>>& prompts, int max_new_tokens,
+                           const SamplingParams& sampling, uint64_t seed, int max_batch = 0);
+
+private:
+    struct Seq;
+    // Runs rows (token ids at positions) through the model, writing K/V to the
+    // cache. prefill_lens non-empty: rows are whole prompts packed back to
+    // back; else one decode row per sequence. Returns logits of the rows in
+    // `want_rows`.
+    void forward_rows(const Exec& ex, const std::vector<int32_t>& tok, const std::vector<int32_t>& pos,
+                      const std::vector<int32_t>& slot, const std::vector<int32_t>& prefill_lens,
+                      const std::vector<int32_t>& want_rows, std::vector<float>& logits,
+                      std::vector<std::vector<int32_t>>& ids_out);
+
+    ModelConfig cfg_;
+    ParamLayout layout_;
+    std::vector<float> params_, lm_head_t_;
+    Weights w_{};
+    Dtype dtype_ = Dtype::f32;
+    int t_max_ = 0;
+    int64_t cache_stride_ = 0;
+    std::vector<std::vector<float>> kcache_, vcache_;  // [L][slots*Tmax*Hkv*hd]
+};
+
+}  // namespace mlk

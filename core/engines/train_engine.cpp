@@ -1,0 +1,172 @@
+#include "core/engines/train_engine.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/model/vocab.h"
+
+namespace mlk {
+
+TrainEngine::TrainEngine(const ModelConfig& cfg) : cfg_(cfg), layout_(make_param_layout(cfg)) {}
+
+SeqBatch make_seq_batch(const std::vector<std::vector<int32_t>>& seqs, const std::vector<int32_t>& prompt_lens) {
+    SeqBatch b;
+    b.B = (int)seqs.size();
+    for (const auto& s : seqs) b.T = std::max(b.T, (int)s.size());
+    b.tokens.assign((size_t)b.B * b.T, Vocab::pad);
+    for (int i = 0; i < b.B; ++i) {
+        std::copy(seqs[i].begin(), seqs[i].end(), b.tokens.begin() + (size_t)i * b.T);
+        b.lengths.push_back((int)seqs[i].size());
+    }
+    b.prompt_lens = prompt_lens;
+    return b;
+}
+
+SeqBatch sub_batch(const SeqBatch& b, int s0, int s1) {
+    SeqBatch o;
+    o.B = s1 - s0;
+    o.T = b.T;
+    o.tokens.assign(b.tokens.begin() + (size_t)s0 * b.T, b.tokens.begin() + (size_t)s1 * b.T);
+    o.lengths.assign(b.lengths.begin() + s0, b.lengths.begin() + s1);
+    o.prompt_lens.assign(b.prompt_lens.begin() + s0, b.prompt_lens.begin() + s1);
+    return o;
+}
+
+const TrainForward& TrainEngine::forward(const Exec& ex, const std::vector<float>& params, const SeqBatch& batch,
+                                         float inv_temp, const std::vector<std::vector<int32_t>>* replay_ids) {
+    const int B = batch.B, T = batch.T, D = cfg_.hidden_size, V = cfg_.vocab_size, L = cfg_.num_layers;
+    const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
+    const int M = B * T;
+    if ((int64_t)params.size() != layout_.total) throw std::invalid_argument("train forward: parameter arena size");
+    if ((int)batch.tokens.size() != M) throw std::invalid_argument("train forward: tokens must be B*T");
+    if (T > cfg_.max_position_embeddings) throw std::invalid_argument("train forward: sequence longer than max_position_embeddings");
+    batch_ = &batch;
+    inv_temp_ = inv_temp;
+    M_ = M;
+
+    cast_params(compute_params_, params, ex.dtype);
+    w_ = bind_weights(cfg_, layout_, compute_params_.data());
+    const float* lm_head = w_.lm_head;
+    if (!lm_head) {
+        tied_lm_head(lm_head_t_, w_.embed, V, D);
+        lm_head = lm_head_t_.data();
+    }
+
+    pos_.resize(M);
+    for (int b = 0; b < B; ++b)
+        for (int t = 0; t < T; ++t) pos_[(size_t)b * T + t] = t;
+
+    acts_.resize(L);
+    out_.own_expert_ids.assign(cfg_.kind == ModelKind::moe ? L : 0, {});
+    out_.used_expert_ids.assign(cfg_.kind == ModelKind::moe ? L : 0, {});
+    std::vector<float> x((size_t)M * D);
+    embedding_forward(x.data(), batch.tokens.data(), w_.embed, M, D, ex.dtype);
+    for (int l = 0; l < L; ++l) {
+        LayerActs& a = acts_[l];
+        const LayerWeights& lw = w_.layers[l];
+        a.x_in = x;
+        a.ln1.resize((size_t)M * D);
+        a.rstd1.resize(M);
+        rmsnorm_forward(ex, a.ln1.data(), a.rstd1.data(), a.x_in.data(), lw.input_norm, cfg_.rms_norm_eps, M, D);
+        qkv_forward(ex, a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_);
+        a.att.resize((size_t)B * H * T * T);
+        a.atty.resize((size_t)M * H * hd);
+        attention_forward(ex, a.atty.data(), a.att.data(), a.qkv.q.data(), a.qkv.k.data(), a.qkv.v.data(), B, T, H,
+                          Hkv, hd);
+        std::vector<float> o((size_t)M * D);
+        matmul_forward(ex, o.data(), a.atty.data(), lw.wo, nullptr, M, H * hd, D);
+        a.x_mid = a.x_in;
+        add_inplace(a.x_mid.data(), o.data(), (int64_t)M * D, ex.dtype);
+        a.ln2.resize((size_t)M * D);
+        a.rstd2.resize(M);
+        rmsnorm_forward(ex, a.ln2.data(), a.rstd2.data(), a.x_mid.data(), lw.post_norm, cfg_.rms_norm_eps, M, D);
+        a.ffn_out.resize((size_t)M * D);
+        if (cfg_.kind == ModelKind::dense) {
+            dense_mlp_forward(ex, a.mlp, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_);
+        } else {
+            const int32_t* replay = replay_ids ? (*replay_ids)[l].data() : nullptr;
+            moe_forward(ex, a.moe, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_, replay);
+            out_.own_expert_ids[l] = a.moe.own_ids;
+            out_.used_expert_ids[l] = a.moe.ids;
+        }
+        x = a.x_mid;
+        add_inplace(x.data(), a.ffn_out.data(), (int64_t)M * D, ex.dtype);
+    }
+    x_final_ = std::move(x);
+    lnf_.resize((size_t)M * D);
+    rstdf_.resize(M);
+    rmsnorm_forward(ex, lnf_.data(), rstdf_.data(), x_final_.data(), w_.final_norm, cfg_.rms_norm_eps, M, D);
+    logits_.resize((size_t)M * V);
+    matmul_forward(ex, logits_.data(), lnf_.data(), lm_head, nullptr, M, D, V);
+    lp_.resize((size_t)M * V);
+    logsoftmax_forward(ex, lp_.data(), logits_.data(), inv_temp, M, V);
+    std::vector<float> ent(M);
+    entropy_forward(ex, ent.data(), lp_.data(), M, V);
+
+    // Position t's token is predicted by row t-1 of the same sequence.
+    out_.logp.assign(M, 0.0f);
+    out_.entropy.assign(M, 0.0f);
+    for (int b = 0; b < B; ++b)
+        for (int t = 1; t < T; ++t) {
+            size_t row = (size_t)b * T + t - 1;
+            out_.logp[(size_t)b * T + t] = lp_[row * V + batch.tokens[(size_t)b * T + t]];
+            out_.entropy[(size_t)b * T + t] = ent[row];
+        }
+    return out_;
+}
+
+void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& dlogp) {
+    if (!batch_) throw std::logic_error("train backward before forward");
+    const SeqBatch& batch = *batch_;
+    const int B = batch.B, T = batch.T, D = cfg_.hidden_size, V = cfg_.vocab_size, L = cfg_.num_layers;
+    const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
+    const int M = M_;
+    if ((int64_t)grads.size() != layout_.total) grads.assign(layout_.total, 0.0f);
+    Weights gw = bind_weights(cfg_, layout_, grads.data());
+
+    std::vector<float> dlp((size_t)M * V, 0.0f);
+    for (int b = 0; b < B; ++b)
+        for (int t = 1; t < T; ++t) {
+            size_t row = (size_t)b * T + t - 1;
+            dlp[row * V + batch.tokens[(size_t)b * T + t]] += dlogp[(size_t)b * T + t];
+        }
+    std::vector<float> dlogits((size_t)M * V, 0.0f);
+    logsoftmax_backward(dlogits.data(), dlp.data(), lp_.data(), inv_temp_, M, V);
+
+    std::vector<float> dlnf((size_t)M * D, 0.0f);
+    if (w_.lm_head) {
+        matmul_backward(dlnf.data(), gw.lm_head, nullptr, dlogits.data(), lnf_.data(), w_.lm_head, M, D, V);
+    } else {
+        std::vector<float> dhead((size_t)D * V, 0.0f);
+        matmul_backward(dlnf.data(), dhead.data(), nullptr, dlogits.data(), lnf_.data(), lm_head_t_.data(), M, D, V);
+        for (int v = 0; v < V; ++v)
+            for (int d = 0; d < D; ++d) gw.embed[(size_t)v * D + d] += dhead[(size_t)d * V + v];
+    }
+    std::vector<float> dx((size_t)M * D, 0.0f);
+    rmsnorm_backward(dx.data(), gw.final_norm, dlnf.data(), x_final_.data(), w_.final_norm, rstdf_.data(), M, D);
+
+    for (int l = L - 1; l >= 0; --l) {
+        LayerActs& a = acts_[l];
+        const LayerWeights& lw = w_.layers[l];
+        LayerWeights& g = gw.layers[l];
+        // x_out = x_mid + ffn(ln2(x_mid)): dx flows to x_mid directly and through the FFN.
+        std::vector<float> dln2((size_t)M * D, 0.0f);
+        if (cfg_.kind == ModelKind::dense)
+            dense_mlp_backward(dln2.data(), g, dx.data(), a.mlp, a.ln2.data(), M, lw, cfg_);
+        else
+            moe_backward(dln2.data(), g, dx.data(), a.moe, a.ln2.data(), M, lw, cfg_);
+        rmsnorm_backward(dx.data(), g.post_norm, dln2.data(), a.x_mid.data(), lw.post_norm, a.rstd2.data(), M, D);
+        // x_mid = x_in + o_proj(attn(...)).
+        std::vector<float> datty((size_t)M * H * hd, 0.0f);
+        matmul_backward(datty.data(), g.wo, nullptr, dx.data(), a.atty.data(), lw.wo, M, H * hd, D);
+        std::vector<float> dq((size_t)M * H * hd, 0.0f), dk((size_t)M * Hkv * hd, 0.0f), dv((size_t)M * Hkv * hd, 0.0f);
+        attention_backward(dq.data(), dk.data(), dv.data(), datty.data(), a.att.data(), a.qkv.q.data(), a.qkv.k.data(),
+                           a.qkv.v.data(), B, T, H, Hkv, hd);
+        std::vector<float> dln1((size_t)M * D, 0.0f);
+        qkv_backward(dln1.data(), g, dq, dk, dv, a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_);
+        rmsnorm_backward(dx.data(), g.input_norm, dln1.data(), a.x_in.data(), lw.input_norm, a.rstd1.data(), M, D);
+    }
+    embedding_backward(gw.embed, dx.data(), batch.tokens.data(), M, D);
+}
+
+}  // namespace mlk

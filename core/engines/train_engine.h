@@ -1,0 +1,70 @@
+// The training engine: full-sequence forward over a padded batch of
+// prompt+response (prefill shapes, M = B*T), per-token log-probs and entropy,
+// and a hand-written backward into a flat gradient arena.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/model/blocks.h"
+
+namespace mlk {
+
+struct SeqBatch {
+    int B = 0, T = 0;                  // sequences, padded length
+    std::vector<int32_t> tokens;       // [B,T], Vocab::pad past each sequence's end
+    std::vector<int32_t> lengths;      // [B] valid tokens (prompt + response)
+    std::vector<int32_t> prompt_lens;  // [B]
+};
+// seqs[i] = prompt + response tokens, padded with Vocab::pad to the longest.
+SeqBatch make_seq_batch(const std::vector<std::vector<int32_t>>& seqs, const std::vector<int32_t>& prompt_lens);
+// Sequences [s0, s1) of a batch as a batch of their own (same padded length).
+SeqBatch sub_batch(const SeqBatch& b, int s0, int s1);
+
+struct TrainForward {
+    // logp[b*T+t] = log p(tokens[b,t] | tokens[b,<t]) at temperature 1/inv_temp,
+    // for 1 <= t < T (0 at t = 0). entropy[b*T+t] of that same distribution.
+    std::vector<float> logp, entropy;
+    // MoE, [L][B*T*k] at the position of the input token: this engine's own
+    // top-k, and the experts it actually used (the rollout's under R3).
+    std::vector<std::vector<int32_t>> own_expert_ids, used_expert_ids;
+};
+
+class TrainEngine {
+public:
+    explicit TrainEngine(const ModelConfig& cfg);
+
+    // params: the fp32 master arena; it is rounded to ex.dtype for compute.
+    // replay_ids: R3, [L][B*T*k] rollout experts (-1 = no rollout route
+    // there: use our own top-k), or nullptr.
+    const TrainForward& forward(const Exec& ex, const std::vector<float>& params, const SeqBatch& batch,
+                                float inv_temp, const std::vector<std::vector<int32_t>>* replay_ids);
+
+    // Accumulates d(loss)/d(params) into grads (arena layout) given
+    // dlogp[B*T] = d(loss)/d(logp). Uses the activations of the last forward.
+    void backward(std::vector<float>& grads, const std::vector<float>& dlogp);
+
+    const ModelConfig& config() const { return cfg_; }
+    const ParamLayout& layout() const { return layout_; }
+
+private:
+    struct LayerActs {
+        std::vector<float> x_in, ln1, rstd1, att, atty, x_mid, ln2, rstd2, ffn_out;
+        QkvActs qkv;
+        DenseMlpActs mlp;
+        MoeActs moe;
+    };
+    ModelConfig cfg_;
+    ParamLayout layout_;
+    std::vector<float> compute_params_, lm_head_t_;
+    Weights w_;
+    const SeqBatch* batch_ = nullptr;
+    float inv_temp_ = 1.0f;
+    int M_ = 0;
+    std::vector<int32_t> pos_;
+    std::vector<LayerActs> acts_;
+    std::vector<float> x_final_, lnf_, rstdf_, logits_, lp_;
+    TrainForward out_;
+};
+
+}  // namespace mlk

@@ -1,0 +1,169 @@
+#include "core/model/blocks.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mlk {
+
+namespace {
+void zero(std::vector<float>& v, size_t n) { v.assign(n, 0.0f); }
+}  // namespace
+
+void qkv_forward(const Exec& ex, QkvActs& a, const float* ln, const int32_t* pos, int M, const LayerWeights& w,
+                 const ModelConfig& cfg) {
+    const int D = cfg.hidden_size, H = cfg.num_heads, Hkv = cfg.num_kv_heads, hd = cfg.head_dim;
+    a.q_pre.resize((size_t)M * H * hd);
+    a.k_pre.resize((size_t)M * Hkv * hd);
+    a.v.resize((size_t)M * Hkv * hd);
+    a.q.resize(a.q_pre.size());
+    a.k.resize(a.k_pre.size());
+    a.rstd_q.resize((size_t)M * H);
+    a.rstd_k.resize((size_t)M * Hkv);
+    matmul_forward(ex, a.q_pre.data(), ln, w.wq, nullptr, M, D, H * hd);
+    matmul_forward(ex, a.k_pre.data(), ln, w.wk, nullptr, M, D, Hkv * hd);
+    matmul_forward(ex, a.v.data(), ln, w.wv, nullptr, M, D, Hkv * hd);
+    // Qwen3's per-head RMSNorm on q and k: rows of head_dim.
+    rmsnorm_forward(ex, a.q.data(), a.rstd_q.data(), a.q_pre.data(), w.q_norm, cfg.rms_norm_eps, M * H, hd);
+    rmsnorm_forward(ex, a.k.data(), a.rstd_k.data(), a.k_pre.data(), w.k_norm, cfg.rms_norm_eps, M * Hkv, hd);
+    rope_forward(a.q.data(), pos, M, H, hd, cfg.rope_theta, ex.dtype);
+    rope_forward(a.k.data(), pos, M, Hkv, hd, cfg.rope_theta, ex.dtype);
+}
+
+void qkv_backward(float* dln, LayerWeights& gw, std::vector<float>& dq, std::vector<float>& dk,
+                  const std::vector<float>& dv, const QkvActs& a, const float* ln, const int32_t* pos, int M,
+                  const LayerWeights& w, const ModelConfig& cfg) {
+    const int D = cfg.hidden_size, H = cfg.num_heads, Hkv = cfg.num_kv_heads, hd = cfg.head_dim;
+    rope_backward(dq.data(), pos, M, H, hd, cfg.rope_theta);
+    rope_backward(dk.data(), pos, M, Hkv, hd, cfg.rope_theta);
+    std::vector<float> dq_pre((size_t)M * H * hd, 0.0f), dk_pre((size_t)M * Hkv * hd, 0.0f);
+    rmsnorm_backward(dq_pre.data(), gw.q_norm, dq.data(), a.q_pre.data(), w.q_norm, a.rstd_q.data(), M * H, hd);
+    rmsnorm_backward(dk_pre.data(), gw.k_norm, dk.data(), a.k_pre.data(), w.k_norm, a.rstd_k.data(), M * Hkv, hd);
+    matmul_backward(dln, gw.wq, nullptr, dq_pre.data(), ln, w.wq, M, D, H * hd);
+    matmul_backward(dln, gw.wk, nullptr, dk_pre.data(), ln, w.wk, M, D, Hkv * hd);
+    matmul_backward(dln, gw.wv, nullptr, dv.data(), ln, w.wv, M, D, Hkv * hd);
+}
+
+void dense_mlp_forward(const Exec& ex, DenseMlpActs& a, float* out, const float* x, int M, const LayerWeights& w,
+                       const ModelConfig& cfg) {
+    const int D = cfg.hidden_size, F = cfg.intermediate_size;
+    a.gate.resize((size_t)M * F);
+    a.up.resize((size_t)M * F);
+    a.act.resize((size_t)M * F);
+    matmul_forward(ex, a.gate.data(), x, w.w_gate, nullptr, M, D, F);
+    matmul_forward(ex, a.up.data(), x, w.w_up, nullptr, M, D, F);
+    swiglu_forward(ex, a.act.data(), a.gate.data(), a.up.data(), (int64_t)M * F);
+    matmul_forward(ex, out, a.act.data(), w.w_down, nullptr, M, F, D);
+}
+
+void dense_mlp_backward(float* dx, LayerWeights& gw, const float* dout, const DenseMlpActs& a, const float* x,
+                        int M, const LayerWeights& w, const ModelConfig& cfg) {
+    const int D = cfg.hidden_size, F = cfg.intermediate_size;
+    std::vector<float> dact((size_t)M * F, 0.0f), dgate((size_t)M * F, 0.0f), dup((size_t)M * F, 0.0f);
+    matmul_backward(dact.data(), gw.w_down, nullptr, dout, a.act.data(), w.w_down, M, F, D);
+    swiglu_backward(dgate.data(), dup.data(), dact.data(), a.gate.data(), a.up.data(), (int64_t)M * F);
+    matmul_backward(dx, gw.w_gate, nullptr, dgate.data(), x, w.w_gate, M, D, F);
+    matmul_backward(dx, gw.w_up, nullptr, dup.data(), x, w.w_up, M, D, F);
+}
+
+void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, const LayerWeights& w,
+                 const ModelConfig& cfg, const int32_t* replay_ids) {
+    const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
+    a.router_logits.resize((size_t)M * E);
+    a.own_ids.resize((size_t)M * k);
+    a.own_weights.resize((size_t)M * k);
+    matmul_forward(ex, a.router_logits.data(), x, w.router, nullptr, M, D, E);
+    router_topk_forward(ex, a.own_ids.data(), a.own_weights.data(), a.router_logits.data(), M, E, k);
+    if (replay_ids) {
+        a.ids.resize((size_t)M * k);
+        for (int m = 0; m < M; ++m) {
+            const int32_t* src = replay_ids[(size_t)m * k] >= 0 ? replay_ids + (size_t)m * k : &a.own_ids[(size_t)m * k];
+            std::copy(src, src + k, &a.ids[(size_t)m * k]);
+        }
+        a.weights.resize((size_t)M * k);
+        router_replay_forward(ex, a.weights.data(), a.router_logits.data(), a.ids.data(), M, E, k);
+    } else {
+        a.ids = a.own_ids;
+        a.weights = a.own_weights;
+    }
+
+    // Group tokens by expert, in token order: each expert runs one matmul over
+    // its M_e rows, so M_e (and with it the fast kernels' reduction plan)
+    // depends on the batch's routing, as in a real MoE kernel.
+    a.experts.resize(E);
+    for (auto& e : a.experts) e.rows.clear();
+    for (int m = 0; m < M; ++m)
+        for (int j = 0; j < k; ++j) a.experts[a.ids[(size_t)m * k + j]].rows.push_back(m * k + j);
+    std::vector<int32_t> slot_row((size_t)M * k);
+    for (int e = 0; e < E; ++e) {
+        MoeActs::Expert& xe = a.experts[e];
+        const int Me = (int)xe.rows.size();
+        for (int r = 0; r < Me; ++r) slot_row[xe.rows[r]] = r;
+        if (Me == 0) continue;
+        xe.x.resize((size_t)Me * D);
+        xe.gate.resize((size_t)Me * Fm);
+        xe.up.resize((size_t)Me * Fm);
+        xe.act.resize((size_t)Me * Fm);
+        xe.y.resize((size_t)Me * D);
+        for (int r = 0; r < Me; ++r) {
+            const float* src = x + (size_t)(xe.rows[r] / k) * D;
+            std::copy(src, src + D, &xe.x[(size_t)r * D]);
+        }
+        matmul_forward(ex, xe.gate.data(), xe.x.data(), w.e_gate[e], nullptr, Me, D, Fm);
+        matmul_forward(ex, xe.up.data(), xe.x.data(), w.e_up[e], nullptr, Me, D, Fm);
+        swiglu_forward(ex, xe.act.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm);
+        matmul_forward(ex, xe.y.data(), xe.act.data(), w.e_down[e], nullptr, Me, Fm, D);
+    }
+    // Combine plan: per token and channel, one fp32 FMA chain over the k
+    // slots in slot order (descending router probability), then rounded to
+    // the storage precision. Per-token, so batch-invariant by construction.
+    for (int m = 0; m < M; ++m)
+        for (int d = 0; d < D; ++d) {
+            float acc = 0.0f;
+            for (int j = 0; j < k; ++j) {
+                int e = a.ids[(size_t)m * k + j];
+                acc = std::fma(a.weights[(size_t)m * k + j], a.experts[e].y[(size_t)slot_row[(size_t)m * k + j] * D + d],
+                               acc);
+            }
+            out[(size_t)m * D + d] = round_to(acc, ex.dtype);
+        }
+}
+
+void moe_backward(float* dx, LayerWeights& gw, const float* dout, const MoeActs& a, const float* x, int M,
+                  const LayerWeights& w, const ModelConfig& cfg) {
+    const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
+    std::vector<float> dweights((size_t)M * k, 0.0f);
+    for (int e = 0; e < E; ++e) {
+        const MoeActs::Expert& xe = a.experts[e];
+        const int Me = (int)xe.rows.size();
+        if (Me == 0) continue;
+        std::vector<float> dy((size_t)Me * D), dact, dgate, dup, dxe;
+        for (int r = 0; r < Me; ++r) {
+            int slot = xe.rows[r], m = slot / k;
+            float wgt = a.weights[slot];
+            double dw = 0.0;
+            for (int d = 0; d < D; ++d) {
+                float g = dout[(size_t)m * D + d];
+                dy[(size_t)r * D + d] = wgt * g;
+                dw += (double)g * xe.y[(size_t)r * D + d];
+            }
+            dweights[slot] = (float)dw;
+        }
+        zero(dact, (size_t)Me * Fm);
+        zero(dgate, (size_t)Me * Fm);
+        zero(dup, (size_t)Me * Fm);
+        zero(dxe, (size_t)Me * D);
+        matmul_backward(dact.data(), gw.e_down[e], nullptr, dy.data(), xe.act.data(), w.e_down[e], Me, Fm, D);
+        swiglu_backward(dgate.data(), dup.data(), dact.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm);
+        matmul_backward(dxe.data(), gw.e_gate[e], nullptr, dgate.data(), xe.x.data(), w.e_gate[e], Me, D, Fm);
+        matmul_backward(dxe.data(), gw.e_up[e], nullptr, dup.data(), xe.x.data(), w.e_up[e], Me, D, Fm);
+        for (int r = 0; r < Me; ++r) {
+            float* dst = dx + (size_t)(xe.rows[r] / k) * D;
+            for (int d = 0; d < D; ++d) dst[d] += dxe[(size_t)r * D + d];
+        }
+    }
+    std::vector<float> dlogits((size_t)M * E, 0.0f);
+    router_backward(dlogits.data(), dweights.data(), a.weights.data(), a.ids.data(), M, E, k);
+    matmul_backward(dx, gw.router, nullptr, dlogits.data(), x, w.router, M, D, E);
+}
+
+}  // namespace mlk

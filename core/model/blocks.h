@@ -1,0 +1,54 @@
+// Transformer blocks shared by the rollout engine and the training engine:
+// the attention input projections (q/k/v, per-head RMSNorm, RoPE) and the
+// dense SwiGLU / MoE feed-forward, each with its saved activations.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/model/model.h"
+
+namespace mlk {
+
+// q/k/v for M rows at positions pos[M]; q[M,H*hd], k/v[M,Hkv*hd] come out
+// normalised and rotated, ready for attention.
+struct QkvActs {
+    std::vector<float> q_pre, k_pre;  // [M,H*hd], [M,Hkv*hd] before q/k norm
+    std::vector<float> rstd_q, rstd_k;  // [M*H], [M*Hkv]
+    std::vector<float> q, k, v;
+};
+void qkv_forward(const Exec& ex, QkvActs& a, const float* ln, const int32_t* pos, int M, const LayerWeights& w,
+                 const ModelConfig& cfg);
+// dln[M,D] += ..., weight gradients into gw. dq/dk are consumed (overwritten).
+void qkv_backward(float* dln, LayerWeights& gw, std::vector<float>& dq, std::vector<float>& dk,
+                  const std::vector<float>& dv, const QkvActs& a, const float* ln, const int32_t* pos, int M,
+                  const LayerWeights& w, const ModelConfig& cfg);
+
+struct DenseMlpActs {
+    std::vector<float> gate, up, act;  // [M,F]
+};
+void dense_mlp_forward(const Exec& ex, DenseMlpActs& a, float* out, const float* x, int M, const LayerWeights& w,
+                       const ModelConfig& cfg);
+void dense_mlp_backward(float* dx, LayerWeights& gw, const float* dout, const DenseMlpActs& a, const float* x,
+                        int M, const LayerWeights& w, const ModelConfig& cfg);
+
+struct MoeActs {
+    std::vector<float> router_logits;  // [M,E]
+    std::vector<int32_t> own_ids;      // [M,k] this engine's own top-k
+    std::vector<float> own_weights;    // [M,k]
+    std::vector<int32_t> ids;          // [M,k] experts used (own, or replayed)
+    std::vector<float> weights;        // [M,k] gate weights used
+    struct Expert {
+        std::vector<int32_t> rows;   // (m*k + slot) for every token routed here, token order
+        std::vector<float> x, gate, up, act, y;  // [Me,D], [Me,Fm] x3, [Me,D]
+    };
+    std::vector<Expert> experts;
+};
+// replay_ids[M,k] (R3): experts to use where replay_ids[m*k] >= 0; the gate
+// weights are a softmax over *this* engine's logits of those experts.
+void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, const LayerWeights& w,
+                 const ModelConfig& cfg, const int32_t* replay_ids);
+void moe_backward(float* dx, LayerWeights& gw, const float* dout, const MoeActs& a, const float* x, int M,
+                  const LayerWeights& w, const ModelConfig& cfg);
+
+}  // namespace mlk

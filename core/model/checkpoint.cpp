@@ -1,0 +1,576 @@
+#include "core/model/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "kernels/dtype.h"
+
+namespace mlk {
+
+static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& msg) { throw CheckpointError(msg); }
+
+std::string shape_text(const std::vector<int64_t>& s) {
+    std::string t = "[";
+    for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+    return t + "]";
+}
+
+size_t dtype_size(const std::string& d) {
+    if (d == "F32") return 4;
+    if (d == "F16" || d == "BF16") return 2;
+    if (d == "F64") return 8;
+    return 0;  // unsupported for reading as floats
+}
+
+// Known safetensors dtypes (for a precise "unsupported" message vs "corrupt").
+size_t any_dtype_size(const std::string& d) {
+    static const std::map<std::string, size_t> sizes = {
+        {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2},
+        {"F16", 2},  {"BF16", 2}, {"I32", 4}, {"U32", 4},     {"F32", 4},     {"F64", 8}, {"I64", 8},
+        {"U64", 8}};
+    auto it = sizes.find(d);
+    return it == sizes.end() ? 0 : it->second;
+}
+
+// ---- file helpers ---------------------------------------------------------
+std::string errno_text() { return std::strerror(errno); }
+
+std::string temp_name(const std::string& path) {
+    static std::atomic<uint64_t> counter{0};
+    return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+}
+
+void fsync_dir(const fs::path& dir) {
+    int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        (void)::fsync(fd);
+        ::close(fd);
+    }
+}
+
+// Writes `parts` to `path` atomically: temp file in the same directory, fsync, rename.
+void write_atomic(const std::string& path, const std::vector<std::pair<const void*, size_t>>& parts) {
+    const std::string tmp = temp_name(path);
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) fail("cannot create " + tmp + ": " + errno_text());
+    auto abort_write = [&](const std::string& what) {
+        const std::string e = errno_text();
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        fail("cannot write " + path + ": " + what + ": " + e);
+    };
+    for (const auto& [ptr, n] : parts) {
+        const char* p = static_cast<const char*>(ptr);
+        size_t left = n;
+        while (left > 0) {
+            ssize_t w = ::write(fd, p, left);
+            if (w < 0) {
+                if (errno == EINTR) continue;
+                abort_write("write");
+            }
+            p += w;
+            left -= static_cast<size_t>(w);
+        }
+    }
+    if (::fsync(fd) != 0) abort_write("fsync");
+    if (::close(fd) != 0) {
+        ::unlink(tmp.c_str());
+        fail("cannot write " + path + ": close: " + errno_text());
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        const std::string e = errno_text();
+        ::unlink(tmp.c_str());
+        fail("cannot rename " + tmp + " to " + path + ": " + e);
+    }
+    fsync_dir(fs::path(path).parent_path());
+}
+
+std::vector<unsigned char> read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) fail("cannot open " + path + ": " + errno_text());
+    f.seekg(0, std::ios::end);
+    const auto size = f.tellg();
+    if (size < 0) fail("cannot read " + path);
+    f.seekg(0, std::ios::beg);
+    std::vector<unsigned char> b(static_cast<size_t>(size));
+    if (size > 0 && !f.read(reinterpret_cast<char*>(b.data()), size)) fail("cannot read " + path);
+    return b;
+}
+
+// Shortest decimal that reads back as the same float, as a JSON number.
+json float_json(float f) {
+    char buf[64];
+    for (int p = 1; p <= 9; ++p) {
+        std::snprintf(buf, sizeof buf, "%.*g", p, static_cast<double>(f));
+        if (std::strtof(buf, nullptr) == f) break;
+    }
+    return json::parse(buf);
+}
+
+std::string new_save_id() {
+    std::random_device rd;
+    const uint64_t t = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+    const uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ (t * 0x9e3779b97f4a7c15ull);
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(r));
+    return buf;
+}
+
+// Arena tensor -> HF layout (transposed back to [out, in] for linear weights).
+void to_hf(const ParamSpec& s, const float* arena, float* out) {
+    const float* src = arena + s.offset;
+    if (!s.transposed) {
+        std::memcpy(out, src, static_cast<size_t>(s.numel) * sizeof(float));
+        return;
+    }
+    const int64_t K = s.shape[0], N = s.shape[1];  // arena [in=K, out=N]
+    for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n) out[n * K + k] = src[k * N + n];
+}
+
+void from_hf(const ParamSpec& s, const float* in, float* arena) {
+    float* dst = arena + s.offset;
+    if (!s.transposed) {
+        std::memcpy(dst, in, static_cast<size_t>(s.numel) * sizeof(float));
+        return;
+    }
+    const int64_t K = s.shape[0], N = s.shape[1];
+    for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n) dst[k * N + n] = in[n * K + k];
+}
+
+// HF-layout float blob for one arena (params or a moment buffer).
+std::vector<float> hf_blob(const ParamLayout& layout, const float* arena) {
+    std::vector<float> blob(static_cast<size_t>(layout.total));
+    for (const auto& s : layout.specs) to_hf(s, arena, blob.data() + s.offset);
+    return blob;
+}
+
+void add_tensors(std::vector<TensorOut>& out, const ParamLayout& layout, const std::vector<float>& blob,
+                 const std::string& prefix) {
+    for (const auto& s : layout.specs)
+        out.push_back({prefix + s.name, "F32", s.hf_shape(), blob.data() + s.offset});
+}
+
+// Reads the tensors of `layout` (names with `prefix`) from `f` into an arena,
+// checking that nothing is missing, unexpected or mis-shaped.
+std::vector<float> read_arena(const SafetensorsFile& f, const ParamLayout& layout,
+                              const std::vector<std::string>& prefixes, size_t which) {
+    const std::string& prefix = prefixes[which];
+    const std::string file = fs::path(f.path).filename().string();
+    for (const auto& s : layout.specs)
+        if (!f.tensors.count(prefix + s.name))
+            fail(file + ": missing tensor " + prefix + s.name + " (expected shape " + shape_text(s.hf_shape()) +
+                 ")");
+    for (const auto& [name, t] : f.tensors) {
+        bool known = false;
+        for (const auto& p : prefixes)
+            if (name.rfind(p, 0) == 0 && layout.find(name.substr(p.size()))) known = true;
+        if (!known) fail(file + ": unexpected tensor " + name + " (shape " + shape_text(t.shape) +
+                         ") is not part of the model described by config.json");
+    }
+    std::vector<float> arena(static_cast<size_t>(layout.total));
+    for (const auto& s : layout.specs) {
+        const std::string name = prefix + s.name;
+        const auto& t = f.tensors.at(name);
+        if (t.shape != s.hf_shape())
+            fail(file + ": tensor " + name + " has wrong shape " + shape_text(t.shape) + ", expected " +
+                 shape_text(s.hf_shape()));
+        const std::vector<float> v = f.to_f32(name);
+        from_hf(s, v.data(), arena.data());
+    }
+    return arena;
+}
+
+}  // namespace
+
+// ---- safetensors ------------------------------------------------------------
+int64_t SafetensorsFile::Tensor::numel() const {
+    int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorOut>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+    json header = json::object();
+    uint64_t offset = 0;
+    for (const auto& t : tensors) {
+        const size_t es = any_dtype_size(t.dtype);
+        if (es == 0) fail("write_safetensors: tensor " + t.name + ": unknown dtype " + t.dtype);
+        if (t.name == "__metadata__" || header.contains(t.name))
+            fail("write_safetensors: duplicate or reserved tensor name " + t.name);
+        int64_t n = 1;
+        for (auto d : t.shape) {
+            if (d < 0) fail("write_safetensors: tensor " + t.name + ": negative dimension in " + shape_text(t.shape));
+            n *= d;
+        }
+        const uint64_t nbytes = static_cast<uint64_t>(n) * es;
+        if (nbytes > 0 && !t.data) fail("write_safetensors: tensor " + t.name + " has no data");
+        header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + nbytes}}};
+        offset += nbytes;
+    }
+    if (!metadata.empty()) header["__metadata__"] = metadata;
+    std::string h = header.dump();
+    while ((8 + h.size()) % 8 != 0) h.push_back(' ');
+    const uint64_t hlen = h.size();
+    std::vector<std::pair<const void*, size_t>> parts;
+    parts.emplace_back(&hlen, sizeof hlen);
+    parts.emplace_back(h.data(), h.size());
+    for (const auto& t : tensors) {
+        int64_t n = 1;
+        for (auto d : t.shape) n *= d;
+        const size_t nbytes = static_cast<size_t>(n) * any_dtype_size(t.dtype);
+        if (nbytes) parts.emplace_back(t.data, nbytes);
+    }
+    write_atomic(path, parts);
+}
+
+SafetensorsFile read_safetensors(const std::string& path) {
+    SafetensorsFile f;
+    f.path = path;
+    const std::string file = fs::path(path).filename().string();
+    if (!fs::exists(path)) fail(file + ": file not found: " + path);
+    f.bytes = read_file(path);
+    const uint64_t size = f.bytes.size();
+    if (size < 8)
+        fail(file + ": truncated file: " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
+    uint64_t hlen = 0;
+    std::memcpy(&hlen, f.bytes.data(), 8);
+    if (hlen > size - 8)
+        fail(file + ": truncated file: header length " + std::to_string(hlen) + " exceeds the " +
+             std::to_string(size - 8) + " bytes after it");
+    f.data_start = 8 + hlen;
+    const uint64_t data_size = size - f.data_start;
+
+    json header;
+    try {
+        header = json::parse(f.bytes.begin() + 8, f.bytes.begin() + static_cast<std::ptrdiff_t>(8 + hlen));
+    } catch (const json::exception& e) {
+        fail(file + ": corrupt header (not valid JSON): " + e.what());
+    }
+    if (!header.is_object()) fail(file + ": corrupt header: expected a JSON object, got " + header.type_name());
+
+    for (auto it = header.begin(); it != header.end(); ++it) {
+        const std::string& name = it.key();
+        const json& v = it.value();
+        if (name == "__metadata__") {
+            if (!v.is_object()) fail(file + ": corrupt header: __metadata__ is not an object");
+            for (auto m = v.begin(); m != v.end(); ++m) {
+                if (!m.value().is_string())
+                    fail(file + ": corrupt header: __metadata__." + m.key() + " is not a string");
+                f.metadata[m.key()] = m.value().get<std::string>();
+            }
+            continue;
+        }
+        auto bad = [&](const std::string& what) { fail(file + ": corrupt header: tensor " + name + ": " + what); };
+        if (!v.is_object()) bad("entry is not an object");
+        SafetensorsFile::Tensor t;
+        if (!v.contains("dtype") || !v["dtype"].is_string()) bad("field dtype missing or not a string");
+        t.dtype = v["dtype"].get<std::string>();
+        if (!v.contains("shape") || !v["shape"].is_array()) bad("field shape missing or not an array");
+        for (const auto& d : v["shape"]) {
+            if (!d.is_number_integer() || d.get<int64_t>() < 0) bad("field shape has a non-integer or negative entry");
+            t.shape.push_back(d.get<int64_t>());
+        }
+        const json* off = v.contains("data_offsets") ? &v["data_offsets"] : nullptr;
+        if (!off || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
+            !(*off)[1].is_number_unsigned())
+            bad("field data_offsets missing or not [begin, end]");
+        t.begin = (*off)[0].get<uint64_t>();
+        t.end = (*off)[1].get<uint64_t>();
+        if (t.begin > t.end) bad("field data_offsets has begin > end");
+        if (t.end > data_size)
+            fail(file + ": truncated file: tensor " + name + " data ends at byte " + std::to_string(t.end) +
+                 " of the data section, which has only " + std::to_string(data_size) + " bytes");
+        const size_t es = any_dtype_size(t.dtype);
+        if (es != 0 && static_cast<uint64_t>(t.numel()) * es != t.end - t.begin)
+            bad("field data_offsets span " + std::to_string(t.end - t.begin) + " bytes but shape " +
+                shape_text(t.shape) + " of " + t.dtype + " needs " +
+                std::to_string(static_cast<uint64_t>(t.numel()) * es));
+        f.tensors.emplace(name, std::move(t));
+    }
+    return f;
+}
+
+std::vector<float> SafetensorsFile::to_f32(const std::string& name) const {
+    const std::string file = fs::path(path).filename().string();
+    auto it = tensors.find(name);
+    if (it == tensors.end()) fail(file + ": missing tensor " + name);
+    const Tensor& t = it->second;
+    const size_t es = dtype_size(t.dtype);
+    if (es == 0)
+        fail(file + ": tensor " + name + " has unsupported dtype " + t.dtype + " (supported: F32, F16, BF16, F64)");
+    const size_t n = static_cast<size_t>(t.numel());
+    if (n * es != t.end - t.begin)
+        fail(file + ": tensor " + name + ": data size does not match shape " + shape_text(t.shape));
+    std::vector<float> out(n);
+    const unsigned char* p = data() + t.begin;
+    if (t.dtype == "F32") {
+        std::memcpy(out.data(), p, n * 4);
+    } else if (t.dtype == "F16") {
+        for (size_t i = 0; i < n; ++i) {
+            uint16_t h;
+            std::memcpy(&h, p + 2 * i, 2);
+            out[i] = f16_bits_to_f32(h);
+        }
+    } else if (t.dtype == "BF16") {
+        for (size_t i = 0; i < n; ++i) {
+            uint16_t h;
+            std::memcpy(&h, p + 2 * i, 2);
+            out[i] = bf16_bits_to_f32(h);
+        }
+    } else {  // F64
+        for (size_t i = 0; i < n; ++i) {
+            double d;
+            std::memcpy(&d, p + 8 * i, 8);
+            out[i] = static_cast<float>(d);
+        }
+    }
+    return out;
+}
+
+// ---- config.json ------------------------------------------------------------
+json hf_config_json(const ModelConfig& c) {
+    const bool moe = c.kind == ModelKind::moe;
+    json j = {
+        {"architectures", {moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM"}},
+        {"model_type", moe ? "qwen3_moe" : "qwen3"},
+        {"vocab_size", c.vocab_size},
+        {"hidden_size", c.hidden_size},
+        {"intermediate_size", c.intermediate_size},
+        {"num_hidden_layers", c.num_layers},
+        {"num_attention_heads", c.num_heads},
+        {"num_key_value_heads", c.num_kv_heads},
+        {"head_dim", c.head_dim},
+        {"rms_norm_eps", float_json(c.rms_norm_eps)},
+        {"rope_theta", float_json(c.rope_theta)},
+        {"rope_scaling", nullptr},
+        {"max_position_embeddings", c.max_position_embeddings},
+        {"tie_word_embeddings", c.tie_word_embeddings},
+        {"hidden_act", "silu"},
+        {"attention_bias", false},
+        {"attention_dropout", 0.0},
+        {"use_sliding_window", false},
+        {"sliding_window", nullptr},
+        {"use_cache", true},
+        {"torch_dtype", "float32"},
+        {"pad_token_id", 0},
+        {"bos_token_id", 1},
+        {"eos_token_id", 2},
+    };
+    if (moe) {
+        j["num_experts"] = c.num_experts;
+        j["num_experts_per_tok"] = c.num_experts_per_tok;
+        j["moe_intermediate_size"] = c.moe_intermediate_size;
+        j["norm_topk_prob"] = true;
+        j["decoder_sparse_step"] = 1;
+        j["mlp_only_layers"] = json::array();
+        j["output_router_logits"] = false;
+    }
+    return j;
+}
+
+ModelConfig model_config_from_hf(const json& j) {
+    if (!j.is_object()) fail("config.json: expected a JSON object");
+    auto get_int = [&](const char* key) -> int {
+        if (!j.contains(key)) fail(std::string("config.json: missing field ") + key);
+        const json& v = j[key];
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > (1ll << 31) - 1)
+            fail(std::string("config.json: field ") + key + " must be a non-negative integer, got " + v.dump());
+        return v.get<int>();
+    };
+    auto get_num = [&](const char* key, double def) -> double {
+        if (!j.contains(key)) return def;
+        const json& v = j[key];
+        if (!v.is_number()) fail(std::string("config.json: field ") + key + " must be a number, got " + v.dump());
+        return v.get<double>();
+    };
+    if (!j.contains("model_type") || !j["model_type"].is_string()) fail("config.json: missing field model_type");
+    const std::string type = j["model_type"].get<std::string>();
+    ModelConfig c;
+    if (type == "qwen3") c.kind = ModelKind::dense;
+    else if (type == "qwen3_moe") c.kind = ModelKind::moe;
+    else fail("config.json: model_type \"" + type + "\" is not supported (supported: qwen3, qwen3_moe)");
+
+    c.vocab_size = get_int("vocab_size");
+    c.hidden_size = get_int("hidden_size");
+    c.num_layers = get_int("num_hidden_layers");
+    c.num_heads = get_int("num_attention_heads");
+    c.num_kv_heads = j.contains("num_key_value_heads") ? get_int("num_key_value_heads") : c.num_heads;
+    if (c.num_heads == 0) fail("config.json: field num_attention_heads must be positive");
+    c.head_dim = j.contains("head_dim") && !j["head_dim"].is_null() ? get_int("head_dim")
+                                                                    : c.hidden_size / c.num_heads;
+    c.intermediate_size = get_int("intermediate_size");
+    c.rms_norm_eps = static_cast<float>(get_num("rms_norm_eps", 1e-6));
+    c.rope_theta = static_cast<float>(get_num("rope_theta", 10000.0));
+    c.max_position_embeddings = get_int("max_position_embeddings");
+    if (j.contains("tie_word_embeddings")) {
+        if (!j["tie_word_embeddings"].is_boolean()) fail("config.json: field tie_word_embeddings must be true/false");
+        c.tie_word_embeddings = j["tie_word_embeddings"].get<bool>();
+    } else {
+        c.tie_word_embeddings = false;  // transformers' Qwen3 default
+    }
+    if (j.contains("attention_bias") && j["attention_bias"] == true)
+        fail("config.json: attention_bias=true is not supported");
+    if (j.contains("hidden_act") && j["hidden_act"] != "silu")
+        fail("config.json: hidden_act " + j["hidden_act"].dump() + " is not supported (supported: silu)");
+    if (c.kind == ModelKind::moe) {
+        c.num_experts = get_int("num_experts");
+        c.num_experts_per_tok = get_int("num_experts_per_tok");
+        c.moe_intermediate_size = get_int("moe_intermediate_size");
+        if (j.contains("decoder_sparse_step") && j["decoder_sparse_step"] != 1)
+            fail("config.json: decoder_sparse_step " + j["decoder_sparse_step"].dump() +
+                 " is not supported (every layer must be MoE: 1)");
+        if (j.contains("mlp_only_layers") && !j["mlp_only_layers"].empty())
+            fail("config.json: mlp_only_layers must be empty (dense layers inside an MoE model are not supported)");
+        if (j.contains("norm_topk_prob") && j["norm_topk_prob"] != true)
+            fail("config.json: norm_topk_prob=false is not supported (the gate softmax is taken over the "
+                 "selected experts)");
+        if (c.num_experts_per_tok < 1 || c.num_experts_per_tok > c.num_experts)
+            fail("config.json: num_experts_per_tok must be in [1, num_experts]");
+    }
+    // Which preset (if any) these dimensions came from.
+    c.size = "custom";
+    for (const char* size : {"tiny", "small"}) {
+        const ModelConfig p = model_preset(std::string(c.kind == ModelKind::moe ? "moe-" : "dense-") + size);
+        const bool same = p.hidden_size == c.hidden_size && p.num_layers == c.num_layers &&
+                          p.num_heads == c.num_heads && p.num_kv_heads == c.num_kv_heads &&
+                          p.head_dim == c.head_dim && p.num_experts == c.num_experts &&
+                          p.num_experts_per_tok == c.num_experts_per_tok &&
+                          p.moe_intermediate_size == c.moe_intermediate_size &&
+                          (c.kind == ModelKind::moe || p.intermediate_size == c.intermediate_size) &&
+                          p.tie_word_embeddings == c.tie_word_embeddings;
+        if (same) {
+            c.size = size;
+            break;
+        }
+    }
+    return c;
+}
+
+// ---- checkpoints --------------------------------------------------------------
+void save_checkpoint(const std::string& dir, const ModelConfig& cfg, const ParamLayout& layout, const float* params,
+                     const json& metadata, const OptimizerState* opt) {
+    if (!params) fail("save_checkpoint: params is null");
+    if (opt && (opt->m.size() != static_cast<size_t>(layout.total) ||
+                opt->v.size() != static_cast<size_t>(layout.total)))
+        fail("save_checkpoint: optimizer state has " + std::to_string(opt->m.size()) + " / " +
+             std::to_string(opt->v.size()) + " floats, the layout " + std::to_string(layout.total));
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) fail("save_checkpoint: cannot create directory " + dir + ": " + ec.message());
+    const fs::path d(dir);
+    const std::string id = new_save_id();
+
+    // 1. optimizer (or remove a stale one), 2. config.json, 3. model last.
+    const fs::path opt_path = d / "optimizer.safetensors";
+    if (opt) {
+        const std::vector<float> m = hf_blob(layout, opt->m.data());
+        const std::vector<float> v = hf_blob(layout, opt->v.data());
+        std::vector<TensorOut> t;
+        add_tensors(t, layout, m, "exp_avg.");
+        add_tensors(t, layout, v, "exp_avg_sq.");
+        write_safetensors(opt_path.string(), t,
+                          {{"format", "pt"}, {"step", std::to_string(opt->step)}, {"mlk.save_id", id},
+                           {"mlk.optimizer", "adamw"}});
+    } else {
+        fs::remove(opt_path, ec);
+    }
+
+    const std::string cj = hf_config_json(cfg).dump(2) + "\n";
+    write_atomic((d / "config.json").string(), {{cj.data(), cj.size()}});
+
+    std::map<std::string, std::string> meta = {{"format", "pt"}, {"mlk.save_id", id}};
+    const json user = metadata.is_null() ? json::object() : metadata;
+    meta["mlk.metadata"] = user.dump();
+    if (user.is_object())
+        for (auto it = user.begin(); it != user.end(); ++it) {
+            if (it.key() == "format" || it.key().rfind("mlk.", 0) == 0) continue;  // only in mlk.metadata
+            meta[it.key()] = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+        }
+    const std::vector<float> blob = hf_blob(layout, params);
+    std::vector<TensorOut> t;
+    add_tensors(t, layout, blob, "");
+    write_safetensors((d / "model.safetensors").string(), t, meta);
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& dir) {
+    const fs::path d(dir);
+    if (!fs::is_directory(d)) fail("load_checkpoint: " + dir + " is not a directory");
+    LoadedCheckpoint out;
+
+    const fs::path cfg_path = d / "config.json";
+    if (!fs::exists(cfg_path)) fail("config.json: file not found in " + dir);
+    json cj;
+    {
+        const auto bytes = read_file(cfg_path.string());
+        try {
+            cj = json::parse(bytes.begin(), bytes.end());
+        } catch (const json::exception& e) {
+            fail(std::string("config.json: not valid JSON: ") + e.what());
+        }
+    }
+    out.model = model_config_from_hf(cj);
+    out.layout = make_param_layout(out.model);
+
+    const SafetensorsFile model = read_safetensors((d / "model.safetensors").string());
+    out.params = read_arena(model, out.layout, {""}, 0);
+    if (auto it = model.metadata.find("mlk.metadata"); it != model.metadata.end()) {
+        try {
+            out.metadata = json::parse(it->second);
+        } catch (const json::exception& e) {
+            fail(std::string("model.safetensors: corrupt header: __metadata__.mlk.metadata is not JSON: ") + e.what());
+        }
+    } else {  // a file from elsewhere: its string metadata as is
+        out.metadata = json::object();
+        for (const auto& [k, v] : model.metadata) out.metadata[k] = v;
+    }
+
+    const fs::path opt_path = d / "optimizer.safetensors";
+    if (fs::exists(opt_path)) {
+        const SafetensorsFile of = read_safetensors(opt_path.string());
+        auto mid = model.metadata.find("mlk.save_id");
+        auto oid = of.metadata.find("mlk.save_id");
+        if (mid != model.metadata.end() && oid != of.metadata.end() && mid->second != oid->second)
+            fail("optimizer.safetensors: belongs to a different save than model.safetensors (save id " +
+                 oid->second + " vs " + mid->second + ")");
+        OptimizerState st;
+        const std::vector<std::string> prefixes = {"exp_avg.", "exp_avg_sq."};
+        st.m = read_arena(of, out.layout, prefixes, 0);
+        st.v = read_arena(of, out.layout, prefixes, 1);
+        auto step = of.metadata.find("step");
+        if (step == of.metadata.end()) fail("optimizer.safetensors: __metadata__ has no step");
+        try {
+            size_t pos = 0;
+            st.step = std::stoll(step->second, &pos);
+            if (pos != step->second.size()) throw std::invalid_argument("trailing characters");
+        } catch (const std::exception&) {
+            fail("optimizer.safetensors: __metadata__.step \"" + step->second + "\" is not an integer");
+        }
+        out.optimizer = std::move(st);
+    }
+    return out;
+}
+
+}  // namespace mlk

@@ -1,0 +1,96 @@
+#include "core/model/model.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace mlk {
+
+namespace {
+float* view(const ParamLayout& L, float* arena, const std::string& name) {
+    const ParamSpec* s = L.find(name);
+    if (!s) throw std::logic_error("parameter layout has no tensor " + name);
+    return arena + s->offset;
+}
+}  // namespace
+
+Weights bind_weights(const ModelConfig& cfg, const ParamLayout& L, float* a) {
+    Weights w;
+    w.embed = view(L, a, "model.embed_tokens.weight");
+    w.final_norm = view(L, a, "model.norm.weight");
+    w.lm_head = cfg.tie_word_embeddings ? nullptr : view(L, a, "lm_head.weight");
+    for (int l = 0; l < cfg.num_layers; ++l) {
+        std::string p = "model.layers." + std::to_string(l) + ".";
+        LayerWeights lw{};
+        lw.input_norm = view(L, a, p + "input_layernorm.weight");
+        lw.wq = view(L, a, p + "self_attn.q_proj.weight");
+        lw.wk = view(L, a, p + "self_attn.k_proj.weight");
+        lw.wv = view(L, a, p + "self_attn.v_proj.weight");
+        lw.wo = view(L, a, p + "self_attn.o_proj.weight");
+        lw.q_norm = view(L, a, p + "self_attn.q_norm.weight");
+        lw.k_norm = view(L, a, p + "self_attn.k_norm.weight");
+        lw.post_norm = view(L, a, p + "post_attention_layernorm.weight");
+        if (cfg.kind == ModelKind::dense) {
+            lw.w_gate = view(L, a, p + "mlp.gate_proj.weight");
+            lw.w_up = view(L, a, p + "mlp.up_proj.weight");
+            lw.w_down = view(L, a, p + "mlp.down_proj.weight");
+        } else {
+            lw.router = view(L, a, p + "mlp.gate.weight");
+            for (int e = 0; e < cfg.num_experts; ++e) {
+                std::string q = p + "mlp.experts." + std::to_string(e) + ".";
+                lw.e_gate.push_back(view(L, a, q + "gate_proj.weight"));
+                lw.e_up.push_back(view(L, a, q + "up_proj.weight"));
+                lw.e_down.push_back(view(L, a, q + "down_proj.weight"));
+            }
+        }
+        w.layers.push_back(std::move(lw));
+    }
+    return w;
+}
+
+uint64_t hash_u64(uint64_t seed, uint64_t a, uint64_t b) {
+    // splitmix64 over a mixed key: cheap, stateless, well distributed.
+    uint64_t z = seed * 0x9E3779B97F4A7C15ull ^ (a + 0x632BE59BD9B4E019ull) * 0xBF58476D1CE4E5B9ull ^
+                 (b + 0x85EBCA77C2B2AE63ull) * 0x94D049BB133111EBull;
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+double hash_uniform(uint64_t seed, uint64_t a, uint64_t b) {
+    return static_cast<double>(hash_u64(seed, a, b) >> 11) * 0x1.0p-53;
+}
+
+void init_params(const ModelConfig& cfg, const ParamLayout& L, float* arena, uint64_t seed) {
+    (void)cfg;
+    for (size_t i = 0; i < L.specs.size(); ++i) {
+        const ParamSpec& s = L.specs[i];
+        float* p = arena + s.offset;
+        if (s.shape.size() == 1) {  // RMSNorm weights
+            for (int64_t j = 0; j < s.numel; ++j) p[j] = 1.0f;
+            continue;
+        }
+        // Per-tensor stream keyed by its index, so adding a tensor never
+        // reshuffles the others.
+        std::mt19937_64 rng(hash_u64(seed, 0x1417, i));
+        std::normal_distribution<double> nd(0.0, 1.0);
+        // Embeddings at 2/sqrt(D): with the tied head, logits then have a
+        // standard deviation near 2, a distribution neither flat nor one-hot.
+        double std = 1.0 / std::sqrt(static_cast<double>(s.shape[0]));
+        if (!s.transposed) std = 2.0 / std::sqrt(static_cast<double>(s.shape[1]));
+        for (int64_t j = 0; j < s.numel; ++j) p[j] = static_cast<float>(nd(rng) * std);
+    }
+}
+
+void cast_params(std::vector<float>& out, const std::vector<float>& master, Dtype dtype) {
+    out = master;
+    round_buffer(out.data(), out.size(), dtype);
+}
+
+void tied_lm_head(std::vector<float>& out, const float* embed, int V, int D) {
+    out.resize(static_cast<size_t>(V) * D);
+    for (int v = 0; v < V; ++v)
+        for (int d = 0; d < D; ++d) out[static_cast<size_t>(d) * V + v] = embed[static_cast<size_t>(v) * D + d];
+}
+
+}  // namespace mlk

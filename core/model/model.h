@@ -1,0 +1,58 @@
+// Qwen3-style dense and Qwen3-MoE-style decoders on the kernels/ op set.
+// Parameters, gradients and AdamW moments each live in one flat arena laid
+// out by ParamLayout; `Weights` is the table of named views into any of them.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "core/model/params.h"
+#include "kernels/kernels.h"
+
+namespace mlk {
+
+// Named views into one arena (parameters, gradients, a rounded copy ...).
+struct LayerWeights {
+    float* input_norm;   // [D]
+    float* wq;           // [D, H*hd]
+    float* wk;           // [D, Hkv*hd]
+    float* wv;           // [D, Hkv*hd]
+    float* wo;           // [H*hd, D]
+    float* q_norm;       // [hd]
+    float* k_norm;       // [hd]
+    float* post_norm;    // [D]
+    float* w_gate;       // dense [D, F]
+    float* w_up;         // dense [D, F]
+    float* w_down;       // dense [F, D]
+    float* router;       // moe [D, E]
+    std::vector<float*> e_gate, e_up, e_down;  // moe, per expert [D,Fm], [D,Fm], [Fm,D]
+};
+
+struct Weights {
+    float* embed;       // [V, D]
+    std::vector<LayerWeights> layers;
+    float* final_norm;  // [D]
+    float* lm_head;     // [D, V]; nullptr when tied to embed
+};
+
+Weights bind_weights(const ModelConfig& cfg, const ParamLayout& layout, float* arena);
+
+// Deterministic initialisation from a seed: RMSNorm weights 1, embeddings
+// N(0, 4/D), linear weights N(0, 1/fan_in), so a tiny random model has
+// non-trivial logits and router preferences.
+void init_params(const ModelConfig& cfg, const ParamLayout& layout, float* arena, uint64_t seed);
+
+// A copy of the parameters rounded to a storage precision (what an engine
+// computes with). For f32 it is a plain copy.
+void cast_params(std::vector<float>& out, const std::vector<float>& master, Dtype dtype);
+
+// lm_head as [D,V] for the tied case: a transposed copy of the embedding.
+void tied_lm_head(std::vector<float>& out, const float* embed, int V, int D);
+
+// Counter-based random numbers: the same (seed, a, b) always gives the same
+// value, whatever the batch composition or thread count.
+uint64_t hash_u64(uint64_t seed, uint64_t a, uint64_t b = 0);
+double hash_uniform(uint64_t seed, uint64_t a, uint64_t b = 0);  // [0, 1)
+
+}  // namespace mlk

@@ -1,0 +1,143 @@
+#include "core/rl/base_policy.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/model/checkpoint.h"
+#include "core/model/model.h"
+#include "core/rl/optim.h"
+#include "core/engines/rollout_engine.h"
+#include "core/engines/train_engine.h"
+#include "core/model/vocab.h"
+
+namespace mlk {
+
+namespace fs = std::filesystem;
+
+std::string default_cache_dir() {
+    if (const char* d = std::getenv("MLK_CACHE_DIR"); d && *d) return d;
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/mismatch-lab";
+    if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/mismatch-lab";
+    return (fs::temp_directory_path() / "mismatch-lab").string();
+}
+
+std::string base_policy_key(const Config& c) {
+    // Everything that changes the weights goes into the key; the readable
+    // prefix helps a person find it, the hash makes it exact.
+    nlohmann::json k = {{"task", enum_name(c.task.name)}, {"length", c.task.length},
+                        {"model", model_config_of(c).preset_name()}, {"seed", c.seed},
+                        {"base", config_to_json(c)["base"]}, {"format", 1}};
+    const std::string s = k.dump();
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+    return "base-" + std::string(enum_name(c.task.name)) + std::to_string(c.task.length) + "-" +
+           model_config_of(c).preset_name() + "-s" + std::to_string(c.seed) + "-" + std::string(hex, 8);
+}
+
+double evaluate_policy(const Config& cfg, const std::vector<float>& params, const Task& task, int n) {
+    ModelConfig m = model_config_of(cfg);
+    std::vector<Prompt> eval = task.eval_set((size_t)n);
+    std::vector<std::vector<int32_t>> prompts;
+    for (const auto& p : eval) prompts.push_back(p.tokens);
+    RolloutEngine roll(m);
+    roll.load_weights(params, cfg.rollout.precision);
+    SamplingParams sp{(float)cfg.rollout.temperature, cfg.rollout.top_k, (float)cfg.rollout.top_p};
+    const Family fam = cfg.kernels.batch_invariant ? Family::batch_invariant : Family::fast;
+    RolloutResult r = roll.generate(fam, prompts, task.max_answer_tokens() + 1, sp,
+                                    hash_u64((uint64_t)cfg.seed, 0xe7a1), cfg.rollout.max_batch);
+    double sum = 0;
+    for (size_t i = 0; i < eval.size(); ++i) {
+        const auto& s = r.sequences[i];
+        std::vector<int32_t> resp(s.tokens.begin() + s.prompt_len, s.tokens.end());
+        sum += task.reward(eval[i], resp, cfg.task.partial_credit);
+    }
+    return eval.empty() ? 0.0 : sum / (double)eval.size();
+}
+
+BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
+                            const std::function<void(const BaseProgress&)>& progress,
+                            const std::atomic<bool>* cancel) {
+    BasePolicy out;
+    out.path = (fs::path(cache_dir) / base_policy_key(cfg)).string();
+    ModelConfig m = model_config_of(cfg);
+    ParamLayout layout = make_param_layout(m);
+    if (fs::exists(fs::path(out.path) / "model.safetensors")) {
+        try {
+            LoadedCheckpoint ck = load_checkpoint(out.path);
+            if ((int64_t)ck.params.size() == layout.total) {
+                out.params = std::move(ck.params);
+                out.eval_reward = ck.metadata.value("eval_reward", 0.0);
+                out.sft_steps = ck.metadata.value("sft_steps", 0);
+                out.from_cache = true;
+                return out;
+            }
+        } catch (const std::exception&) {
+            // A damaged cache entry is rebuilt below, not trusted.
+        }
+    }
+
+    auto task = make_task(enum_name(cfg.task.name), cfg.task.length);
+    out.params.assign(layout.total, 0.0f);
+    init_params(m, layout, out.params.data(), (uint64_t)cfg.seed);
+    TrainEngine train(m);
+    AdamW opt;
+    AdamWSettings as;
+    as.lr = cfg.base.lr;
+    as.grad_clip = 1.0;
+    std::vector<float> grads;
+    const int bs = cfg.base.batch_size;
+    const uint64_t stream = hash_u64((uint64_t)cfg.seed, 0xba5e);
+    BaseProgress pr;
+    pr.total = cfg.base.sft_steps;
+    int step = 0;
+    for (; step < cfg.base.sft_steps; ++step) {
+        if (cancel && cancel->load()) throw std::runtime_error("base-policy warm-up cancelled");
+        std::vector<std::vector<int32_t>> seqs;
+        std::vector<int32_t> prompt_lens;
+        for (int i = 0; i < bs; ++i) {
+            Prompt p = task->sample(stream, (uint64_t)step * bs + i);
+            std::vector<int32_t> s = p.tokens, tgt = task->target(p);
+            prompt_lens.push_back((int)s.size());
+            s.insert(s.end(), tgt.begin(), tgt.end());
+            seqs.push_back(std::move(s));
+        }
+        const SeqBatch b = make_seq_batch(seqs, prompt_lens);
+        const TrainForward& f = train.forward(Exec{Family::fast, Dtype::f32}, out.params, b, 1.0f, nullptr);
+        // Cross-entropy on the answer tokens only: mean over them.
+        std::vector<float> dlogp((size_t)bs * b.T, 0.0f);
+        int n = 0;
+        for (int i = 0; i < bs; ++i) n += b.lengths[i] - b.prompt_lens[i];
+        double loss = 0;
+        for (int i = 0; i < bs; ++i)
+            for (int t = b.prompt_lens[i]; t < b.lengths[i]; ++t) {
+                loss -= f.logp[(size_t)i * b.T + t];
+                dlogp[(size_t)i * b.T + t] = -1.0f / (float)n;
+            }
+        grads.assign(layout.total, 0.0f);
+        train.backward(grads, dlogp);
+        opt.update(out.params, grads, as, as.lr);
+        pr.step = step + 1;
+        pr.loss = loss / n;
+        const bool eval_now = (step + 1) % 25 == 0 || step + 1 == cfg.base.sft_steps;
+        if (eval_now) {
+            pr.eval_reward = evaluate_policy(cfg, out.params, *task, 64);
+            out.eval_reward = pr.eval_reward;
+        }
+        if (progress) progress(pr);
+        if (eval_now && pr.eval_reward >= cfg.base.target_reward) {
+            ++step;
+            break;
+        }
+    }
+    if (cfg.base.sft_steps == 0) out.eval_reward = evaluate_policy(cfg, out.params, *task, 64);
+    out.sft_steps = step;
+    fs::create_directories(cache_dir);
+    save_checkpoint(out.path, m, layout, out.params.data(),
+                    {{"eval_reward", out.eval_reward}, {"sft_steps", out.sft_steps}, {"key", base_policy_key(cfg)}});
+    return out;
+}
+
+}  // namespace mlk

@@ -1,0 +1,48 @@
+// The base policy: a supervised warm-up that brings a fresh model to partial
+// competence on the task (like a base model before RL), cached as a
+// checkpoint keyed by everything that shapes it, so a second run starts at once.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/rl/tasks.h"
+
+namespace mlk {
+
+struct BaseProgress {
+    int step = 0, total = 0;
+    double loss = 0;
+    double eval_reward = -1;  // -1 until the first evaluation
+};
+
+struct BasePolicy {
+    std::vector<float> params;
+    double eval_reward = 0;  // mean reward on the held-out set when it was made
+    int sft_steps = 0;       // steps it took
+    bool from_cache = false;
+    std::string path;        // the cached checkpoint directory
+};
+
+// $MLK_CACHE_DIR, else $XDG_CACHE_HOME/mismatch-lab, else ~/.cache/mismatch-lab.
+std::string default_cache_dir();
+
+// Directory name of the cached base policy for this configuration.
+std::string base_policy_key(const Config& cfg);
+
+// Loads the cached base policy or trains it: next-token cross-entropy on the
+// task's reference answers, AdamW (base.lr), batches of base.batch_size,
+// evaluated every 25 steps on the held-out set; stops at base.sft_steps or as
+// soon as the held-out reward reaches base.target_reward. cancel may be null.
+BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
+                            const std::function<void(const BaseProgress&)>& progress,
+                            const std::atomic<bool>* cancel = nullptr);
+
+// Mean reward of `params` on the first n prompts of the held-out set,
+// sampled as the rollout engine would (rollout settings, one sample each).
+double evaluate_policy(const Config& cfg, const std::vector<float>& params, const Task& task, int n);
+
+}  // namespace mlk

@@ -1,0 +1,94 @@
+#include "core/rl/measure.h"
+
+#include <chrono>
+#include <cstring>
+
+namespace mlk {
+
+TokenView gather_tokens(const RolloutResult& roll, const SeqBatch& batch, const TrainForward& train,
+                        LogprobSource source) {
+    TokenView v;
+    v.seq_offsets.push_back(0);
+    for (int i = 0; i < batch.B; ++i) {
+        const RolloutSequence& s = roll.sequences[i];
+        for (size_t j = 0; j < s.lp_processed.size(); ++j) {
+            const int pos = s.prompt_len + (int)j;
+            const size_t at = (size_t)i * batch.T + pos;
+            v.lp_roll_processed.push_back(s.lp_processed[j]);
+            v.lp_roll_raw.push_back(s.lp_raw[j]);
+            v.lp_roll.push_back(source == LogprobSource::raw ? s.lp_raw[j] : s.lp_processed[j]);
+            v.lp_train.push_back(train.logp[at]);
+            v.entropy.push_back(train.entropy[at]);
+            v.valid.push_back(1);
+            v.token.push_back(s.tokens[pos]);
+            v.pos.push_back(pos);
+            v.seq.push_back(i);
+        }
+        v.seq_offsets.push_back((int)v.lp_roll.size());
+    }
+    return v;
+}
+
+RouterDiff routing_diff(const RolloutResult& roll, const SeqBatch& batch, const TrainForward& train, int layers,
+                        int k) {
+    std::vector<int32_t> rollout_ids, train_ids;
+    std::vector<uint8_t> valid;
+    std::vector<int> offsets{0};
+    for (int i = 0; i < batch.B; ++i) {
+        const RolloutSequence& s = roll.sequences[i];
+        for (size_t pos = 0; pos < s.tokens.size(); ++pos) {
+            bool routed = s.expert_ids[0][pos * k] >= 0;
+            for (int l = 0; l < layers; ++l)
+                for (int j = 0; j < k; ++j) {
+                    rollout_ids.push_back(s.expert_ids[l][pos * k + j]);
+                    train_ids.push_back(train.used_expert_ids[l][((size_t)i * batch.T + pos) * k + j]);
+                }
+            valid.push_back(routed ? 1 : 0);
+        }
+        offsets.push_back((int)valid.size());
+    }
+    return router_diff(rollout_ids, train_ids, valid, valid.size(), layers, k, offsets);
+}
+
+Family kernel_family(const Config& cfg) {
+    return cfg.kernels.batch_invariant ? Family::batch_invariant : Family::fast;
+}
+
+Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& train, const std::vector<float>& params,
+                    const std::vector<std::vector<int32_t>>& inputs, uint64_t sample_seed,
+                    const std::function<void(MeasurePhase)>& on_phase) {
+    using Clock = std::chrono::steady_clock;
+    const auto ms_since = [](Clock::time_point t0) {
+        return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    };
+    const ModelConfig& model = train.config();
+    const bool moe = model.kind == ModelKind::moe;
+    const int L = model.num_layers, k = model.num_experts_per_tok;
+    const Family fam = kernel_family(cfg);
+    Measurement m;
+
+    if (on_phase) on_phase(MeasurePhase::rollout);
+    auto t0 = Clock::now();
+    rollout.load_weights(params, cfg.rollout.precision);
+    const SamplingParams sp{(float)cfg.rollout.temperature, cfg.rollout.top_k, (float)cfg.rollout.top_p};
+    m.roll = rollout.generate(fam, inputs, cfg.rollout.max_new_tokens, sp, sample_seed, cfg.rollout.max_batch);
+    m.rollout_ms = ms_since(t0);
+
+    if (on_phase) on_phase(MeasurePhase::recompute);
+    t0 = Clock::now();
+    m.batch = to_seq_batch(m.roll);
+    if (moe && cfg.moe.routing_replay == RoutingReplay::R3) m.replay = replay_table(m.roll, m.batch.T, L, k);
+    m.train = train.forward(Exec{fam, cfg.train.precision}, params, m.batch, 1.0f / (float)cfg.rollout.temperature,
+                            m.replay.empty() ? nullptr : &m.replay);
+    m.recompute_ms = ms_since(t0);
+
+    m.tokens = gather_tokens(m.roll, m.batch, m.train, cfg.rollout.logprobs);
+    m.mismatch = mismatch_metrics(m.tokens.lp_train, m.tokens.lp_roll, m.tokens.valid, m.tokens.seq_offsets);
+    if (moe) m.router = routing_diff(m.roll, m.batch, m.train, L, k);
+    m.bitwise_equal = !m.tokens.lp_roll.empty() &&
+                      std::memcmp(m.tokens.lp_roll.data(), m.tokens.lp_train.data(),
+                                  m.tokens.lp_roll.size() * sizeof(float)) == 0;
+    return m;
+}
+
+}  // namespace mlk

@@ -1,0 +1,60 @@
+// The measurement half of an RL step, shared by `probe` and RlSession: roll
+// out a batch with the rollout engine, recompute it with the training engine
+// (R3 replays the rollout's routes), and measure the mismatch between the two.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/config/settings.h"
+#include "core/engines/rollout_engine.h"
+#include "core/engines/train_engine.h"
+#include "core/metrics/mismatch.h"
+
+namespace mlk {
+
+// Response tokens of a rollout in the flat layout of core/metrics/mismatch.h,
+// next to the training log-probs of the same tokens.
+struct TokenView {
+    std::vector<int> seq_offsets;          // S+1
+    std::vector<float> lp_roll, lp_train;  // lp_roll per rollout.logprobs
+    std::vector<float> lp_roll_processed, lp_roll_raw, entropy;
+    std::vector<uint8_t> valid;
+    std::vector<int32_t> token, pos, seq;  // for dumps and drill-down
+};
+TokenView gather_tokens(const RolloutResult& roll, const SeqBatch& batch, const TrainForward& train,
+                        LogprobSource source);
+
+// Router diff over every position the rollout routed (prompt and response
+// tokens it fed to the model): rollout top-k vs the experts the training
+// engine used, so R3 brings it to zero.
+RouterDiff routing_diff(const RolloutResult& roll, const SeqBatch& batch, const TrainForward& train, int layers,
+                        int k);
+
+struct Measurement {
+    RolloutResult roll;
+    SeqBatch batch;                             // the rollout as the trainer sees it
+    std::vector<std::vector<int32_t>> replay;   // R3 table, [L][B*T*k]; empty without R3
+    TrainForward train;                         // the recompute (the "old" policy)
+    TokenView tokens;
+    MismatchMetrics mismatch;
+    RouterDiff router;                          // empty for dense models
+    bool bitwise_equal = false;  // every training log-prob equals its rollout log-prob bit for bit
+    double rollout_ms = 0, recompute_ms = 0;
+};
+
+enum class MeasurePhase { rollout, recompute };
+
+// inputs: one prompt per sequence. sample_seed keys the sampler. The rollout
+// engine gets `params` cast to rollout.precision; the training engine
+// computes in train.precision. The training engine keeps the recompute's
+// activations, so a backward may follow directly.
+Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& train, const std::vector<float>& params,
+                    const std::vector<std::vector<int32_t>>& inputs, uint64_t sample_seed,
+                    const std::function<void(MeasurePhase)>& on_phase = {});
+
+// The kernel family the configuration asks for.
+Family kernel_family(const Config& cfg);
+
+}  // namespace mlk

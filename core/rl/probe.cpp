@@ -1,0 +1,82 @@
+#include "core/rl/probe.h"
+
+#include "core/model/params.h"
+#include "core/rl/tasks.h"
+
+namespace mlk {
+
+ProbeResult run_probe(const Config& cfg, const std::vector<float>& params) {
+    ProbeResult r;
+    r.model = model_config_of(cfg);
+    auto task = make_task(enum_name(cfg.task.name), cfg.task.length);
+    std::vector<std::vector<int32_t>> prompts;
+    for (int p = 0; p < cfg.rl.prompts_per_step; ++p) {
+        Prompt pr = task->sample((uint64_t)cfg.seed, (uint64_t)p);
+        for (int n = 0; n < cfg.rl.samples_per_prompt; ++n) prompts.push_back(pr.tokens);
+    }
+    if (cfg.kernels.threads > 0) set_num_threads(cfg.kernels.threads);
+    RolloutEngine rollout(r.model);
+    TrainEngine train(r.model);
+    static_cast<Measurement&>(r) = measure(cfg, rollout, train, params, prompts, hash_u64((uint64_t)cfg.seed, 0x9a0be));
+    return r;
+}
+
+nlohmann::json probe_summary_json(const ProbeResult& r) {
+    const MismatchMetrics& m = r.mismatch;
+    nlohmann::json j;
+    j["k3_kl"] = m.k3_kl;
+    j["kl"] = m.kl;
+    j["logp_abs_diff_mean"] = m.logp_abs_diff_mean;
+    j["logp_abs_diff_max"] = m.logp_abs_diff_max;
+    j["F@1.1"] = m.f_1_1;
+    j["F@1.5"] = m.f_1_5;
+    j["F@2"] = m.f_2;
+    j["F@5"] = m.f_5;
+    j["F@10"] = m.f_10;
+    j["router_diff_router"] = r.router.router_level;
+    j["router_diff_token"] = r.router.token_level;
+    j["router_diff_sequence"] = r.router.sequence_level;
+    j["tokens"] = m.num_valid_tokens;
+    j["bitwise_equal"] = r.bitwise_equal;
+    return j;
+}
+
+nlohmann::json probe_dump_json(const ProbeResult& r) {
+    const TokenView& t = r.tokens;
+    const bool moe = r.model.kind == ModelKind::moe;
+    const int k = r.model.num_experts_per_tok;
+    nlohmann::json tokens = nlohmann::json::array();
+    for (size_t i = 0; i < t.lp_roll.size(); ++i) {
+        nlohmann::json e{{"seq", t.seq[i]},
+                         {"pos", t.pos[i]},
+                         {"token", t.token[i]},
+                         {"lp_rollout_processed", t.lp_roll_processed[i]},
+                         {"lp_rollout_raw", t.lp_roll_raw[i]},
+                         {"lp_train", t.lp_train[i]}};
+        if (moe) {
+            nlohmann::json ro = nlohmann::json::array(), tr = nlohmann::json::array();
+            const size_t row = (size_t)t.seq[i] * r.batch.T + t.pos[i];
+            for (int l = 0; l < r.model.num_layers; ++l) {
+                const auto& ids = r.roll.sequences[t.seq[i]].expert_ids[l];
+                ro.push_back(std::vector<int32_t>(ids.begin() + (size_t)t.pos[i] * k, ids.begin() + (size_t)(t.pos[i] + 1) * k));
+                const auto& used = r.train.used_expert_ids[l];
+                tr.push_back(std::vector<int32_t>(used.begin() + row * k, used.begin() + (row + 1) * k));
+            }
+            e["experts_rollout"] = ro;  // [layer][k]; -1 = never fed (last token)
+            e["experts_train"] = tr;
+        }
+        tokens.push_back(std::move(e));
+    }
+    nlohmann::json seqs = nlohmann::json::array();
+    for (const auto& s : r.roll.sequences)
+        seqs.push_back({{"prompt_len", s.prompt_len}, {"tokens", s.tokens}, {"finished_by_eos", s.finished_by_eos}});
+    return {{"format", "mismatch-lab-probe-dump/1"},
+            {"model", r.model.preset_name()},
+            {"layers", moe ? r.model.num_layers : 0},
+            {"experts_per_token", moe ? k : 0},
+            {"sequences", seqs},
+            {"tokens", tokens},
+            {"summary", probe_summary_json(r)}};
+}
+
+}  // namespace mlk

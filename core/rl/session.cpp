@@ -1,0 +1,289 @@
+#include "core/rl/session.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "core/model/checkpoint.h"
+#include "core/model/vocab.h"
+#include "core/rl/advantage.h"
+#include "core/rl/policy_loss.h"
+
+namespace mlk {
+
+const char* phase_name(Phase p) {
+    switch (p) {
+        case Phase::warmup: return "base-policy warm-up";
+        case Phase::rollout: return "rollout";
+        case Phase::recompute: return "recompute";
+        case Phase::training: return "training";
+        case Phase::saving: return "saving";
+    }
+    return "?";
+}
+
+std::string run_checkpoint_root(const std::string& db_path, int64_t run_id) {
+    return db_path + ".ckpt/run-" + std::to_string(run_id);
+}
+
+double RlSession::metric(const StepRecord& r, const std::string& name) {
+    for (const auto& [n, v] : r.metrics)
+        if (n == name) return v;
+    return std::numeric_limits<double>::quiet_NaN();
+}
+
+RlSession::RlSession(const Config& cfg, std::vector<float> params, Store* store, int64_t run_id,
+                     std::string ckpt_root, int64_t first_step, AdamW optimizer)
+    : cfg_(cfg),
+      model_(model_config_of(cfg)),
+      layout_(make_param_layout(model_)),
+      task_(make_task(enum_name(cfg.task.name), cfg.task.length)),
+      params_(std::move(params)),
+      opt_(std::move(optimizer)),
+      rollout_(model_),
+      train_(model_),
+      store_(store),
+      run_id_(run_id),
+      ckpt_root_(std::move(ckpt_root)),
+      next_step_(first_step) {
+    if ((int64_t)params_.size() != layout_.total)
+        throw std::invalid_argument("RL session: parameters do not match model " + model_.preset_name());
+}
+
+void RlSession::checkpoint() {
+    if (next_step_ == 0) return;
+    const int64_t step = next_step_ - 1;
+    const std::string dir = ckpt_root_ + "/step-" + std::to_string(step);
+    OptimizerState st{opt_.step, opt_.m, opt_.v};
+    save_checkpoint(dir, model_, layout_, params_.data(), {{"step", step}, {"run_id", run_id_}},
+                    opt_.m.empty() ? nullptr : &st);
+    if (store_) store_->add_checkpoint(run_id_, step, dir);
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// Rows [s0, s1) of a per-layer [B*T*k] routing table.
+std::vector<std::vector<int32_t>> sub_table(const std::vector<std::vector<int32_t>>& t, int s0, int s1, int T, int k) {
+    std::vector<std::vector<int32_t>> o;
+    for (const auto& layer : t) o.emplace_back(layer.begin() + (size_t)s0 * T * k, layer.begin() + (size_t)s1 * T * k);
+    return o;
+}
+
+// The response-token log-probs of every sequence of a training forward.
+std::vector<float> response_logp(const TrainForward& f, const SeqBatch& b) {
+    std::vector<float> out;
+    for (int i = 0; i < b.B; ++i)
+        for (int t = b.prompt_lens[i]; t < b.lengths[i]; ++t) out.push_back(f.logp[(size_t)i * b.T + t]);
+    return out;
+}
+
+template <class T>
+std::vector<T> slice(const std::vector<T>& v, int a, int b) {
+    return std::vector<T>(v.begin() + a, v.begin() + b);
+}
+
+}  // namespace
+
+StepRecord RlSession::step(const std::function<void(Phase)>& on_phase) {
+    const auto phase = [&](Phase p) {
+        if (on_phase) on_phase(p);
+    };
+    if (cfg_.kernels.threads > 0) set_num_threads(cfg_.kernels.threads);
+    const int64_t step = next_step_;
+    const auto t_step = Clock::now();
+
+    const std::vector<Prompt> prompts = sample_prompts(step);
+    std::vector<std::vector<int32_t>> inputs;
+    for (const Prompt& p : prompts)
+        for (int j = 0; j < cfg_.rl.samples_per_prompt; ++j) inputs.push_back(p.tokens);
+    const Measurement m =
+        measure(cfg_, rollout_, train_, params_, inputs, hash_u64((uint64_t)cfg_.seed, 0x9a0be, (uint64_t)step),
+                [&](MeasurePhase p) { phase(p == MeasurePhase::rollout ? Phase::rollout : Phase::recompute); });
+    const Scores scores = score(prompts, m.roll);
+    // recompute = standard PPO: no correction applied; the ratios are still reported.
+    const CorrectionResult corr =
+        compute_correction(correction_settings(), m.tokens.lp_train, m.tokens.lp_roll, m.tokens.valid,
+                           m.tokens.seq_offsets);
+    phase(Phase::training);
+    const TrainOutcome trained = train_policy(m, scores, corr);
+
+    phase(Phase::saving);
+    const StepRecord rec = record(step, prompts, m, scores, corr, trained, ms_since(t_step));
+    if (store_) store_->append_step(run_id_, rec);
+    ++next_step_;
+    if (next_step_ % cfg_.run.checkpoint_every == 0) checkpoint();
+    return rec;
+}
+
+std::vector<Prompt> RlSession::sample_prompts(int64_t step) const {
+    const int B = cfg_.rl.prompts_per_step;
+    const uint64_t prompt_stream = hash_u64((uint64_t)cfg_.seed, 0x5eed);
+    std::vector<Prompt> prompts;
+    for (int p = 0; p < B; ++p) prompts.push_back(task_->sample(prompt_stream, (uint64_t)step * B + p));
+    return prompts;
+}
+
+RlSession::Scores RlSession::score(const std::vector<Prompt>& prompts, const RolloutResult& roll) const {
+    const int n = cfg_.rl.samples_per_prompt, S = (int)roll.sequences.size();
+    Scores s;
+    s.rewards.resize(S);
+    s.exact.resize(S);
+    double resp_len = 0;
+    for (int i = 0; i < S; ++i) {
+        const auto& seq = roll.sequences[i];
+        std::vector<int32_t> resp(seq.tokens.begin() + seq.prompt_len, seq.tokens.end());
+        s.rewards[i] = task_->reward(prompts[i / n], resp, cfg_.task.partial_credit);
+        s.exact[i] = task_->reward(prompts[i / n], resp, false) == 1.0 ? 1.0 : 0.0;
+        resp_len += (double)resp.size();
+    }
+    s.mean_length = resp_len / S;
+    AdvantageSettings as;
+    as.estimator = cfg_.rl.estimator;
+    as.group_size = n;
+    as.grpo_std_normalize = cfg_.rl.grpo_std_norm;
+    s.advantages = compute_advantages(s.rewards, as);
+    return s;
+}
+
+CorrectionSettings RlSession::correction_settings() const {
+    return cfg_.rl.old_policy == OldPolicyMode::recompute ? CorrectionSettings{} : cfg_.correction;
+}
+
+// Mini-steps over contiguous slices of whole prompt groups. The first uses the
+// recompute's activations; later ones run a forward of their own (the policy
+// has moved: off-policy). In bypass mode the weights follow the current policy.
+RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scores& scores,
+                                                const CorrectionResult& corr) {
+    const auto t0 = Clock::now();
+    const int B = cfg_.rl.prompts_per_step, n = cfg_.rl.samples_per_prompt, k = model_.num_experts_per_tok;
+    const TokenView& tv = m.tokens;
+    const bool bypass = cfg_.rl.old_policy == OldPolicyMode::bypass;
+    const std::vector<float>& lp_anchor = bypass ? tv.lp_roll : tv.lp_train;
+    const Exec train_ex{kernel_family(cfg_), cfg_.train.precision};
+    const float inv_temp = 1.0f / (float)cfg_.rollout.temperature;
+    const PolicyLossSettings pls{cfg_.rl.loss, cfg_.rl.eps_low, cfg_.rl.eps_high, cfg_.rl.gspo_eps_low,
+                                 cfg_.rl.gspo_eps_high, cfg_.rl.loss_agg};
+    const AdamWSettings aw{cfg_.optim.lr,           cfg_.optim.beta1,        cfg_.optim.beta2,
+                           cfg_.optim.eps,          cfg_.optim.weight_decay, cfg_.optim.grad_clip};
+    const int mini = std::min(cfg_.rl.mini_steps, B);
+    double loss_sum = 0, clip_sum = 0, norm_sum = 0, kl_sum = 0, lr_used = 0;
+    for (int ms = 0; ms < mini; ++ms) {
+        const int s0 = (int)((int64_t)B * ms / mini) * n, s1 = (int)((int64_t)B * (ms + 1) / mini) * n;
+        const int t0i = tv.seq_offsets[s0], t1i = tv.seq_offsets[s1];
+        const SeqBatch mb = mini == 1 ? m.batch : sub_batch(m.batch, s0, s1);
+        const TrainForward* fwd = &m.train;
+        if (mini > 1) {
+            std::vector<std::vector<int32_t>> replay;
+            if (!m.replay.empty()) replay = sub_table(m.replay, s0, s1, m.batch.T, k);
+            fwd = &train_.forward(train_ex, params_, mb, inv_temp, replay.empty() ? nullptr : &replay);
+        }
+        const std::vector<float> lp_theta = response_logp(*fwd, mb);
+        std::vector<int> offs = slice(tv.seq_offsets, s0, s1 + 1);
+        for (int& o : offs) o -= t0i;
+        std::vector<double> w = slice(corr.weights, t0i, t1i);
+        std::vector<uint8_t> keep = slice(corr.keep, t0i, t1i);
+        if (bypass && ms > 0) {
+            const std::span<const float> roll_lp(tv.lp_roll.data() + t0i, t1i - t0i);
+            CorrectionResult c = compute_correction(correction_settings(), lp_theta, roll_lp,
+                                                    slice(tv.valid, t0i, t1i), offs);
+            w = std::move(c.weights);
+            keep = std::move(c.keep);
+        }
+        const std::span<const float> anchor(lp_anchor.data() + t0i, t1i - t0i);
+        const std::span<const double> adv(scores.advantages.data() + s0, s1 - s0);
+        const PolicyLossResult pl = policy_loss(pls, lp_theta, anchor, adv, w, keep, offs);
+        std::vector<float> dlogp((size_t)mb.B * mb.T, 0.0f);
+        size_t ti = 0;
+        for (int i = 0; i < mb.B; ++i)
+            for (int t = mb.prompt_lens[i]; t < mb.lengths[i]; ++t) dlogp[(size_t)i * mb.T + t] = (float)pl.grad[ti++];
+        grads_.assign(layout_.total, 0.0f);
+        train_.backward(grads_, dlogp);
+        lr_used = warmup_lr(cfg_.optim.lr, cfg_.optim.warmup_steps, opt_.step);
+        norm_sum += opt_.update(params_, grads_, aw, lr_used);
+        loss_sum += pl.loss;
+        clip_sum += pl.clip_fraction;
+        kl_sum += pl.ppo_kl;
+    }
+    return {loss_sum / mini, clip_sum / mini, norm_sum / mini, kl_sum / mini, lr_used, ms_since(t0)};
+}
+
+StepRecord RlSession::record(int64_t step, const std::vector<Prompt>& prompts, const Measurement& m,
+                             const Scores& scores, const CorrectionResult& corr, const TrainOutcome& trained,
+                             double step_ms) const {
+    const int B = cfg_.rl.prompts_per_step, n = cfg_.rl.samples_per_prompt, S = B * n;
+    const bool moe = model_.kind == ModelKind::moe;
+    const TokenView& tv = m.tokens;
+    const MismatchMetrics& mm = m.mismatch;
+    const RouterDiff& rd = m.router;
+    const CorrectionStats& cs = corr.stats;
+    double rmean = 0, rvar = 0, acc = 0, ent = 0;
+    for (int i = 0; i < S; ++i) {
+        rmean += scores.rewards[i] / S;
+        acc += scores.exact[i] / S;
+    }
+    for (int i = 0; i < S; ++i) rvar += (scores.rewards[i] - rmean) * (scores.rewards[i] - rmean) / S;
+    for (float e : tv.entropy) ent += e;
+    if (!tv.entropy.empty()) ent /= (double)tv.entropy.size();
+    double total_tokens = 0;
+    for (int l : m.batch.lengths) total_tokens += l;
+
+    StepMetrics v;
+    v.reward_mean = rmean, v.reward_std = std::sqrt(rvar), v.accuracy = acc, v.response_length = scores.mean_length;
+    v.k3_kl = mm.k3_kl, v.kl = mm.kl, v.logp_abs_diff_mean = mm.logp_abs_diff_mean;
+    v.logp_abs_diff_max = mm.logp_abs_diff_max;
+    v.f_1_1 = mm.f_1_1, v.f_1_5 = mm.f_1_5, v.f_2 = mm.f_2, v.f_5 = mm.f_5, v.f_10 = mm.f_10;
+    v.chi2_token = mm.chi2_token, v.chi2_seq = mm.chi2_seq;
+    v.training_ppl = mm.training_ppl, v.rollout_ppl = mm.rollout_ppl, v.log_ppl_diff = mm.log_ppl_diff;
+    v.log_ppl_abs_diff = mm.log_ppl_abs_diff, v.ppl_ratio = mm.ppl_ratio;
+    v.ess = cs.ess, v.is_weight_mean = cs.is_weight_mean, v.is_weight_min = cs.is_weight_min;
+    v.is_weight_max = cs.is_weight_max;
+    v.truncated_fraction = cs.truncated_high_fraction, v.truncated_low_fraction = cs.truncated_low_fraction;
+    v.masked_fraction = cs.masked_fraction, v.rejected_token_fraction = cs.rejected_token_fraction;
+    v.rejected_seq_fraction = cs.rejected_seq_fraction, v.vetoed_seq_fraction = cs.vetoed_seq_fraction;
+    v.kept_token_fraction = cs.kept_token_fraction;
+    v.entropy = ent, v.grad_norm = trained.grad_norm, v.policy_loss = trained.loss;
+    v.clip_fraction = trained.clip_fraction, v.ppo_kl = trained.ppo_kl;
+    v.router_diff_router = rd.router_level, v.router_diff_token = rd.token_level;
+    v.router_diff_sequence = rd.sequence_level;
+    v.lr = trained.lr;
+    v.rollout_ms = m.rollout_ms, v.recompute_ms = m.recompute_ms, v.train_ms = trained.ms;
+    v.tokens_per_s = step_ms > 0 ? total_tokens / (step_ms / 1000.0) : 0.0;
+
+    StepRecord rec;
+    rec.step = step;
+    rec.metrics = to_named_values(v);
+    // A bounded, evenly strided sample of token pairs for the scatter plot.
+    const size_t N = tv.lp_roll.size(), cap = 1024;
+    const size_t stride = N > cap ? (N + cap - 1) / cap : 1;
+    for (size_t i = 0, idx = 0; i < N; i += stride, ++idx)
+        rec.token_samples.push_back({(int32_t)idx, tv.lp_roll[i], tv.lp_train[i], tv.seq[i],
+                                     tv.pos[i] - m.batch.prompt_lens[tv.seq[i]], tv.token[i]});
+    for (size_t i = 0; i < mm.f_grid.size(); ++i) rec.ft_curve.push_back({mm.f_grid[i], mm.f_curve[i]});
+    for (size_t d = 0; d < rd.histogram.size(); ++d) rec.router_hist.push_back({(int32_t)d, (int64_t)rd.histogram[d]});
+
+    // Text samples: the first sample of up to four prompts, every token with
+    // both log-probs and the number of router flips at its position.
+    std::vector<int> rd_offset(S + 1, 0);  // routing_diff walks every position of every sequence
+    for (int i = 0; i < S; ++i) rd_offset[i + 1] = rd_offset[i] + (int)m.roll.sequences[i].tokens.size();
+    for (int p = 0; p < std::min(B, 4); ++p) {
+        const int i = p * n;
+        const auto& s = m.roll.sequences[i];
+        nlohmann::json toks = nlohmann::json::array();
+        for (int t = tv.seq_offsets[i]; t < tv.seq_offsets[i + 1]; ++t) {
+            const int flips = moe ? rd.per_token_sum[rd_offset[i] + tv.pos[t] - 1] : 0;  // routing that predicted it
+            toks.push_back({{"id", tv.token[t]},
+                            {"text", Vocab::token_text(tv.token[t])},
+                            {"lp_roll", tv.lp_roll[t]},
+                            {"lp_train", tv.lp_train[t]},
+                            {"flips", flips}});
+        }
+        std::vector<int32_t> resp(s.tokens.begin() + s.prompt_len, s.tokens.end());
+        rec.text_samples.push_back({p, prompts[p].text, Vocab::decode(resp), scores.rewards[i], toks.dump()});
+    }
+    return rec;
+}
+
+}  // namespace mlk

@@ -1,0 +1,81 @@
+// One RL experiment: each step samples prompts, measures the rollout against
+// the training recompute (core/rl/measure.h), scores the responses, computes
+// correction weights, runs the mini-steps, and records the step in one store
+// transaction (shared/DESIGN.md, "One RL step").
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/settings.h"
+#include "core/engines/rollout_engine.h"
+#include "core/engines/train_engine.h"
+#include "core/metrics/catalogue.h"
+#include "core/rl/correction.h"
+#include "core/rl/measure.h"
+#include "core/rl/optim.h"
+#include "core/rl/tasks.h"
+#include "core/store/store.h"
+
+namespace mlk {
+
+enum class Phase { warmup, rollout, recompute, training, saving };
+const char* phase_name(Phase p);
+
+class RlSession {
+public:
+    // params: the starting policy (base policy or a checkpoint). first_step:
+    // the step to run next (0 for a new run). ckpt_root: where this run's
+    // checkpoints go. store may be null (nothing is persisted).
+    RlSession(const Config& cfg, std::vector<float> params, Store* store, int64_t run_id, std::string ckpt_root,
+              int64_t first_step = 0, AdamW optimizer = {});
+
+    // Runs step next_step(), stores it, checkpoints when due; returns the record.
+    StepRecord step(const std::function<void(Phase)>& on_phase = {});
+
+    int64_t next_step() const { return next_step_; }
+    const std::vector<float>& params() const { return params_; }
+    const Config& config() const { return cfg_; }
+
+    // Writes a checkpoint for the last completed step now (also done every
+    // run.checkpoint_every steps).
+    void checkpoint();
+
+    static double metric(const StepRecord& r, const std::string& name);  // NaN when absent
+
+private:
+    struct Scores {
+        std::vector<double> rewards, exact, advantages;  // per sequence
+        double mean_length = 0;                          // response tokens
+    };
+    struct TrainOutcome {
+        double loss = 0, clip_fraction = 0, grad_norm = 0, ppo_kl = 0, lr = 0;  // means over mini-steps
+        double ms = 0;
+    };
+    std::vector<Prompt> sample_prompts(int64_t step) const;
+    Scores score(const std::vector<Prompt>& prompts, const RolloutResult& roll) const;
+    CorrectionSettings correction_settings() const;
+    TrainOutcome train_policy(const Measurement& m, const Scores& scores, const CorrectionResult& corr);
+    StepRecord record(int64_t step, const std::vector<Prompt>& prompts, const Measurement& m, const Scores& scores,
+                      const CorrectionResult& corr, const TrainOutcome& trained, double step_ms) const;
+
+    Config cfg_;
+    ModelConfig model_;
+    ParamLayout layout_;
+    std::unique_ptr<Task> task_;
+    std::vector<float> params_, grads_;
+    AdamW opt_;
+    RolloutEngine rollout_;
+    TrainEngine train_;
+    Store* store_;
+    int64_t run_id_;
+    std::string ckpt_root_;
+    int64_t next_step_;
+};
+
+// Where a run's checkpoints live next to its database: "<db>.ckpt/run-<id>".
+std::string run_checkpoint_root(const std::string& db_path, int64_t run_id);
+
+}  // namespace mlk

@@ -1,0 +1,116 @@
+#include "core/store/export.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include "core/metrics/catalogue.h"
+
+namespace mlk {
+
+std::vector<std::string> export_columns(Store& store, const std::vector<int64_t>& run_ids) {
+    std::vector<std::string> stored;
+    for (int64_t id : run_ids)
+        for (auto& n : store.metric_names(id)) stored.push_back(n);
+    return order_metric_names(stored);
+}
+
+namespace {
+
+std::string csv_number(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return buf;
+}
+
+nlohmann::json number_json(double v) {
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+    return v;
+}
+
+RunInfo info_or_throw(Store& store, int64_t id) {
+    auto info = store.run_info(id);
+    if (!info) throw std::invalid_argument("run " + std::to_string(id) + " is not in " + store.path());
+    return *info;
+}
+
+std::string csv_quote(const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+}
+
+}  // namespace
+
+std::string export_csv(Store& store, const std::vector<int64_t>& run_ids) {
+    for (int64_t id : run_ids) info_or_throw(store, id);
+    const std::vector<std::string> cols = export_columns(store, run_ids);
+    const bool many = run_ids.size() > 1;
+    std::string out = many ? "run_id,step" : "step";
+    for (const auto& c : cols) out += "," + csv_quote(c);
+    out += "\n";
+    for (int64_t id : run_ids) {
+        MetricTable t = store.all_metrics(id);
+        std::vector<int> at(cols.size(), -1);
+        for (size_t c = 0; c < cols.size(); ++c)
+            for (size_t n = 0; n < t.names.size(); ++n)
+                if (t.names[n] == cols[c]) at[c] = (int)n;
+        for (size_t s = 0; s < t.steps.size(); ++s) {
+            if (many) out += std::to_string(id) + ",";
+            out += std::to_string(t.steps[s]);
+            for (size_t c = 0; c < cols.size(); ++c) {
+                out += ",";
+                out += csv_number(at[c] >= 0 ? t.values[s][at[c]] : std::numeric_limits<double>::quiet_NaN());
+            }
+            out += "\n";
+        }
+    }
+    return out;
+}
+
+nlohmann::json export_json(Store& store, const std::vector<int64_t>& run_ids) {
+    nlohmann::json runs = nlohmann::json::array();
+    for (int64_t id : run_ids) {
+        RunInfo info = info_or_throw(store, id);
+        nlohmann::json meta = {{"id", info.id},           {"name", info.name},     {"preset", info.preset},
+                               {"status", info.status},   {"created", info.created}, {"updated", info.updated},
+                               {"seed", info.seed},       {"app_version", info.app_version},
+                               {"notes", info.notes},     {"steps", info.steps}};
+        try {
+            meta["config"] = nlohmann::json::parse(info.config_json);
+        } catch (const nlohmann::json::exception&) {
+            meta["config_text"] = info.config_json;
+        }
+        MetricTable t = store.all_metrics(id);
+        nlohmann::json steps = nlohmann::json::array();
+        for (size_t s = 0; s < t.steps.size(); ++s) {
+            nlohmann::json row = {{"step", t.steps[s]}};
+            for (size_t n = 0; n < t.names.size(); ++n)
+                row[t.names[n]] = number_json(t.values[s][n]);
+            steps.push_back(std::move(row));
+        }
+        runs.push_back({{"run", meta}, {"steps", steps}});
+    }
+    if (run_ids.size() == 1) return runs[0];
+    return {{"runs", runs}};
+}
+
+double parse_exported_number(const nlohmann::json& v) {
+    if (v.is_number()) return v.get<double>();
+    if (v.is_string()) {
+        const std::string s = v.get<std::string>();
+        if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
+        if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
+        if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
+        return std::stod(s);
+    }
+    throw std::invalid_argument("not an exported number: " + v.dump());
+}
+
+}  // namespace mlk

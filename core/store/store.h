@@ -1,0 +1,181 @@
+// The run store: every run, its per-step metrics and drill-down data in one
+// SQLite file (sqlite3 C API).
+//
+// - WAL journal, synchronous=NORMAL (a committed step survives a crash or kill
+//   of the process; only an OS crash / power loss may lose the last steps),
+//   busy_timeout 10 s, so a GUI can read from its own connection while the CLI
+//   appends from another process.
+// - One transaction per append_step(): a step is either completely present
+//   (every metric, sample, curve and histogram row) or absent.
+// - Schema version in PRAGMA user_version; the ordered migrations in store.cpp
+//   run at open(). A file with a newer version, or one that is not a SQLite
+//   database, is refused with StoreError naming the file and left untouched.
+// - Doubles round-trip bit-exactly (including -0.0, subnormals and +-Inf). NaN
+//   is stored as SQL NULL and read back as a quiet NaN (payload and sign of a
+//   NaN are not kept).
+// - A Store object is one connection guarded by a mutex: it may be shared by
+//   threads, but give each process (and preferably each thread) its own.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlk {
+
+class StoreError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+enum class RunStatus { running, paused, finished, failed, stopped };
+const char* run_status_name(RunStatus s);
+RunStatus parse_run_status(const std::string& s);  // throws StoreError on an unknown name
+
+struct TokenSample {
+    int32_t idx = 0;       // index of the sample within the step
+    double lp_roll = 0;    // rollout log-prob of the token
+    double lp_train = 0;   // training log-prob of the token
+    int32_t seq = 0;       // sequence in the batch
+    int32_t pos = 0;       // position in the response
+    int32_t token = 0;     // token id
+    bool operator==(const TokenSample&) const = default;
+};
+
+struct FtPoint {
+    double t = 0;          // threshold t of F(t)
+    double frac = 0;       // fraction of tokens with max(rho, 1/rho) > t
+    bool operator==(const FtPoint&) const = default;
+};
+
+struct RouterBin {
+    int32_t d = 0;         // experts of the rollout top-k missing from the training top-k
+    int64_t count = 0;     // (token, layer) pairs with that d
+    bool operator==(const RouterBin&) const = default;
+};
+
+struct TextSample {
+    int32_t idx = 0;
+    std::string prompt;
+    std::string response;
+    double reward = 0;
+    std::string tokens_json;  // JSON: per-token ids, lp_roll, lp_train, router flips
+    bool operator==(const TextSample&) const = default;
+};
+
+struct StepRecord {
+    int64_t step = 0;
+    std::vector<std::pair<std::string, double>> metrics;  // names unique within a step
+    std::vector<TokenSample> token_samples;               // bounded: see Store::kMaxTokenSamples
+    std::vector<FtPoint> ft_curve;
+    std::vector<RouterBin> router_hist;
+    std::vector<TextSample> text_samples;
+};
+
+struct StoredStep {
+    int64_t step = 0;
+    std::vector<std::pair<std::string, double>> metrics;  // sorted by name
+    // When the step was committed, in seconds since the Unix epoch (ms
+    // resolution); NaN for steps migrated from schema v1, which kept none.
+    double time = std::numeric_limits<double>::quiet_NaN();
+};
+
+struct MetricTable {
+    std::vector<int64_t> steps;               // ascending
+    std::vector<std::string> names;           // sorted
+    std::vector<std::vector<double>> values;  // [step][name]; NaN where absent
+};
+
+struct RunSummary {
+    int64_t id = 0;
+    std::string name, preset, status, created, updated;
+    int64_t steps = 0;  // distinct steps appended (rows of the steps table)
+};
+
+struct RunInfo {
+    int64_t id = 0;
+    std::string name, created, status, preset, config_json;
+    uint64_t seed = 0;
+    std::string app_version, notes, updated;
+    int64_t steps = 0;
+    std::optional<int64_t> last_step;
+};
+
+struct Checkpoint {
+    int64_t step = 0;
+    std::string path;
+    std::string created;
+};
+
+class Store {
+public:
+    // Current schema version (PRAGMA user_version after open()).
+    static int schema_version();
+    // At most this many token samples are kept per step; longer lists are
+    // thinned with an even stride (first kept, order preserved).
+    static constexpr size_t kMaxTokenSamples = 4096;
+    // PRAGMA application_id of a run store ("MLK1").
+    static constexpr int32_t kApplicationId = 0x4D4C4B31;
+
+    // Opens or creates the database and applies pending migrations.
+    static Store open(const std::string& path);
+
+    Store(Store&&) noexcept;
+    Store& operator=(Store&&) noexcept;
+    Store(const Store&) = delete;
+    Store& operator=(const Store&) = delete;
+    ~Store();
+
+    const std::string& path() const { return path_; }
+
+    // Runs. Times are ISO-8601 UTC with milliseconds ("2025-01-31T12:00:00.123Z").
+    int64_t create_run(const std::string& name, const std::string& preset,
+                       const std::string& config_json, uint64_t seed,
+                       RunStatus status = RunStatus::running);
+    void set_status(int64_t run_id, RunStatus status);
+    void rename_run(int64_t run_id, const std::string& name);
+    void set_notes(int64_t run_id, const std::string& notes);
+    void delete_run(int64_t run_id);  // the run and all its rows; no-op if absent
+    std::vector<RunSummary> list_runs();  // newest (highest id) first
+    std::optional<RunInfo> run_info(int64_t run_id);
+
+    // Steps. append_step writes every row of the step in one transaction,
+    // replacing rows of the same step if it was written before. Throws
+    // StoreError for an unknown run.
+    void append_step(int64_t run_id, const StepRecord& rec);
+    std::optional<int64_t> last_step(int64_t run_id);
+    std::vector<int64_t> steps(int64_t run_id);  // ascending, every appended step
+    std::vector<std::string> metric_names(int64_t run_id);  // sorted
+    std::vector<std::pair<int64_t, double>> metric_series(int64_t run_id, const std::string& name);
+    MetricTable all_metrics(int64_t run_id);
+    // Metrics of steps > after_step, ascending (pass -1 or INT64_MIN for all):
+    // for readers polling a run that another process is writing.
+    std::vector<StoredStep> steps_since(int64_t run_id, int64_t after_step);
+    // Drops every row of steps > step (metrics, samples, curves, checkpoints).
+    void truncate_after(int64_t run_id, int64_t step);
+
+    // Drill-down readers for one step, in insertion order of idx / t / d.
+    std::vector<TokenSample> token_samples(int64_t run_id, int64_t step);
+    std::vector<FtPoint> ft_curve(int64_t run_id, int64_t step);
+    std::vector<RouterBin> router_hist(int64_t run_id, int64_t step);
+    std::vector<TextSample> text_samples(int64_t run_id, int64_t step);
+
+    // Checkpoints.
+    void add_checkpoint(int64_t run_id, int64_t step, const std::string& path);
+    std::optional<Checkpoint> last_checkpoint(int64_t run_id);  // highest step
+    std::vector<Checkpoint> checkpoints(int64_t run_id);        // ascending step
+
+    struct Impl;  // opaque: the connection, statement cache and mutex
+
+private:
+    explicit Store(std::unique_ptr<Impl> impl, std::string path);
+    std::unique_ptr<Impl> impl_;
+    std::string path_;
+};
+
+}  // namespace mlk

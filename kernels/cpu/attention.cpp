@@ -1,0 +1,296 @@
+// Causal attention (prefill / training), its backward, and decode attention
+// against a KV cache.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/kernels.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace mlk {
+namespace cpu {
+
+int fast_decode_splits(int len, int active_queries, int threads) {
+    const int target = 16 * std::max(threads, 1);
+    if (active_queries >= target) return 1;
+    const int by_len = (len + 31) / 32;
+    return std::clamp(std::min(by_len, target / std::max(active_queries, 1)), 1, 16);
+}
+
+namespace {
+inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+float* scratch(std::vector<float>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+}
+}  // namespace
+}  // namespace cpu
+
+using namespace cpu;
+
+// attention_forward: per (b, h) and query t, keys j = 0..t.
+// Reduction plan:
+//  * scores s_j = (FMA chain over d = 0..D-1 ascending of q[d]*k_j[d], from
+//    0.0f) * scale, scale = 1/sqrtf(D); max over j exact.
+//  * batch_invariant: p_j = exp(s_j - max); sum = bi16 row plan over j (lane
+//    j%16, fixed tree); o[d] = FMA chain over j ascending of p_j*v_j[d] from
+//    0.0f; out = round(o / sum). This per-query plan (attn_bi_queries, which runs
+//    a few queries side by side without changing any query's arithmetic) is the
+//    one attention_decode uses too, so decode against a cache gives the prefill
+//    bits for every position. Depends only on the query's length t+1.
+//  * fast: blocked online softmax over key blocks of 16: per block
+//    m' = max(m, block max), alpha = exp(m - m'), l = l*alpha + tree(p of block),
+//    o = o*alpha then FMA chain over the block's keys; out = round(o / l).
+//  att (when non-null, saved for the backward) receives p_j * (1/sum) (fast:
+//  exp(s_j - m_final) * (1/l)) in fp32, zeros for j > t.
+// Threads split (b, h) pairs; nothing in a query depends on the split.
+void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k, const float* v,
+                       int B, int T, int H, int Hkv, int D) {
+    if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
+    const IsaTable& I = isa_table();
+    const int group = H / Hkv;
+    const float scale = 1.0f / std::sqrt((float)D);
+    const int ldk = round_up(T, 64);
+    const bool bi = ex.family == Family::batch_invariant;
+    const double work = 4.0 * B * H * (double)T * T * D / 2;
+    const size_t slot = bi ? (size_t)ldk + 64 : 2 * (size_t)ldk + 2 * (ldk / 16) + 64;
+    parallel_for(
+        B * H,
+        [&](int b0, int b1) {
+            thread_local std::vector<float> kt_buf, s_buf;
+            thread_local std::vector<AttnQuery> qs;
+            float* Kt = scratch(kt_buf, (size_t)D * ldk);
+            float* s = scratch(s_buf, 8 * slot);
+            qs.resize(T);
+            int cur_b = -1, cur_hk = -1;
+            for (int t_ = b0; t_ < b1; ++t_) {
+                const int b = t_ / H, h = t_ % H, hk = h / group;
+                const float* kb = k + ((int64_t)b * T * Hkv + hk) * D;
+                if (b != cur_b || hk != cur_hk) {
+                    I.transpose(Kt, ldk, kb, (int64_t)Hkv * D, T, D);
+                    cur_b = b;
+                    cur_hk = hk;
+                }
+                for (int t = 0; t < T; ++t) {
+                    AttnQuery& a = qs[t];
+                    a.Kt = Kt;
+                    a.ldk = ldk;
+                    a.v = v + ((int64_t)b * T * Hkv + hk) * D;
+                    a.vstride = (int64_t)Hkv * D;
+                    a.D = D;
+                    a.scale = scale;
+                    a.dt = ex.dtype;
+                    a.scratch = s + (t % 8) * slot;  // distinct within any group of queries run together
+                    a.q = q + (((int64_t)b * T + t) * H + h) * D;
+                    a.out = out + (((int64_t)b * T + t) * H + h) * D;
+                    a.len = t + 1;
+                    a.att = att ? att + (((int64_t)b * H + h) * T + t) * T : nullptr;
+                }
+                if (bi)
+                    I.attn_bi_queries(qs.data(), T);
+                else
+                    I.attn_fast_prefill_queries(qs.data(), T);
+                if (att)
+                    for (int t = 0; t < T; ++t) std::fill(qs[t].att + t + 1, qs[t].att + T, 0.0f);
+            }
+        },
+        work >= kParallelWork && num_threads() > 1);
+}
+
+// attention_decode: one query per active sequence s at position len[s]-1.
+//  * batch_invariant: exactly attn_bi_queries above (keys transposed from the
+//    cache first), so the bits equal the prefill output for that position and
+//    depend on nothing but len[s].
+//  * fast: split-KV (flash-decoding). S = fast_decode_splits(len, Bq*H,
+//    threads): 1 when the batch alone fills the threads, else up to 16, at most
+//    one split per 32 keys. Scores: dot over d in 16 lanes (d -> lane d%16) +
+//    tree, x scale. Chunk c (contiguous, a multiple of 16 keys): m_c = max,
+//    p = exp(s - m_c), l_c = interleave2 plan, o_c = FMA chain over its keys.
+//    Combined over c ascending: w_c = exp(m_c - M), L = fma(l_c, w_c, L),
+//    O = fma(w_c, o_c, O); out = round(O / L). Bits depend on len, Bq and the
+//    thread count.
+// Threads split (sequence, kv head) pairs (bi) or (sequence, head) pairs (fast).
+void attention_decode(const Exec& ex, float* out, const float* q, const float* kcache, const float* vcache,
+                      const int32_t* slot_, const int32_t* len, int64_t cache_stride, int Bq, int H, int Hkv, int D) {
+    if (Bq <= 0 || H <= 0 || D <= 0) return;
+    const IsaTable& I = isa_table();
+    const int group = H / Hkv;
+    const float scale = 1.0f / std::sqrt((float)D);
+    double work = 0;
+    for (int s = 0; s < Bq; ++s) work += 4.0 * H * (double)len[s] * D;
+    const bool threaded = work >= kParallelWork && num_threads() > 1;
+    if (ex.family == Family::batch_invariant) {
+        parallel_for(
+            Bq * Hkv,
+            [&](int b0, int b1) {
+                thread_local std::vector<float> kt_buf, s_buf;
+                thread_local std::vector<AttnQuery> qs;
+                qs.resize(group);
+                for (int t_ = b0; t_ < b1; ++t_) {
+                    const int s = t_ / Hkv, hk = t_ % Hkv;
+                    const int L = len[s];
+                    if (L <= 0) continue;
+                    const int ldk = round_up(L, 64);
+                    const size_t slot = (size_t)ldk + 64;
+                    float* Kt = scratch(kt_buf, (size_t)D * ldk);
+                    float* sc = scratch(s_buf, 8 * slot);
+                    const float* kb = kcache + slot_[s] * cache_stride + (int64_t)hk * D;
+                    I.transpose(Kt, ldk, kb, (int64_t)Hkv * D, L, D);
+                    for (int i = 0; i < group; ++i) {
+                        const int h = hk * group + i;
+                        AttnQuery& a = qs[i];
+                        a.Kt = Kt;
+                        a.ldk = ldk;
+                        a.v = vcache + slot_[s] * cache_stride + (int64_t)hk * D;
+                        a.vstride = (int64_t)Hkv * D;
+                        a.len = L;
+                        a.D = D;
+                        a.scale = scale;
+                        a.dt = ex.dtype;
+                        a.scratch = sc + (i % 8) * slot;
+                        a.q = q + ((int64_t)s * H + h) * D;
+                        a.out = out + ((int64_t)s * H + h) * D;
+                        a.att = nullptr;
+                    }
+                    I.attn_bi_queries(qs.data(), group);
+                }
+            },
+            threaded);
+        return;
+    }
+    const int threads = num_threads();
+    parallel_for(
+        Bq * H,
+        [&](int b0, int b1) {
+            thread_local std::vector<float> s_buf;
+            for (int t_ = b0; t_ < b1; ++t_) {
+                const int s = t_ / H, h = t_ % H, hk = h / group;
+                const int L = len[s];
+                if (L <= 0) continue;
+                AttnQuery a;
+                a.q = q + ((int64_t)s * H + h) * D;
+                a.k = kcache + slot_[s] * cache_stride + (int64_t)hk * D;
+                a.kstride = (int64_t)Hkv * D;
+                a.v = vcache + slot_[s] * cache_stride + (int64_t)hk * D;
+                a.vstride = (int64_t)Hkv * D;
+                a.len = L;
+                a.D = D;
+                a.scale = scale;
+                a.dt = ex.dtype;
+                a.out = out + ((int64_t)s * H + h) * D;
+                a.nsplit = fast_decode_splits(L, Bq * H, threads);
+                const int dpad = round_up(D, 16);
+                a.scratch = scratch(s_buf, (size_t)round_up(L, 16) + 128 + (size_t)(a.nsplit + 1) * dpad + 64);
+                I.attn_fast_decode_query(a);
+            }
+        },
+        threaded);
+}
+
+// attention_backward (both families; uses the saved probabilities att).
+// Per (b, h), with P = att (zeros above the diagonal enforced), scale = 1/sqrtf(D):
+//  dP[t,j] = FMA chain over d ascending of dout[t,d]*v[j,d] (from 0.0f), j <= t
+//  dot_t   = bi16 row plan over j <= t of P[t,j]*dP[t,j]
+//  dS[t,j] = P[t,j] * (dP[t,j] - dot_t) * scale
+//  dv[j,:] : FMA chain over t ascending of P[t,j]*dout[t,:]   } each chain starts
+//  dq[t,:] : FMA chain over j ascending of dS[t,j]*k[j,:]     } from the existing
+//  dk[j,:] : FMA chain over t ascending of dS[t,j]*q[t,:]     } gradient value
+// Grouped-query heads h of one kv head add to dk/dv in ascending h. Threads
+// split (b, kv head) pairs, which own disjoint dq/dk/dv slices, so the result
+// does not depend on the thread count.
+void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att, const float* q,
+                        const float* k, const float* v, int B, int T, int H, int Hkv, int D) {
+    if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
+    const IsaTable& I = isa_table();
+    const int group = H / Hkv;
+    const float scale = 1.0f / std::sqrt((float)D);
+    const int ldT = round_up(T, 64);
+    const double work = 8.0 * B * H * (double)T * T * D / 2;
+    parallel_for(
+        B * Hkv,
+        [&](int b0, int b1) {
+            thread_local std::vector<float> p_buf, ds_buf, vt_buf;
+            float* P = scratch(p_buf, (size_t)T * T);
+            float* DS = scratch(ds_buf, (size_t)T * T);
+            float* Vt = scratch(vt_buf, (size_t)D * ldT);
+            for (int t_ = b0; t_ < b1; ++t_) {
+                const int b = t_ / Hkv, hk = t_ % Hkv;
+                const float* kb = k + ((int64_t)b * T * Hkv + hk) * D;
+                const float* vb = v + ((int64_t)b * T * Hkv + hk) * D;
+                float* dkb = dk + ((int64_t)b * T * Hkv + hk) * D;
+                float* dvb = dv + ((int64_t)b * T * Hkv + hk) * D;
+                const int64_t kvs = (int64_t)Hkv * D, qs = (int64_t)H * D;
+                I.transpose(Vt, ldT, vb, kvs, T, D);
+                for (int h = hk * group; h < (hk + 1) * group; ++h) {
+                    const float* qb = q + ((int64_t)b * T * H + h) * D;
+                    const float* gb = dout + ((int64_t)b * T * H + h) * D;
+                    float* dqb = dq + ((int64_t)b * T * H + h) * D;
+                    const float* ab = att + ((int64_t)b * H + h) * T * T;
+                    for (int t = 0; t < T; ++t) {
+                        std::copy(ab + (int64_t)t * T, ab + (int64_t)t * T + t + 1, P + (int64_t)t * T);
+                        std::fill(P + (int64_t)t * T + t + 1, P + (int64_t)(t + 1) * T, 0.0f);
+                    }
+                    GemmCall g;  // dP = dout @ V^T (lower triangle)
+                    g.A = gb;
+                    g.ars = qs;
+                    g.acs = 1;
+                    g.B = Vt;
+                    g.ldb = ldT;
+                    g.C = DS;
+                    g.ldc = T;
+                    g.K = D;
+                    g.skip_upper_tiles = true;
+                    I.gemm(g, 0, T, 0, T);
+                    I.attn_bwd_ds_rows(DS, P, DS, T, scale, 0, T);
+                    if (dv) {
+                        GemmCall c;  // dv += P^T @ dout
+                        c.A = P;
+                        c.ars = 1;
+                        c.acs = T;
+                        c.B = gb;
+                        c.ldb = qs;
+                        c.C = dvb;
+                        c.ldc = kvs;
+                        c.K = T;
+                        c.init = GemmInit::carry;
+                        c.tri = GemmTri::upper;
+                        I.gemm(c, 0, T, 0, D);
+                    }
+                    if (dq) {
+                        GemmCall c;  // dq += dS @ K
+                        c.A = DS;
+                        c.ars = T;
+                        c.acs = 1;
+                        c.B = kb;
+                        c.ldb = kvs;
+                        c.C = dqb;
+                        c.ldc = qs;
+                        c.K = T;
+                        c.init = GemmInit::carry;
+                        c.tri = GemmTri::lower;
+                        I.gemm(c, 0, T, 0, D);
+                    }
+                    if (dk) {
+                        GemmCall c;  // dk += dS^T @ Q
+                        c.A = DS;
+                        c.ars = 1;
+                        c.acs = T;
+                        c.B = qb;
+                        c.ldb = qs;
+                        c.C = dkb;
+                        c.ldc = kvs;
+                        c.K = T;
+                        c.init = GemmInit::carry;
+                        c.tri = GemmTri::upper;
+                        I.gemm(c, 0, T, 0, D);
+                    }
+                }
+            }
+        },
+        work >= kParallelWork && num_threads() > 1);
+}
+
+}  // namespace mlk

@@ -1,0 +1,231 @@
+// Internal to the CPU backend: the pieces shared by the public entry points
+// (cpu_*.cpp) and the per-ISA implementations (cpu_isa_*.cpp, which include
+// cpu_isa_impl.inc once per instruction set).
+//
+// Bit-reproducibility rules that every ISA path follows:
+//  * Every arithmetic step is an IEEE-754 single-precision operation with
+//    round-to-nearest-even: add, sub, mul, div, sqrt, fma (explicit; the build
+//    uses -ffp-contract=off), min/max of non-NaN values, round-to-integer.
+//    A lane of a vector computes exactly what the scalar code computes.
+//  * exp and log are our own polynomial implementations (exp_s / log_s below,
+//    Cephes coefficients) built only from those operations, so the scalar
+//    fallback, AVX2, AVX-512 (and a CUDA port using __fmaf_rn) give the same bits.
+//    exp flushes results below FLT_MIN to 0 (inputs < -87.3365).
+//  * The batch-invariant row reduction ("bi16"): element j of a row goes to
+//    lane j % 16, lanes accumulate in ascending j, then a fixed pairwise tree
+//    (lane i += lane i+8; i += i+4; i += i+2; i += i+1) gives lane 0.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "kernels/dtype.h"
+
+namespace mlk::cpu {
+
+// ---- portable scalar exp / log (bit-identical to the vector versions) -------
+
+inline constexpr float kExpHi = 88.72283935546875f;    // above: +inf
+inline constexpr float kExpLo = -87.33654022216797f;   // below: 0 (flush)
+inline constexpr float kLog2e = 1.44269504088896341f;
+inline constexpr float kExpC1 = 0.693359375f;          // ln2 split (Cody-Waite)
+inline constexpr float kExpC2 = -2.12194440e-4f;
+inline constexpr float kExpP0 = 1.9875691500E-4f;
+inline constexpr float kExpP1 = 1.3981999507E-3f;
+inline constexpr float kExpP2 = 8.3334519073E-3f;
+inline constexpr float kExpP3 = 4.1665795894E-2f;
+inline constexpr float kExpP4 = 1.6666665459E-1f;
+inline constexpr float kExpP5 = 5.0000001201E-1f;
+
+inline float pow2i(int n) {  // 2^n for n in [-126, 127]
+    uint32_t u = static_cast<uint32_t>(n + 127) << 23;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
+// exp(x) with ~1 ulp error; the vector versions do these exact steps per lane.
+inline float exp_s(float x) {
+    if (x != x) return x;
+    if (x > kExpHi) return std::numeric_limits<float>::infinity();
+    if (x < kExpLo) return 0.0f;
+    float n = __builtin_rintf(x * kLog2e);  // round to nearest even
+    float r = __builtin_fmaf(n, -kExpC1, x);
+    r = __builtin_fmaf(n, -kExpC2, r);
+    float y = kExpP0;
+    y = __builtin_fmaf(y, r, kExpP1);
+    y = __builtin_fmaf(y, r, kExpP2);
+    y = __builtin_fmaf(y, r, kExpP3);
+    y = __builtin_fmaf(y, r, kExpP4);
+    y = __builtin_fmaf(y, r, kExpP5);
+    float z = r * r;
+    y = __builtin_fmaf(y, z, r);
+    y = y + 1.0f;
+    int ni = static_cast<int>(n);
+    int n1 = ni >> 1;  // arithmetic shift (floor)
+    int n2 = ni - n1;
+    return (y * pow2i(n1)) * pow2i(n2);
+}
+
+// log(x), Cephes logf with explicit fma; only ever evaluated as a scalar.
+inline float log_s(float x) {
+    if (x != x) return x;
+    if (x < 0.0f) return std::numeric_limits<float>::quiet_NaN();
+    if (x == 0.0f) return -std::numeric_limits<float>::infinity();
+    if (x == std::numeric_limits<float>::infinity()) return x;
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    int e;
+    if ((u >> 23) == 0) {  // subnormal: scale up by 2^23 first
+        float xs = x * 8388608.0f;
+        std::memcpy(&u, &xs, 4);
+        e = static_cast<int>(u >> 23) - 126 - 23;
+    } else {
+        e = static_cast<int>(u >> 23) - 126;
+    }
+    uint32_t mb = (u & 0x007fffffu) | 0x3f000000u;  // mantissa in [0.5, 1)
+    float m;
+    std::memcpy(&m, &mb, 4);
+    float f;
+    if (m < 0.707106781186547524f) {
+        e -= 1;
+        f = (m + m) - 1.0f;
+    } else {
+        f = m - 1.0f;
+    }
+    float z = f * f;
+    float y = 7.0376836292E-2f;
+    y = __builtin_fmaf(y, f, -1.1514610310E-1f);
+    y = __builtin_fmaf(y, f, 1.1676998740E-1f);
+    y = __builtin_fmaf(y, f, -1.2420140846E-1f);
+    y = __builtin_fmaf(y, f, 1.4249322787E-1f);
+    y = __builtin_fmaf(y, f, -1.6668057665E-1f);
+    y = __builtin_fmaf(y, f, 2.0000714765E-1f);
+    y = __builtin_fmaf(y, f, -2.4999993993E-1f);
+    y = __builtin_fmaf(y, f, 3.3333331174E-1f);
+    y = (y * f) * z;
+    float fe = static_cast<float>(e);
+    y = __builtin_fmaf(fe, -2.12194440e-4f, y);
+    y = __builtin_fmaf(z, -0.5f, y);
+    float r = f + y;
+    r = __builtin_fmaf(fe, 0.693359375f, r);
+    return r;
+}
+
+// ---- row reduction plans ------------------------------------------------------
+// bi16: batch-invariant plan (see top of file).
+// fast_interleave2: two 16-lane accumulators, element j -> accumulator (j/16)%2,
+//   lane j%16; acc0 + acc1 lane-wise, then the bi16 tree. Used for many rows.
+// fast_chunk32: the row is cut into contiguous chunks of 32 elements; each
+//   chunk is reduced with 16 lanes + the tree; the chunk results are added left
+//   to right. Used for few rows (decode-sized batches).
+enum class Plan : int { bi16 = 0, fast_interleave2 = 1, fast_chunk32 = 2 };
+
+// The fast family picks the plan from the batch size and the thread count,
+// like a library that splits rows across threads when there are few of them.
+inline Plan fast_row_plan(int rows, int threads) {
+    return rows < 8 * threads ? Plan::fast_chunk32 : Plan::fast_interleave2;
+}
+
+// ---- GEMM description ------------------------------------------------------
+// C[i, n] (+)= sum_k A(i, k) * B[k, n], with A(i, k) = A[i*ars + k*acs],
+// B row k at B + k*ldb, C row i at C + i*ldc. Every C element is one FMA chain
+// over k ascending, vectorised along n.
+enum class GemmInit : int {
+    zero = 0,   // chain starts at 0.0f, C = chain
+    carry = 1,  // chain starts at the current C value (accumulate / continue a chain)
+};
+enum class GemmTri : int {
+    none = 0,
+    upper = 1,  // A(i, k) == 0 for k < i: a row tile starting at i0 chains k in [i0, K)
+    lower = 2,  // A(i, k) == 0 for k > i: a row tile ending at i1 chains k in [0, min(K, i1))
+};
+struct GemmCall {
+    const float* A = nullptr;
+    int64_t ars = 0, acs = 1;
+    const float* B = nullptr;
+    int64_t ldb = 0;
+    float* C = nullptr;
+    int64_t ldc = 0;
+    int K = 0;
+    GemmInit init = GemmInit::zero;
+    // > 0: K-blocked accumulation (fast family): each block of kblock k values is
+    // a fresh chain from 0.0f and is added to C ((b0 + b1) + b2 ...). 0: one chain.
+    int kblock = 0;
+    GemmTri tri = GemmTri::none;
+    bool skip_upper_tiles = false;  // skip tiles whose columns all exceed their rows (causal scores)
+    const float* bias = nullptr;    // epilogue: C = chain + bias[n]
+    Dtype dt = Dtype::f32;          // epilogue: round to dt
+};
+
+// Row splits for threads happen at multiples of this, so that row tiles (of
+// every ISA's height: 6, 4, 3, 2, 1 rows) start at the same rows whatever the
+// thread count.
+inline constexpr int kRowQuantum = 48;
+
+// ---- attention per-query arguments ---------------------------------------------
+struct AttnQuery {
+    const float* q = nullptr;   // [D]
+    const float* Kt = nullptr;  // transposed keys [D][ldk], ldk a multiple of 64, zero padded
+    int ldk = 0;
+    const float* k = nullptr;   // untransposed keys: key j at k + j*kstride (fast decode)
+    int64_t kstride = 0;
+    const float* v = nullptr;   // value j at v + j*vstride
+    int64_t vstride = 0;
+    int len = 0;                // keys 0..len-1
+    int D = 0;
+    float scale = 1.0f;
+    float* out = nullptr;       // [D], rounded to dt
+    Dtype dt = Dtype::f32;
+    float* att = nullptr;       // optional [len] probabilities
+    float* scratch = nullptr;   // own scratch: >= ldk (bi) / 2*ldk + 2*(ldk/16) + 1 (fast prefill) floats
+    int nsplit = 1;             // fast decode: number of KV splits
+};
+
+// ---- the per-ISA table -------------------------------------------------------
+struct IsaTable {
+    const char* name;
+    void (*gemm)(const GemmCall& g, int m0, int m1, int n0, int n1);
+    // out[m, n] = round(tree_sum_s P[s][m, n] + bias[n]) for rows m0..m1-1.
+    void (*splitk_combine)(float* out, const float* P, int S, int64_t pstride, const float* bias, Dtype dt,
+                           int N, int m0, int m1);
+    float (*row_sum)(Plan plan, const float* x, int64_t n);
+    void (*rmsnorm_rows)(Plan plan, float* out, float* rstd, const float* inp, const float* w, float eps,
+                         int C, Dtype dt, int m0, int m1);
+    void (*rmsnorm_bwd_rows)(float* dinp, const float* dout, const float* inp, const float* w,
+                             const float* rstd, int C, int m0, int m1);
+    void (*rmsnorm_bwd_dweight)(float* dw, const float* dout, const float* inp, const float* rstd, int M,
+                                int C, int c0, int c1);
+    void (*logsoftmax_rows)(Plan plan, float* lp, const float* z, float inv_temp, int V, Dtype dt, int m0,
+                            int m1);
+    void (*logsoftmax_bwd_rows)(float* dz, const float* dlp, const float* lp, float inv_temp, int V, int m0,
+                                int m1);
+    void (*entropy_rows)(Plan plan, float* ent, const float* lp, int V, Dtype dt, int m0, int m1);
+    void (*swiglu)(float* out, const float* g, const float* u, Dtype dt, int64_t i0, int64_t i1);
+    void (*swiglu_bwd)(float* dg, float* du, const float* dout, const float* g, const float* u, int64_t i0,
+                       int64_t i1);
+    void (*add_round)(float* y, const float* x, Dtype dt, int64_t i0, int64_t i1);
+    void (*copy_round)(float* dst, const float* src, Dtype dt, int64_t n);  // dst may equal src
+    void (*accumulate)(float* dst, const float* src, int64_t n);            // dst += src
+    // x rows m0..m1 of [M,H,D]; cs[m] -> cos[D/2] followed by sin[D/2].
+    void (*rope_rows)(float* x, const float* const* cs, int H, int D, Dtype dt, bool inverse, int m0, int m1);
+    // dst[c*ldd + r] = src[r*stride + c] for r < rows, c < cols; dst columns rows..ldd-1 zeroed.
+    void (*transpose)(float* dst, int ldd, const float* src, int64_t stride, int rows, int cols);
+    // n queries sharing Kt/ldk/v/vstride/D/scale (each its own q/len/out/att/scratch);
+    // every query gets exactly the bits of the single-query plan.
+    void (*attn_bi_queries)(const AttnQuery* qs, int n);
+    void (*attn_fast_prefill_queries)(const AttnQuery* qs, int n);
+    void (*attn_fast_decode_query)(const AttnQuery& a);
+    // Attention backward row step: for rows t0..t1 of one (b, h):
+    // dot_t = bi16 sum_j<=t P[t,j]*dP[t,j]; DS[t,j] = P*(dP - dot)*scale (j<=t), 0 above.
+    void (*attn_bwd_ds_rows)(float* DS, const float* P, const float* dP, int T, float scale, int t0, int t1);
+};
+
+const IsaTable& isa_table();
+const IsaTable& scalar_table();
+const IsaTable& avx2_table();
+const IsaTable& avx512_table();
+
+}  // namespace mlk::cpu

@@ -1,0 +1,21 @@
+// Portable instantiation of cpu_isa_impl.inc: 16 "lanes" of plain floats,
+// fma = fmaf. The reference for what the SIMD paths compute bit for bit.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/cpu/common.h"
+
+namespace mlk::cpu {
+namespace {
+namespace scalar_impl {
+#include "kernels/cpu/isa/simd_scalar.h"
+#include "kernels/cpu/isa/impl.inc"
+}  // namespace scalar_impl
+}  // namespace
+
+const IsaTable& scalar_table() {
+    static const IsaTable t = scalar_impl::make_table("scalar");
+    return t;
+}
+}  // namespace mlk::cpu

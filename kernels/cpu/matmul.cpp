@@ -1,0 +1,180 @@
+// Matmul forward/backward on the CPU.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/kernels.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace mlk {
+namespace cpu {
+
+void run_gemm(const IsaTable& T, const GemmCall& g, int M, int N, bool allow_threads) {
+    if (M <= 0 || N <= 0) return;
+    const double work = 2.0 * M * N * std::max(g.K, 1);
+    const int nt = num_threads();
+    if (!allow_threads || nt <= 1 || work < kParallelWork) {
+        T.gemm(g, 0, M, 0, N);
+        return;
+    }
+    constexpr int kColBlock = 64;
+    const int mb = (M + kRowQuantum - 1) / kRowQuantum;
+    const int nb = (N + kColBlock - 1) / kColBlock;
+    if (mb >= 2 * nt) {
+        // row blocks only; a thread's blocks are contiguous, so it runs them as one range
+        parallel_for(mb, [&](int b, int e) { T.gemm(g, b * kRowQuantum, std::min(M, e * kRowQuantum), 0, N); });
+    } else {
+        parallel_for(mb * nb, [&](int b, int e) {
+            for (int t = b; t < e; ++t) {
+                const int bi = t / nb, bj = t % nb;
+                T.gemm(g, bi * kRowQuantum, std::min(M, (bi + 1) * kRowQuantum), bj * kColBlock,
+                       std::min(N, (bj + 1) * kColBlock));
+            }
+        });
+    }
+}
+
+int fast_splitk_parts(int M, int K, int threads) {
+    if (M > 8) return 1;
+    const int cap = (M <= 4 ? 4 : 2) * std::max(threads, 1);
+    return std::clamp(K / 16, 1, std::min(cap, 32));
+}
+
+int fast_kblock(int M) { return M >= 64 ? 32 : 64; }
+
+}  // namespace cpu
+
+using namespace cpu;
+
+// matmul_forward. out[M,N] = inp[M,K] @ w[K,N] (+ bias), rounded to ex.dtype.
+// Reduction plan (what: the K products of one output; precision: fp32 FMA):
+//  * batch_invariant: one FMA chain over k = 0..K-1 ascending starting at 0.0f,
+//    then + bias[n], then rounded. Depends on nothing but K: vectorised along N,
+//    tiled over M/N, any thread split and any ISA give the same bits (equals
+//    ref::matmul_forward<float> bit for bit).
+//  * fast, chosen by M (and K, thread count):
+//    - M <= 8 (decode): split-K. S = clamp(K/16, 1, (M<=4 ? 4 : 2) * threads)
+//      chunks [s*K/S, (s+1)*K/S), each a fresh chain from 0.0f; partials summed
+//      by a pairwise tree ((P0+P1)+(P2+P3))..., then + bias, rounded.
+//    - 8 < M < 64: K-blocked, blocks of 64 k: each block a fresh chain, added
+//      left to right into the fp32 output ((b0 + b1) + b2)..., + bias, rounded.
+//    - M >= 64 (training): the same with blocks of 32.
+//    So the bits of a row depend on M (and, for M <= 8, on the thread count).
+void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, const float* bias, int M, int K,
+                    int N) {
+    if (M <= 0 || N <= 0) return;
+    const IsaTable& T = isa_table();
+    GemmCall g;
+    g.A = inp;
+    g.ars = K;
+    g.acs = 1;
+    g.B = w;
+    g.ldb = N;
+    g.C = out;
+    g.ldc = N;
+    g.K = std::max(K, 0);
+    g.bias = bias;
+    g.dt = ex.dtype;
+    if (ex.family == Family::batch_invariant) {
+        run_gemm(T, g, M, N, true);
+        return;
+    }
+    const int threads = num_threads();
+    const int S = fast_splitk_parts(M, g.K, threads);
+    if (S <= 1) {
+        g.kblock = fast_kblock(M);
+        run_gemm(T, g, M, N, true);
+        return;
+    }
+    thread_local std::vector<float> partial;
+    const int64_t pstride = (int64_t)M * N;
+    if ((int64_t)partial.size() < S * pstride) partial.resize(S * pstride);
+    float* P = partial.data();
+    constexpr int kColBlock = 64;
+    const int nb = (N + kColBlock - 1) / kColBlock;
+    const double work = 2.0 * M * N * K;
+    parallel_for(
+        S * nb,
+        [&](int b, int e) {
+            for (int t = b; t < e; ++t) {
+                const int s = t / nb, bj = t % nb;
+                const int k0 = (int)((int64_t)s * K / S), k1 = (int)((int64_t)(s + 1) * K / S);
+                GemmCall gs;
+                gs.A = inp + k0;
+                gs.ars = K;
+                gs.acs = 1;
+                gs.B = w + (int64_t)k0 * N;
+                gs.ldb = N;
+                gs.C = P + s * pstride;
+                gs.ldc = N;
+                gs.K = k1 - k0;
+                T.gemm(gs, 0, M, bj * kColBlock, std::min(N, (bj + 1) * kColBlock));
+            }
+        },
+        work >= kParallelWork && threads > 1);
+    T.splitk_combine(out, P, S, pstride, bias, ex.dtype, N, 0, M);
+}
+
+// matmul_backward. Deterministic, independent of thread count (threads split
+// disjoint outputs only):
+//  * dinp[m,k]: one FMA chain over n = 0..N-1 ascending of dout[m,n]*w[k,n],
+//    starting from the existing dinp[m,k] (vectorised along k on a transposed
+//    copy of w).
+//  * dw[k,n]: one FMA chain over m = 0..M-1 ascending of inp[m,k]*dout[m,n],
+//    starting from the existing dw[k,n]; M is walked in blocks of 256 rows for
+//    cache reuse, the chain carried through C (stays one chain).
+//  * dbias[n]: dbias[n] + dout[0,n] + dout[1,n] + ... left to right.
+void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
+                     int M, int K, int N) {
+    if (M <= 0 || N <= 0 || K < 0) return;
+    const IsaTable& T = isa_table();
+    if (dinp && K > 0) {
+        thread_local std::vector<float> wt;
+        if (wt.size() < (size_t)K * N) wt.resize((size_t)K * N);
+        T.transpose(wt.data(), K, w, N, K, N);  // wt[n*K + k] = w[k*N + n]
+        GemmCall g;
+        g.A = dout;
+        g.ars = N;
+        g.acs = 1;
+        g.B = wt.data();
+        g.ldb = K;
+        g.C = dinp;
+        g.ldc = K;
+        g.K = N;
+        g.init = GemmInit::carry;
+        run_gemm(T, g, M, K, true);
+    }
+    if (dw && K > 0) {
+        constexpr int kMBlock = 256, kColBlock = 64;
+        const int rb = (K + kRowQuantum - 1) / kRowQuantum;
+        const int nb = (N + kColBlock - 1) / kColBlock;
+        const double work = 2.0 * M * N * K;
+        parallel_for(
+            rb * nb,
+            [&](int b, int e) {
+                for (int m0 = 0; m0 < M; m0 += kMBlock) {
+                    GemmCall g;
+                    g.A = inp + (int64_t)m0 * K;
+                    g.ars = 1;
+                    g.acs = K;
+                    g.B = dout + (int64_t)m0 * N;
+                    g.ldb = N;
+                    g.C = dw;
+                    g.ldc = N;
+                    g.K = std::min(kMBlock, M - m0);
+                    g.init = GemmInit::carry;
+                    for (int t = b; t < e; ++t) {
+                        const int bi = t / nb, bj = t % nb;
+                        T.gemm(g, bi * kRowQuantum, std::min(K, (bi + 1) * kRowQuantum), bj * kColBlock,
+                               std::min(N, (bj + 1) * kColBlock));
+                    }
+                }
+            },
+            work >= kParallelWork && num_threads() > 1);
+    }
+    if (dbias)
+        for (int m = 0; m < M; ++m) T.accumulate(dbias, dout + (int64_t)m * N, N);
+}
+
+}  // namespace mlk

@@ -1,0 +1,183 @@
+// Row-reduction kernels: RMSNorm, log-softmax, entropy and the MoE router.
+// Row plans (see cpu_common.h):
+//   bi16              element j -> lane j%16, lanes accumulate ascending j, tree
+//                     (i += i+8, i+4, i+2, i+1). Depends only on the row length.
+//   fast_interleave2  two 16-lane accumulators alternating every 16 elements,
+//                     added lane-wise, then the tree (many rows).
+//   fast_chunk32      contiguous chunks of 32 elements, each 16 lanes + tree,
+//                     chunk sums added left to right (few rows).
+// The fast family picks fast_chunk32 when rows < 8 * num_threads(), else
+// fast_interleave2, so its bits depend on the batch size and the thread count.
+// Max is exact. exp/log are the portable exp_s/log_s (vectorised identically).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/common.h"
+#include "kernels/kernels.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace mlk {
+
+using namespace cpu;
+
+namespace {
+
+Plan plan_for(const Exec& ex, int rows) {
+    return ex.family == Family::batch_invariant ? Plan::bi16 : fast_row_plan(rows, num_threads());
+}
+
+template <class F>
+void for_rows(int M, double work_per_row, F&& f) {
+    parallel_for(M, f, M > 1 && M * work_per_row >= kParallelWork && num_threads() > 1);
+}
+
+// bi16 over a short array, in scalar code (router: k values).
+float bi16_sum_scalar(const float* x, int n) {
+    float l[16] = {0};
+    for (int j = 0; j < n; ++j) l[j % 16] = l[j % 16] + x[j];
+    for (int s = 8; s > 0; s >>= 1)
+        for (int i = 0; i < s; ++i) l[i] = l[i] + l[i + s];
+    return l[0];
+}
+
+}  // namespace
+
+// rmsnorm_forward: ss = sum_c x_c^2 as fma(x, x, lane) under the row plan
+// (bi16 / fast by M and threads); r = 1 / sqrtf(ss / C + eps);
+// out = round((x * r) * w). rstd = r.
+void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, const float* weight, float eps,
+                     int M, int C) {
+    if (M <= 0 || C <= 0) return;
+    const IsaTable& I = isa_table();
+    const Plan plan = plan_for(ex, M);
+    for_rows(M, 4.0 * C, [&](int m0, int m1) { I.rmsnorm_rows(plan, out, rstd, inp, weight, eps, C, ex.dtype, m0, m1); });
+}
+
+// rmsnorm_backward: per row, dot = bi16 over c of fma(g*w, x); dinp += (r*g)*w -
+// (r^3*dot/C)*x. dweight[c] += (g*x)*r over m ascending (from the existing
+// value). Threads split rows (dinp) and then columns (dweight).
+void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                      const float* rstd, int M, int C) {
+    if (M <= 0 || C <= 0) return;
+    const IsaTable& I = isa_table();
+    if (dinp) for_rows(M, 6.0 * C, [&](int m0, int m1) { I.rmsnorm_bwd_rows(dinp, dout, inp, weight, rstd, C, m0, m1); });
+    if (dweight) {
+        const int nb = (C + 63) / 64;
+        parallel_for(
+            nb, [&](int b, int e) { I.rmsnorm_bwd_dweight(dweight, dout, inp, rstd, M, C, b * 64, std::min(C, e * 64)); },
+            nb > 1 && 3.0 * M * C >= kParallelWork && num_threads() > 1);
+    }
+}
+
+// logsoftmax_forward: zs = z * inv_temp; mx = exact max; sum = row plan over
+// exp(zs - mx); lse = mx + log(sum); lp = round(zs - lse).
+void logsoftmax_forward(const Exec& ex, float* lp, const float* logits, float inv_temp, int M, int V) {
+    if (M <= 0 || V <= 0) return;
+    const IsaTable& I = isa_table();
+    const Plan plan = plan_for(ex, M);
+    for_rows(M, 20.0 * V, [&](int m0, int m1) { I.logsoftmax_rows(plan, lp, logits, inv_temp, V, ex.dtype, m0, m1); });
+}
+
+// logsoftmax_backward: s = bi16 sum of dlp over the row; dlogits += inv_temp *
+// (dlp - exp(lp) * s).
+void logsoftmax_backward(float* dlogits, const float* dlp, const float* lp, float inv_temp, int M, int V) {
+    if (M <= 0 || V <= 0) return;
+    const IsaTable& I = isa_table();
+    for_rows(M, 20.0 * V, [&](int m0, int m1) { I.logsoftmax_bwd_rows(dlogits, dlp, lp, inv_temp, V, m0, m1); });
+}
+
+void logprob_gather(float* out, const float* lp, const int32_t* target, int M, int V) {
+    for (int m = 0; m < M; ++m) {
+        const int32_t t = target[m];
+        out[m] = (t >= 0 && t < V) ? lp[(int64_t)m * V + t] : std::numeric_limits<float>::quiet_NaN();
+    }
+}
+
+// entropy_forward: ent = -(row plan over fma(exp(lp), max(lp, -FLT_MAX), lane)),
+// rounded to ex.dtype. A -inf log-prob contributes 0.
+void entropy_forward(const Exec& ex, float* ent, const float* lp, int M, int V) {
+    if (M <= 0 || V <= 0) return;
+    const IsaTable& I = isa_table();
+    const Plan plan = plan_for(ex, M);
+    for_rows(M, 20.0 * V, [&](int m0, int m1) { I.entropy_rows(plan, ent, lp, V, ex.dtype, m0, m1); });
+}
+
+// ---- router ---------------------------------------------------------------------
+// Top-k: repeated argmax with strict '>' (ties keep the lower expert id), exact.
+// Weights: mx = max of the selected logits (exact); e_j = exp(z_j - mx); sum over
+// the k selected values in selection order: bi16 (batch_invariant) or left to
+// right (fast); w_j = round(e_j / sum). Per row, so neither family depends on M.
+namespace {
+void router_weights(const Exec& ex, float* wout, const float* z, const int32_t* id, int k) {
+    float ebuf[64];
+    std::vector<float> big;
+    float* e = ebuf;
+    if (k > 64) {
+        big.resize(k);
+        e = big.data();
+    }
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int j = 0; j < k; ++j) mx = std::max(mx, z[id[j]]);
+    mx = mx + 0.0f;
+    for (int j = 0; j < k; ++j) e[j] = exp_s(z[id[j]] - mx);
+    float sum;
+    if (ex.family == Family::batch_invariant) {
+        sum = bi16_sum_scalar(e, k);
+    } else {
+        sum = 0.0f;
+        for (int j = 0; j < k; ++j) sum = sum + e[j];
+    }
+    for (int j = 0; j < k; ++j) wout[j] = round_to(e[j] / sum, ex.dtype);
+}
+}  // namespace
+
+void router_topk_forward(const Exec& ex, int32_t* ids, float* weights, const float* logits, int M, int E, int k) {
+    if (M <= 0 || E <= 0 || k <= 0) return;
+    for_rows(M, 4.0 * E * k, [&](int m0, int m1) {
+        std::vector<char> taken(E);
+        for (int m = m0; m < m1; ++m) {
+            const float* z = logits + (int64_t)m * E;
+            int32_t* id = ids + (int64_t)m * k;
+            std::fill(taken.begin(), taken.end(), 0);
+            for (int j = 0; j < k; ++j) {
+                int best = 0;  // (k > E: repeats expert 0 rather than reading out of bounds)
+                for (int e = 0; e < E; ++e)
+                    if (!taken[e]) {
+                        best = e;
+                        break;
+                    }
+                for (int e = 0; e < E; ++e)
+                    if (!taken[e] && z[e] > z[best]) best = e;
+                taken[best] = 1;
+                id[j] = best;
+            }
+            router_weights(ex, weights + (int64_t)m * k, z, id, k);
+        }
+    });
+}
+
+void router_replay_forward(const Exec& ex, float* weights, const float* logits, const int32_t* ids, int M, int E,
+                           int k) {
+    if (M <= 0 || E <= 0 || k <= 0) return;
+    for_rows(M, 8.0 * k, [&](int m0, int m1) {
+        for (int m = m0; m < m1; ++m)
+            router_weights(ex, weights + (int64_t)m * k, logits + (int64_t)m * E, ids + (int64_t)m * k, k);
+    });
+}
+
+// router_backward: dot = w_0 g_0 + w_1 g_1 + ... left to right (products rounded,
+// no fma); dlogits[id_j] += w_j * (g_j - dot) in j order.
+void router_backward(float* dlogits, const float* dweights, const float* weights, const int32_t* ids, int M, int E,
+                     int k) {
+    for (int m = 0; m < M; ++m) {
+        const float* w = weights + (int64_t)m * k;
+        const float* g = dweights + (int64_t)m * k;
+        const int32_t* id = ids + (int64_t)m * k;
+        float dot = 0.0f;
+        for (int j = 0; j < k; ++j) dot = dot + w[j] * g[j];
+        for (int j = 0; j < k; ++j) dlogits[(int64_t)m * E + id[j]] += w[j] * (g[j] - dot);
+    }
+}
+
+}  // namespace mlk

@@ -1,0 +1,249 @@
+// The workbench as a user drives it: Ctrl+R with the default preset puts
+// steps in the database, the charts follow, pause/step/stop behave, a
+// malformed database is refused without harm. Screenshots go to
+// $MLK_SCREENSHOT_DIR when it is set.
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QLineSeries>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTabWidget>
+#include <QXYSeries>
+
+#include <QThread>
+
+#include <mutex>
+#include <thread>
+
+#include "app/gui/main_window.h"
+#include "app/gui/run_worker.h"
+#include "core/store/store.h"
+#include "widgets/charts/chart_grid.h"
+#include "widgets/panels/config_form.h"
+#include "widgets/panels/drilldown.h"
+#include "widgets/charts/metric_chart.h"
+#include "widgets/panels/run_browser.h"
+#include "widgets/data/run_data.h"
+
+using namespace mlk;
+
+class MainWindowTest : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+
+    void shot(QWidget* w, const QString& name) {
+        const QString d = qEnvironmentVariable("MLK_SCREENSHOT_DIR");
+        if (!d.isEmpty()) w->grab().save(d + "/" + name + ".png");
+    }
+    // Small and quick, but a real run of the default configuration.
+    void makeQuick(MainWindow& w, int steps) {
+        Config c = w.configForm()->config();
+        c.rl.prompts_per_step = 8;
+        c.rl.samples_per_prompt = 4;
+        c.rl.steps = steps;
+        w.configForm()->setConfig(c);
+    }
+
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        QApplication::setOrganizationName("MismatchLabTest");
+        QApplication::setApplicationName("Mismatch Lab Test");
+        QSettings().clear();
+        // Test mode points the data folder at a scratch location: start empty.
+        for (const char* suffix : {"", "-wal", "-shm"}) QFile::remove(MainWindow::defaultDatabasePath() + suffix);
+        qputenv("MLK_CACHE_DIR", (dir_.path() + "/cache").toUtf8());
+    }
+
+    void ctrlRPutsStepsInTheDefaultDatabase() {
+        MainWindow w;
+        QCOMPARE(w.databasePath(), MainWindow::defaultDatabasePath());
+        QVERIFY(w.databasePath().endsWith("runs.sqlite"));
+        QCOMPARE(w.windowTitle(), QString("Mismatch Lab"));
+        w.configForm()->setPreset("default");
+        makeQuick(w, 6);
+        w.show();
+        w.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&w));  // shortcuts reach the active window only
+        QSignalSpy finished(&w, &MainWindow::runFinished);
+        // The window mid-run: taken when step 3 of 6 reaches the GUI thread.
+        bool shotDuringRun = false;
+        connect(w.worker(), &RunWorker::stepCompleted, &w, [&](qint64, int step, int, double) {
+            if (step != 2 || shotDuringRun) return;
+            shotDuringRun = true;
+            QVERIFY(w.isBusy());
+            w.charts()->redrawAllNow();
+            shot(&w, "main_window_during_run");
+        });
+        QTest::keyClick(&w, Qt::Key_R, Qt::ControlModifier);
+        QVERIFY(finished.wait(120000));
+        QVERIFY(shotDuringRun);
+        QCOMPARE(finished.first().at(1).toString(), QString("finished"));
+        const qint64 id = finished.first().at(0).toLongLong();
+        Store store = Store::open(w.databasePath().toStdString());
+        QCOMPARE((int)store.steps(id).size(), 6);
+        // The charts got the steps through the data layer.
+        QTRY_VERIFY_WITH_TIMEOUT(w.data()->series(id, "reward_mean").size() == 6, 5000);
+        MetricChart* reward = w.charts()->chartFor("reward_mean");
+        QVERIFY(reward);
+        // ...and drew them (a coalesced redraw follows the last step).
+        QTRY_VERIFY_WITH_TIMEOUT(reward->rawSeries(id) && reward->rawSeries(id)->count() == 6, 5000);
+        w.runBrowser()->refresh();
+        QVERIFY(w.runBrowser()->runIds().contains(id));
+        shot(&w, "main_window_after_run");
+    }
+
+    void comparisonAndDrillDownViews() {
+        QTemporaryDir d;
+        MainWindow w(d.path() + "/compare.sqlite");
+        w.show();
+        QSignalSpy finished(&w, &MainWindow::runFinished);
+        w.configForm()->setPreset("r3-tis");
+        makeQuick(w, 12);
+        w.enqueueRun();
+        w.configForm()->setPreset("r3-tis-r3");
+        makeQuick(w, 12);
+        w.startRun();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 2, 180000);
+        w.runBrowser()->refresh();
+        const QList<int64_t> ids = w.runBrowser()->runIds();
+        QCOMPARE(ids.size(), 2);
+        w.runBrowser()->selectRuns(ids);
+        // Both runs are overlaid in every chart.
+        MetricChart* k3 = w.charts()->chartFor("k3_kl");
+        QVERIFY(k3);
+        QTRY_COMPARE_WITH_TIMEOUT(k3->plottedRuns().size(), 2, 5000);
+        w.charts()->redrawAllNow();
+        shot(&w, "comparison");
+        // The same runs by wall time: each from its own first step.
+        w.charts()->setXAxis(MetricChart::XAxis::wallTime);
+        w.charts()->redrawAllNow();
+        QCOMPARE(k3->plottedRuns().size(), 2);
+        QVERIFY(k3->shownXRange().lo == 0 && k3->shownXRange().hi > 0);
+        shot(&w, "comparison_walltime");
+        w.charts()->setXAxis(MetricChart::XAxis::step);
+        w.showDrillDown(ids.front());
+        auto* centre = qobject_cast<QTabWidget*>(w.centralWidget());
+        QVERIFY(centre);
+        centre->setCurrentWidget(w.drillDown());
+        QCOMPARE(w.drillDown()->runId(), (int64_t)ids.front());
+        QVERIFY(w.drillDown()->scatterPointCount() > 0);
+        QVERIFY(!w.drillDown()->routerEmpty());
+        for (int t = 0; t < w.drillDown()->tabs()->count(); ++t) {
+            w.drillDown()->tabs()->setCurrentIndex(t);
+            QTest::qWait(50);  // let the newly shown chart lay out before grabbing
+            shot(&w, QString("drilldown_%1").arg(t));
+        }
+    }
+
+    void pauseSingleStepAndStop() {
+        QTemporaryDir d;
+        MainWindow w(d.path() + "/control.sqlite");
+        makeQuick(w, 400);
+        w.show();
+        QSignalSpy finished(&w, &MainWindow::runFinished);
+        w.startRun();
+        QTRY_VERIFY_WITH_TIMEOUT(w.isBusy(), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!w.data()->runIds().isEmpty() &&
+                                     w.data()->series(w.data()->runIds().last(), "reward_mean").size() >= 2,
+                                 60000);
+        const qint64 id = w.data()->runIds().last();
+        w.togglePause();
+        QTest::qWait(300);  // the step in flight completes
+        const size_t paused_at = w.data()->series(id, "reward_mean").size();
+        QTest::qWait(500);
+        QCOMPARE(w.data()->series(id, "reward_mean").size(), paused_at);
+        w.singleStep();
+        QTRY_COMPARE_WITH_TIMEOUT(w.data()->series(id, "reward_mean").size(), paused_at + 1, 10000);
+        QTest::qWait(300);
+        QCOMPARE(w.data()->series(id, "reward_mean").size(), paused_at + 1);
+        w.stopRun();
+        QVERIFY(finished.wait(30000));
+        QCOMPARE(finished.first().at(1).toString(), QString("stopped"));
+    }
+
+    void trainingRunsOffTheGuiThread() {
+        QTemporaryDir d;
+        MainWindow w(d.path() + "/thread.sqlite");
+        makeQuick(w, 8);
+        w.show();
+        // Record the thread each step is computed on (latency figures live
+        // in mismatch-lab-bench-latency).
+        QList<QThread*> producers;
+        std::mutex mu;
+        connect(w.worker(), &RunWorker::stepCompleted, w.data(), [&](qint64, int, int, double) {
+            std::lock_guard lock(mu);
+            producers << QThread::currentThread();
+        }, Qt::DirectConnection);
+        QSignalSpy finished(&w, &MainWindow::runFinished);
+        w.startRun();
+        QVERIFY(finished.wait(120000));
+        std::lock_guard lock(mu);
+        QVERIFY(producers.size() >= 8);
+        for (QThread* t : producers) QVERIFY(t != QApplication::instance()->thread());
+    }
+
+    void unreadableDatabaseIsRefusedAndLosesNothing() {
+        QTemporaryDir d;
+        const QString good = d.path() + "/good.sqlite", bad = d.path() + "/bad.sqlite";
+        QFile f(bad);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("this is not a database, it is a shopping list\n");
+        f.close();
+        MainWindow w(good);
+        QString err;
+        QVERIFY(!w.openDatabase(bad, &err));
+        QVERIFY2(err.contains("bad.sqlite"), qPrintable(err));
+        QCOMPARE(w.databasePath(), good);
+        QFile again(bad);
+        QVERIFY(again.open(QIODevice::ReadOnly));
+        QCOMPARE(again.readAll(), QByteArray("this is not a database, it is a shopping list\n"));
+    }
+
+    void viewSettingsPersist() {
+        QTemporaryDir d;
+        {
+            MainWindow w(d.path() + "/view.sqlite");
+            QVERIFY(w.charts()->chartFor("k3_kl")->logScale());  // K3 KL starts on a log axis
+            w.charts()->setSmoothing(0.3);
+            w.charts()->setXAxis(MetricChart::XAxis::wallTime);
+            w.charts()->setGroupSeeds(true);
+            w.charts()->chartFor("grad_norm")->setLogScale(true);
+            w.charts()->chartFor("k3_kl")->setLogScale(false);
+            w.close();  // saves the settings
+        }
+        MainWindow w(d.path() + "/view.sqlite");
+        QCOMPARE(w.charts()->smoothing(), 0.3);
+        QCOMPARE(w.charts()->xAxis(), MetricChart::XAxis::wallTime);
+        QVERIFY(w.charts()->groupSeeds());
+        QVERIFY(w.charts()->chartFor("reward_mean")->groupSeeds());
+        QVERIFY(w.charts()->chartFor("grad_norm")->logScale());
+        QVERIFY(!w.charts()->chartFor("k3_kl")->logScale());
+        QCOMPARE(w.charts()->chartFor("reward_mean")->xAxis(), MetricChart::XAxis::wallTime);
+        // Leave the defaults for the tests after this one.
+        w.charts()->setSmoothing(MetricChart::kDefaultSmoothing);
+        w.charts()->setXAxis(MetricChart::XAxis::step);
+        w.charts()->setGroupSeeds(false);
+        w.charts()->chartFor("grad_norm")->setLogScale(false);
+        w.charts()->chartFor("k3_kl")->setLogScale(true);
+        w.close();
+    }
+
+    void malformedPastedJsonKeepsTheConfiguration() {
+        QTemporaryDir d;
+        MainWindow w(d.path() + "/paste.sqlite");
+        w.configForm()->setPreset("verl-icepop");
+        const QString before = w.configForm()->toJson();
+        QString err;
+        QVERIFY(!w.configForm()->fromJson("{\"rollout\": {\"precision\": ", &err));
+        QVERIFY(!err.isEmpty());
+        QCOMPARE(w.configForm()->toJson(), before);
+    }
+};
+
+QTEST_MAIN(MainWindowTest)
+#include "main_window_test.moc"

@@ -1,0 +1,169 @@
+// The probe: mismatch of a configuration measured end to end, through the
+// library and through mismatch-lab-cli.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "core/config/config.h"
+#include "core/rl/probe.h"
+#include "tests/cli_runner.h"
+
+using namespace mlk;
+
+namespace {
+
+Config config(const char* kind, bool bi, Dtype roll, Dtype train, bool r3 = false) {
+    Config c;
+    c.model.kind = std::string(kind) == "moe" ? ModelKind::moe : ModelKind::dense;
+    c.kernels.batch_invariant = bi;
+    c.rollout.precision = roll;
+    c.train.precision = train;
+    c.moe.routing_replay = r3 ? RoutingReplay::R3 : RoutingReplay::off;
+    return c;
+}
+
+ProbeResult probe(const Config& c) {
+    ModelConfig m = model_config_of(c);
+    ParamLayout layout = make_param_layout(m);
+    std::vector<float> params(layout.total);
+    init_params(m, layout, params.data(), (uint64_t)c.seed);
+    return run_probe(c, params);
+}
+
+TEST(Probe, BatchInvariantEqualPrecisionIsExactlyOnPolicy) {
+    for (const char* kind : {"dense", "moe"})
+        for (Dtype dt : {Dtype::f32, Dtype::bf16}) {
+            ProbeResult r = probe(config(kind, true, dt, dt));
+            EXPECT_TRUE(r.bitwise_equal) << kind << " " << dtype_name(dt);
+            EXPECT_EQ(r.mismatch.k3_kl, 0.0);
+            EXPECT_EQ(r.mismatch.f_1_1, 0.0);
+            EXPECT_EQ(r.router.router_level, 0.0);
+            EXPECT_GT(r.mismatch.num_valid_tokens, 100u);
+        }
+}
+
+TEST(Probe, FastKernelsBf16RolloutShowRealMismatchAndR3RemovesRouterFlips) {
+    ProbeResult dense = probe(config("dense", false, Dtype::bf16, Dtype::f32));
+    EXPECT_FALSE(dense.bitwise_equal);
+    EXPECT_GT(dense.mismatch.k3_kl, 0.0);
+    EXPECT_EQ(dense.router.router_level, 0.0) << "a dense model has no router";
+
+    ProbeResult moe = probe(config("moe", false, Dtype::bf16, Dtype::f32));
+    EXPECT_GT(moe.mismatch.k3_kl, 0.0);
+    EXPECT_GT(moe.router.router_level, 0.0) << "bf16 vs fp32 router logits must flip some experts";
+    EXPECT_GT(moe.router.token_level, moe.router.router_level);
+
+    ProbeResult r3 = probe(config("moe", false, Dtype::bf16, Dtype::f32, true));
+    EXPECT_EQ(r3.router.router_level, 0.0);
+    EXPECT_EQ(r3.router.token_level, 0.0);
+    EXPECT_LT(r3.mismatch.k3_kl, moe.mismatch.k3_kl);
+    // Same rollout either way: R3 only changes the training side.
+    EXPECT_EQ(r3.tokens.lp_roll, moe.tokens.lp_roll);
+}
+
+TEST(Probe, RawLogprobsWithTemperatureCreateFakeMismatch) {
+    Config c = config("dense", true, Dtype::f32, Dtype::f32);
+    c.rollout.temperature = 0.7;
+    EXPECT_TRUE(probe(c).bitwise_equal);
+    c.rollout.logprobs = LogprobSource::raw;
+    ProbeResult r = probe(c);
+    EXPECT_FALSE(r.bitwise_equal);
+    EXPECT_GT(r.mismatch.k3_kl, 1e-4) << "raw log-probs ignore the temperature the trainer applies";
+}
+
+TEST(Probe, ContinuousBatchingStaysBitwiseUnderBatchInvariance) {
+    // Admitting waiting sequences as others finish changes every decode
+    // step's batch; batch-invariant kernels make that irrelevant.
+    Config c = config("moe", true, Dtype::bf16, Dtype::bf16);
+    c.rollout.max_batch = 5;
+    ProbeResult r = probe(c);
+    EXPECT_GT(r.roll.prefill_calls, 1);
+    EXPECT_LE(*std::max_element(r.roll.decode_batch_sizes.begin(), r.roll.decode_batch_sizes.end()), 5);
+    EXPECT_TRUE(r.bitwise_equal);
+    EXPECT_EQ(r.mismatch.k3_kl, 0.0);
+    EXPECT_THROW(apply_set(c, "rollout.max_batch=-1"), ConfigError);
+}
+
+TEST(Probe, SameSeedSameBits) {
+    Config c = config("moe", false, Dtype::bf16, Dtype::f32);
+    ProbeResult a = probe(c), b = probe(c);
+    EXPECT_EQ(a.tokens.lp_roll, b.tokens.lp_roll);
+    EXPECT_EQ(a.tokens.lp_train, b.tokens.lp_train);
+    EXPECT_EQ(probe_summary_json(a).dump(), probe_summary_json(b).dump());
+}
+
+// ---- through the CLI --------------------------------------------------------
+
+using clitest::cli;
+using clitest::CliResult;
+
+TEST(ProbeCli, JsonHasEveryKey) {
+    CliResult r = cli("probe --preset moe-tiny --json --set rl.prompts_per_step=4");
+    ASSERT_EQ(r.code, 0) << r.out;
+    auto j = nlohmann::json::parse(r.out);
+    for (const char* key : {"k3_kl", "kl", "logp_abs_diff_mean", "logp_abs_diff_max", "F@1.1", "F@1.5", "F@2", "F@5",
+                            "F@10", "router_diff_router", "router_diff_token", "router_diff_sequence", "tokens",
+                            "bitwise_equal"})
+        EXPECT_TRUE(j.contains(key)) << key;
+    EXPECT_GT(j["router_diff_router"].get<double>(), 0.0);
+}
+
+TEST(ProbeCli, BatchInvariantJsonIsBitwise) {
+    CliResult r = cli("probe --preset dense-tiny --json --set kernels.batch_invariant=true --set rollout.precision=fp32");
+    ASSERT_EQ(r.code, 0) << r.out;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["bitwise_equal"], true);
+    EXPECT_EQ(j["k3_kl"].get<double>(), 0.0);
+}
+
+TEST(ProbeCli, DumpHasPerTokenRecords) {
+    auto path = std::filesystem::temp_directory_path() / "mlk_probe_dump.json";
+    CliResult r = cli("probe --preset moe-tiny --dump " + path.string() + " --set rl.prompts_per_step=2");
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::ifstream in(path);
+    auto j = nlohmann::json::parse(in);
+    ASSERT_FALSE(j["tokens"].empty());
+    auto t = j["tokens"][0];
+    for (const char* key : {"seq", "pos", "token", "lp_rollout_processed", "lp_rollout_raw", "lp_train",
+                            "experts_rollout", "experts_train"})
+        EXPECT_TRUE(t.contains(key)) << key;
+    EXPECT_EQ(t["experts_rollout"].size(), 2u) << "one entry per MoE layer";
+    std::filesystem::remove(path);
+}
+
+TEST(ProbeCli, BadInputExitsTwoNamingTheKey) {
+    CliResult unknown = cli("probe --preset dense-tiny --set rollout.precison=bf16");
+    EXPECT_EQ(unknown.code, 2);
+    EXPECT_NE(unknown.out.find("rollout.precison"), std::string::npos) << unknown.out;
+    CliResult bad_value = cli("probe --preset dense-tiny --set rollout.precision=bf17");
+    EXPECT_EQ(bad_value.code, 2);
+    EXPECT_NE(bad_value.out.find("fp32, bf16, fp16"), std::string::npos) << bad_value.out;
+    CliResult bad_preset = cli("probe --preset dense-huge");
+    EXPECT_EQ(bad_preset.code, 2);
+    EXPECT_NE(bad_preset.out.find("dense-tiny"), std::string::npos) << bad_preset.out;
+    CliResult bad_option = cli("probe --preset dense-tiny --frobnicate");
+    EXPECT_EQ(bad_option.code, 2);
+}
+
+TEST(CheckpointCli, WritesLoadableCheckpointUsedByProbe) {
+    auto dir = std::filesystem::temp_directory_path() / "mlk_ckpt_cli";
+    std::filesystem::remove_all(dir);
+    CliResult w = cli("checkpoint --preset moe-tiny --out " + dir.string());
+    ASSERT_EQ(w.code, 0) << w.out;
+    EXPECT_TRUE(std::filesystem::exists(dir / "model.safetensors"));
+    EXPECT_TRUE(std::filesystem::exists(dir / "config.json"));
+    // The probe from the checkpoint equals the probe from the preset seed.
+    CliResult a = cli("probe --preset moe-tiny --json --checkpoint " + dir.string());
+    CliResult b = cli("probe --preset moe-tiny --json");
+    ASSERT_EQ(a.code, 0) << a.out;
+    EXPECT_EQ(a.out, b.out);
+    CliResult mismatch = cli("probe --preset dense-tiny --json --checkpoint " + dir.string());
+    EXPECT_EQ(mismatch.code, 2);
+    std::filesystem::remove_all(dir);
+}
+
+}  // namespace

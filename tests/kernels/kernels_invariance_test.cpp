@@ -1,0 +1,414 @@
+// Batch invariance: under Family::batch_invariant a row's output bits depend on
+// nothing but the row (not the batch size, its position in the batch, the other
+// rows, the thread count or the ISA path), and decode attention against a KV
+// cache equals prefill attention bit for bit at every position. The fast family,
+// by contrast, must really change bits with the batch size.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/features.h"
+#include "kernels/kernels.h"
+#include "tests/random_data.h"
+
+using namespace mlk;
+
+namespace {
+
+
+::testing::AssertionResult bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return ::testing::AssertionFailure() << "size " << a.size() << " vs " << b.size();
+    for (size_t i = 0; i < a.size(); ++i)
+        if (float_bits(a[i]) != float_bits(b[i]))
+            return ::testing::AssertionFailure() << "element " << i << ": " << a[i] << " vs " << b[i];
+    return ::testing::AssertionSuccess();
+}
+
+size_t count_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    size_t n = 0;
+    for (size_t i = 0; i < a.size(); ++i) n += float_bits(a[i]) != float_bits(b[i]);
+    return n;
+}
+
+struct Config {
+    cpu::Isa isa;
+    int threads;
+};
+
+// Every (ISA available here) x (1, 2 threads).
+std::vector<Config> configs() {
+    std::vector<Config> c;
+    for (int i = 0; i <= static_cast<int>(cpu::detected_isa()); ++i)
+        for (int t : {1, 2}) c.push_back({static_cast<cpu::Isa>(i), t});
+    return c;
+}
+
+class Restore {
+public:
+    ~Restore() {
+        cpu::force_isa(cpu::detected_isa());
+        set_num_threads(0);
+    }
+};
+
+// Places row `x` (width W) at `pos` in a batch of `M` rows whose other rows are
+// random (seeded by M, so every batch has different neighbours).
+std::vector<float> batch_with(const std::vector<float>& x, int W, int M, int pos, float lo, float hi) {
+    auto b = testdata::uniform((size_t)M * W, 1000 + M, lo, hi);
+    std::copy(x.begin(), x.end(), b.begin() + (size_t)pos * W);
+    return b;
+}
+
+struct Placement {
+    int M, pos;
+};
+const Placement kPlacements[] = {{1, 0}, {7, 3}, {64, 50}, {300, 299}};
+
+// For every config and placement, run(M, batch) must return the same bits for
+// the probed row as the first config at batch 1.
+void expect_row_invariant(const char* what, int W, float lo, float hi,
+                          const std::function<std::vector<float>(const std::vector<float>&, int, int)>& run) {
+    Restore restore;
+    SCOPED_TRACE(what);
+    const auto x = testdata::uniform(W, 77, lo, hi);
+    std::vector<float> base;
+    for (const Config& c : configs()) {
+        cpu::force_isa(c.isa);
+        set_num_threads(c.threads);
+        for (const Placement& p : kPlacements) {
+            SCOPED_TRACE(testing::Message() << cpu::isa_name(c.isa) << " threads " << c.threads << " M " << p.M);
+            auto got = run(batch_with(x, W, p.M, p.pos, lo, hi), p.M, p.pos);
+            if (base.empty())
+                base = got;
+            else
+                ASSERT_TRUE(bits_equal(got, base));
+        }
+    }
+}
+
+const Exec kBi{Family::batch_invariant, Dtype::f32};
+
+}  // namespace
+
+TEST(KernelsInvariance, MatmulRowIsBatchInvariant) {
+    const int kn[][2] = {{64, 64}, {64, 192}, {192, 64}, {64, 52}, {128, 384}, {384, 128}, {128, 16}, {96, 128}};
+    for (auto s : kn)
+        for (Dtype dt : {Dtype::f32, Dtype::bf16}) {
+            const int K = s[0], N = s[1];
+            auto w = testdata::uniform((size_t)K * N, 5 + K + N);
+            auto bias = testdata::uniform(N, 6);
+            expect_row_invariant(("matmul " + std::to_string(K) + "x" + std::to_string(N)).c_str(), K, -1, 1,
+                                 [&](const std::vector<float>& in, int M, int pos) {
+                                     std::vector<float> out((size_t)M * N);
+                                     matmul_forward({Family::batch_invariant, dt}, out.data(), in.data(), w.data(),
+                                                    bias.data(), M, K, N);
+                                     return std::vector<float>(out.begin() + (size_t)pos * N,
+                                                               out.begin() + (size_t)(pos + 1) * N);
+                                 });
+        }
+}
+
+TEST(KernelsInvariance, RmsnormRowIsBatchInvariant) {
+    for (int C : {64, 128, 52}) {
+        auto w = testdata::uniform(C, 8, 0.5, 1.5);
+        expect_row_invariant("rmsnorm", C, -2, 2, [&](const std::vector<float>& in, int M, int pos) {
+            std::vector<float> out((size_t)M * C), rs(M);
+            rmsnorm_forward(kBi, out.data(), rs.data(), in.data(), w.data(), 1e-6f, M, C);
+            std::vector<float> r(out.begin() + (size_t)pos * C, out.begin() + (size_t)(pos + 1) * C);
+            r.push_back(rs[pos]);
+            return r;
+        });
+    }
+}
+
+TEST(KernelsInvariance, LogSoftmaxAndEntropyRowIsBatchInvariant) {
+    for (int V : {52, 200}) {
+        expect_row_invariant("log_softmax + entropy", V, -6, 6, [&](const std::vector<float>& in, int M, int pos) {
+            std::vector<float> lp((size_t)M * V), ent(M);
+            logsoftmax_forward(kBi, lp.data(), in.data(), 1.0f / 0.9f, M, V);
+            entropy_forward(kBi, ent.data(), lp.data(), M, V);
+            std::vector<float> r(lp.begin() + (size_t)pos * V, lp.begin() + (size_t)(pos + 1) * V);
+            r.push_back(ent[pos]);
+            return r;
+        });
+    }
+}
+
+TEST(KernelsInvariance, RouterAndSwigluRowIsBatchInvariant) {
+    const int E = 16, k = 4;
+    expect_row_invariant("router", E, -2, 2, [&](const std::vector<float>& in, int M, int pos) {
+        std::vector<int32_t> ids((size_t)M * k);
+        std::vector<float> w((size_t)M * k), w2((size_t)M * k);
+        router_topk_forward({Family::batch_invariant, Dtype::bf16}, ids.data(), w.data(), in.data(), M, E, k);
+        router_replay_forward({Family::batch_invariant, Dtype::bf16}, w2.data(), in.data(), ids.data(), M, E, k);
+        std::vector<float> r;
+        for (int j = 0; j < k; ++j) r.push_back((float)ids[(size_t)pos * k + j]);
+        for (int j = 0; j < k; ++j) r.push_back(w[(size_t)pos * k + j]);
+        for (int j = 0; j < k; ++j) r.push_back(w2[(size_t)pos * k + j]);
+        return r;
+    });
+    const int F = 192;
+    auto up = testdata::uniform(F, 9);
+    expect_row_invariant("swiglu", F, -6, 6, [&](const std::vector<float>& in, int M, int pos) {
+        std::vector<float> u((size_t)M * F);
+        for (int m = 0; m < M; ++m) std::copy(up.begin(), up.end(), u.begin() + (size_t)m * F);
+        std::vector<float> out((size_t)M * F);
+        swiglu_forward(kBi, out.data(), in.data(), u.data(), (int64_t)M * F);
+        return std::vector<float>(out.begin() + (size_t)pos * F, out.begin() + (size_t)(pos + 1) * F);
+    });
+}
+
+// Decode against a cache equals prefill at every position, bitwise, in every
+// config, with grouped-query heads, narrow storage, and sequences of different
+// lengths decoded together (continuous batching).
+TEST(KernelsInvariance, DecodeEqualsPrefillAtEveryPosition) {
+    Restore restore;
+    struct S {
+        int B, T, H, Hkv, D;
+        Dtype dt;
+    };
+    const S shapes[] = {{3, 40, 4, 2, 16, Dtype::f32}, {2, 70, 2, 1, 32, Dtype::bf16}, {1, 129, 4, 4, 64, Dtype::f16},
+                        {2, 17, 6, 3, 20, Dtype::f32}};
+    for (auto s : shapes) {
+        SCOPED_TRACE(testing::Message() << "B" << s.B << " T" << s.T << " H" << s.H << "/" << s.Hkv << " D" << s.D);
+        const size_t nq = (size_t)s.B * s.T * s.H * s.D, nk = (size_t)s.B * s.T * s.Hkv * s.D;
+        auto q = testdata::uniform(nq, 11, -2, 2), k = testdata::uniform(nk, 12, -2, 2), v = testdata::uniform(nk, 13);
+        for (auto* t : {&q, &k, &v})
+            for (auto& x : *t) x = round_to(x, s.dt);
+        const int Tmax = s.T + 5;
+        const int64_t cs = (int64_t)Tmax * s.Hkv * s.D;
+        std::vector<float> kc((size_t)(s.B + 2) * cs, 0.0f), vc(kc.size(), 0.0f);
+        for (int b = 0; b < s.B; ++b)
+            for (int t = 0; t < s.T; ++t)
+                for (int i = 0; i < s.Hkv * s.D; ++i) {
+                    const size_t slot = (size_t)(b * 2 + 1) % (s.B + 2);
+                    kc[slot * cs + (size_t)t * s.Hkv * s.D + i] = k[((size_t)b * s.T + t) * s.Hkv * s.D + i];
+                    vc[slot * cs + (size_t)t * s.Hkv * s.D + i] = v[((size_t)b * s.T + t) * s.Hkv * s.D + i];
+                }
+        std::vector<float> base;
+        for (const Config& c : configs()) {
+            cpu::force_isa(c.isa);
+            set_num_threads(c.threads);
+            SCOPED_TRACE(testing::Message() << cpu::isa_name(c.isa) << " threads " << c.threads);
+            std::vector<float> pre(nq);
+            attention_forward({Family::batch_invariant, s.dt}, pre.data(), nullptr, q.data(), k.data(), v.data(), s.B,
+                              s.T, s.H, s.Hkv, s.D);
+            if (base.empty())
+                base = pre;
+            else
+                ASSERT_TRUE(bits_equal(pre, base));
+            // decode: sequence b is at position (t + 7*b) % T, so lengths differ inside a step
+            for (int t = 0; t < s.T; ++t) {
+                std::vector<float> qt((size_t)s.B * s.H * s.D), ot(qt.size()), want(qt.size());
+                std::vector<int32_t> slot(s.B), len(s.B);
+                for (int b = 0; b < s.B; ++b) {
+                    const int p = (t + 7 * b) % s.T;
+                    slot[b] = (b * 2 + 1) % (s.B + 2);
+                    len[b] = p + 1;
+                    const size_t off = ((size_t)b * s.T + p) * s.H * s.D;
+                    std::copy_n(q.begin() + off, s.H * s.D, qt.begin() + (size_t)b * s.H * s.D);
+                    std::copy_n(pre.begin() + off, s.H * s.D, want.begin() + (size_t)b * s.H * s.D);
+                }
+                attention_decode({Family::batch_invariant, s.dt}, ot.data(), qt.data(), kc.data(), vc.data(),
+                                 slot.data(), len.data(), cs, s.B, s.H, s.Hkv, s.D);
+                ASSERT_TRUE(bits_equal(ot, want)) << "t " << t;
+            }
+        }
+    }
+}
+
+// RoPE: a decode step (one row) gets the same bits as the prefill row.
+TEST(KernelsInvariance, RopeDecodeEqualsPrefill) {
+    const int T = 200, H = 4, D = 16;
+    auto x = testdata::uniform((size_t)T * H * D, 21);
+    std::vector<int32_t> pos(T);
+    for (int t = 0; t < T; ++t) pos[t] = t;
+    std::vector<float> pre = x;
+    rope_forward(pre.data(), pos.data(), T, H, D, 10000.0f, Dtype::bf16);
+    for (int t : {0, 1, 63, 64, 199}) {
+        std::vector<float> row(x.begin() + (size_t)t * H * D, x.begin() + (size_t)(t + 1) * H * D);
+        rope_forward(row.data(), &pos[t], 1, H, D, 10000.0f, Dtype::bf16);
+        EXPECT_TRUE(bits_equal(row, std::vector<float>(pre.begin() + (size_t)t * H * D,
+                                                        pre.begin() + (size_t)(t + 1) * H * D)));
+    }
+}
+
+// Backward kernels: one order whatever the thread count.
+TEST(KernelsInvariance, BackwardIndependentOfThreads) {
+    Restore restore;
+    const int M = 300, K = 64, N = 192, B = 3, T = 50, H = 4, Hkv = 2, D = 16, V = 52, C = 64;
+    auto inp = testdata::uniform((size_t)M * K, 41), w = testdata::uniform((size_t)K * N, 42), dout = testdata::uniform((size_t)M * N, 43);
+    const size_t nq = (size_t)B * T * H * D, nk = (size_t)B * T * Hkv * D;
+    auto q = testdata::uniform(nq, 44, -2, 2), k = testdata::uniform(nk, 45, -2, 2), v = testdata::uniform(nk, 46), go = testdata::uniform(nq, 47);
+    std::vector<float> att((size_t)B * H * T * T), out(nq);
+    attention_forward(kBi, out.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);
+    auto z = testdata::uniform((size_t)M * V, 48, -5, 5), glp = testdata::uniform((size_t)M * V, 49);
+    std::vector<float> lp((size_t)M * V);
+    logsoftmax_forward(kBi, lp.data(), z.data(), 1.0f, M, V);
+    auto xn = testdata::uniform((size_t)M * C, 50, -2, 2), wn = testdata::uniform(C, 51, 0.5, 1.5), gn = testdata::uniform((size_t)M * C, 52);
+    std::vector<float> yn((size_t)M * C), rs(M);
+    rmsnorm_forward(kBi, yn.data(), rs.data(), xn.data(), wn.data(), 1e-6f, M, C);
+    std::vector<int32_t> tok(M);
+    for (int m = 0; m < M; ++m) tok[m] = (m * 31) % V;
+
+    auto run_all = [&] {
+        std::vector<float> r;
+        auto app = [&](const std::vector<float>& x) { r.insert(r.end(), x.begin(), x.end()); };
+        std::vector<float> di((size_t)M * K, 0.5f), dw((size_t)K * N, 0.25f), db(N, 0.0f);
+        matmul_backward(di.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), M, K, N);
+        app(di), app(dw), app(db);
+        std::vector<float> dq(nq, 0.0f), dk(nk, 0.0f), dv(nk, 0.0f);
+        attention_backward(dq.data(), dk.data(), dv.data(), go.data(), att.data(), q.data(), k.data(), v.data(), B,
+                           T, H, Hkv, D);
+        app(dq), app(dk), app(dv);
+        std::vector<float> dz((size_t)M * V, 0.0f), dl = glp;
+        logsoftmax_backward(dz.data(), dl.data(), lp.data(), 1.0f, M, V);
+        app(dz);
+        std::vector<float> dx((size_t)M * C, 0.0f), dwn(C, 0.0f), dtab((size_t)V * C, 0.0f);
+        rmsnorm_backward(dx.data(), dwn.data(), gn.data(), xn.data(), wn.data(), rs.data(), M, C);
+        embedding_backward(dtab.data(), gn.data(), tok.data(), M, C);
+        app(dx), app(dwn), app(dtab);
+        std::vector<float> dg((size_t)M * C, 0.0f), du((size_t)M * C, 0.0f);
+        swiglu_backward(dg.data(), du.data(), gn.data(), xn.data(), yn.data(), (int64_t)M * C);
+        app(dg), app(du);
+        return r;
+    };
+    for (int i = 0; i <= static_cast<int>(cpu::detected_isa()); ++i) {
+        cpu::force_isa(static_cast<cpu::Isa>(i));
+        SCOPED_TRACE(cpu::isa_name(static_cast<cpu::Isa>(i)));
+        set_num_threads(1);
+        auto one = run_all();
+        set_num_threads(2);
+        auto two = run_all();
+        EXPECT_TRUE(bits_equal(one, two));
+        set_num_threads(3);  // oversubscribed: still the same
+        EXPECT_TRUE(bits_equal(run_all(), one));
+    }
+}
+
+// The mismatch is real: the fast family changes bits with the batch size for
+// model shapes, while staying deterministic run to run.
+TEST(KernelsInvariance, FastFamilyChangesBitsWithBatch) {
+    Restore restore;
+    set_num_threads(2);
+    const Exec fast{Family::fast, Dtype::f32};
+    const int K = 128, N = 128;
+    auto w = testdata::uniform((size_t)K * N, 61);
+    auto big = testdata::uniform((size_t)1024 * K, 62);
+    auto run_mm = [&](int M) {
+        std::vector<float> out((size_t)M * N);
+        matmul_forward(fast, out.data(), big.data(), w.data(), nullptr, M, K, N);
+        return std::vector<float>(out.begin(), out.begin() + 8 * N);  // rows 0..7
+    };
+    const auto m8 = run_mm(8), m1024 = run_mm(1024), m32 = run_mm(32);
+    EXPECT_TRUE(bits_equal(run_mm(8), m8));  // deterministic
+    EXPECT_GT(count_diff(m8, m1024), 0u) << "split-K decode vs K-blocked training should differ";
+    EXPECT_GT(count_diff(m32, m1024), 0u);
+    // and the batch-invariant family does not
+    std::vector<float> b8((size_t)8 * N), b1024((size_t)1024 * N);
+    matmul_forward(kBi, b8.data(), big.data(), w.data(), nullptr, 8, K, N);
+    matmul_forward(kBi, b1024.data(), big.data(), w.data(), nullptr, 1024, K, N);
+    EXPECT_TRUE(bits_equal(b8, std::vector<float>(b1024.begin(), b1024.begin() + 8 * N)));
+
+    // row reductions: few rows vs many rows
+    const int V = 52, C = 64;
+    auto z = testdata::uniform((size_t)256 * V, 63, -6, 6);
+    std::vector<float> lp4((size_t)256 * V), lp256((size_t)256 * V), e4(256), e256(256);
+    for (int m0 = 0; m0 < 256; m0 += 4) {  // decode-sized batches of 4 rows
+        logsoftmax_forward(fast, lp4.data() + (size_t)m0 * V, z.data() + (size_t)m0 * V, 1.0f, 4, V);
+    }
+    logsoftmax_forward(fast, lp256.data(), z.data(), 1.0f, 256, V);
+    // entropy of the same log-probs, 4 rows at a time vs 256 at once
+    for (int m0 = 0; m0 < 256; m0 += 4) entropy_forward(fast, e4.data() + m0, lp256.data() + (size_t)m0 * V, 4, V);
+    entropy_forward(fast, e256.data(), lp256.data(), 256, V);
+    EXPECT_GT(count_diff(lp4, lp256), 0u);
+    EXPECT_GT(count_diff(e4, e256), 0u);
+    auto x = testdata::uniform((size_t)256 * C, 64, -2, 2), wn = testdata::uniform(C, 65, 0.5, 1.5);
+    std::vector<float> y4((size_t)4 * C), y256((size_t)256 * C);
+    rmsnorm_forward(fast, y4.data(), nullptr, x.data(), wn.data(), 1e-6f, 4, C);
+    rmsnorm_forward(fast, y256.data(), nullptr, x.data(), wn.data(), 1e-6f, 256, C);
+    EXPECT_GT(count_diff(y4, std::vector<float>(y256.begin(), y256.begin() + 4 * C)), 0u);
+
+    // attention: split-KV decode vs blocked online-softmax prefill
+    const int T = 96, H = 4, Hkv = 2, D = 16;
+    auto q = testdata::uniform((size_t)T * H * D, 66, -2, 2), k = testdata::uniform((size_t)T * Hkv * D, 67, -2, 2),
+         v = testdata::uniform((size_t)T * Hkv * D, 68);
+    std::vector<float> pre((size_t)T * H * D);
+    attention_forward(fast, pre.data(), nullptr, q.data(), k.data(), v.data(), 1, T, H, Hkv, D);
+    size_t diff = 0;
+    for (int t = 0; t < T; ++t) {
+        std::vector<float> o((size_t)H * D);
+        int32_t slot = 0, len = t + 1;
+        attention_decode(fast, o.data(), q.data() + (size_t)t * H * D, k.data(), v.data(), &slot, &len,
+                         (int64_t)T * Hkv * D, 1, H, Hkv, D);
+        diff += count_diff(o, std::vector<float>(pre.begin() + (size_t)t * H * D, pre.begin() + (size_t)(t + 1) * H * D));
+    }
+    EXPECT_GT(diff, 0u);
+}
+
+// The pool survives resizing between and around parallel kernels.
+TEST(KernelsInvariance, PoolResizeStress) {
+    Restore restore;
+    const int M = 256, K = 64, N = 192;
+    auto x = testdata::uniform((size_t)M * K, 71), w = testdata::uniform((size_t)K * N, 72);
+    std::vector<float> ref((size_t)M * N), out((size_t)M * N);
+    matmul_forward(kBi, ref.data(), x.data(), w.data(), nullptr, M, K, N);
+    for (int r = 0; r < 200; ++r) {
+        if (r % 10 == 0) set_num_threads(1 + (r / 10) % 3);
+        matmul_forward(kBi, out.data(), x.data(), w.data(), nullptr, M, K, N);
+        ASSERT_TRUE(bits_equal(out, ref)) << r;
+    }
+    set_num_threads(0);
+    EXPECT_GE(num_threads(), 1);
+}
+
+// The fast family's plans are chosen by shape and thread count only, never by the
+// ISA path: every path computes the same bits for a given (M, threads).
+TEST(KernelsInvariance, FastFamilySameBitsOnEveryIsa) {
+    Restore restore;
+    set_num_threads(2);
+    const Exec fast{Family::fast, Dtype::bf16};
+    auto run = [&] {
+        std::vector<float> r;
+        auto app = [&](const std::vector<float>& x) { r.insert(r.end(), x.begin(), x.end()); };
+        for (int M : {1, 5, 8, 20, 100}) {
+            const int K = 128, N = 52;
+            auto x = testdata::uniform((size_t)M * K, 81), w = testdata::uniform((size_t)K * N, 82), b = testdata::uniform(N, 83);
+            std::vector<float> out((size_t)M * N);
+            matmul_forward(fast, out.data(), x.data(), w.data(), b.data(), M, K, N);
+            app(out);
+            std::vector<float> lp((size_t)M * N), ent(M), y((size_t)M * N);
+            logsoftmax_forward(fast, lp.data(), out.data(), 1.0f, M, N);
+            entropy_forward(fast, ent.data(), lp.data(), M, N);
+            rmsnorm_forward(fast, y.data(), nullptr, out.data(), w.data(), 1e-6f, M, N);
+            app(lp), app(ent), app(y);
+        }
+        const int B = 2, T = 70, H = 4, Hkv = 2, D = 16;
+        auto q = testdata::uniform((size_t)B * T * H * D, 84, -2, 2), k = testdata::uniform((size_t)B * T * Hkv * D, 85, -2, 2),
+             v = testdata::uniform((size_t)B * T * Hkv * D, 86);
+        std::vector<float> o(q.size()), att((size_t)B * H * T * T);
+        attention_forward(fast, o.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);
+        app(o), app(att);
+        std::vector<int32_t> slot = {1, 0}, len = {70, 33};
+        std::vector<float> od((size_t)B * H * D);
+        attention_decode(fast, od.data(), q.data(), k.data(), v.data(), slot.data(), len.data(), (int64_t)T * Hkv * D,
+                         B, H, Hkv, D);
+        app(od);
+        return r;
+    };
+    std::vector<float> base;
+    for (int i = 0; i <= static_cast<int>(cpu::detected_isa()); ++i) {
+        cpu::force_isa(static_cast<cpu::Isa>(i));
+        SCOPED_TRACE(cpu::isa_name(static_cast<cpu::Isa>(i)));
+        auto got = run();
+        if (base.empty())
+            base = got;
+        else
+            EXPECT_TRUE(bits_equal(got, base));
+    }
+}

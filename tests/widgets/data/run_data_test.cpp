@@ -1,0 +1,222 @@
+// RunDataStore: loading runs from a store, incremental polling (only new
+// steps, one signal per poll, truncation reloads), the in-process feed
+// (thread-safe, one signal per batch, re-delivered steps not duplicated),
+// stable colours.
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "core/store/store.h"
+#include "widgets/data/run_data.h"
+
+using namespace mlk;
+
+namespace {
+
+StepRecord stepOf(int64_t step, std::vector<std::pair<std::string, double>> metrics) {
+    StepRecord r;
+    r.step = step;
+    r.metrics = std::move(metrics);
+    return r;
+}
+
+void writeSteps(Store& store, int64_t run, int64_t from, int64_t to) {
+    for (int64_t s = from; s < to; ++s)
+        store.append_step(run, stepOf(s, {{"reward_mean", 0.1 * double(s)}, {"k3_kl", 0.0}, {"zz_custom", 1.0}}));
+}
+
+QList<qint64> idsOf(const QSignalSpy& spy, int emission) { return spy.at(emission).at(0).value<QList<qint64>>(); }
+
+}  // namespace
+
+class RunDataTest : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    std::string m_path;
+
+private slots:
+    void init() {
+        QVERIFY(m_dir.isValid());
+        m_path = m_dir.filePath(QStringLiteral("runs-%1.db").arg(QTest::currentTestFunction())).toStdString();
+    }
+
+    void loadsEveryRunWithMetadataAndSeries() {
+        Store writer = Store::open(m_path);
+        const int64_t a = writer.create_run("baseline", "tiny-dense", "{}", 1, RunStatus::finished);
+        const int64_t b = writer.create_run("aligned", "tiny-moe", "{}", 2, RunStatus::running);
+        writeSteps(writer, a, 0, 5);
+        writeSteps(writer, b, 0, 3);
+        writer.append_step(b, stepOf(3, {{"reward_mean", std::numeric_limits<double>::quiet_NaN()}}));
+
+        RunDataStore data;
+        QSignalSpy runsChanged(&data, &RunDataStore::runsChanged);
+        QVERIFY(data.open(QString::fromStdString(m_path)));
+        QCOMPARE(runsChanged.count(), 1);
+        QCOMPARE(data.runIds(), (QList<qint64>{a, b}));
+        const RunMeta meta = *data.run(b);
+        QCOMPARE(meta.name, QStringLiteral("aligned"));
+        QCOMPARE(meta.status, QStringLiteral("running"));
+        QCOMPARE(meta.preset, QStringLiteral("tiny-moe"));
+        QCOMPARE(data.stepCount(a), 5);
+        QCOMPARE(data.stepCount(b), 4);
+        QCOMPARE(*data.lastStep(b), 3);
+
+        const MetricSeries reward = data.series(a, QStringLiteral("reward_mean"));
+        QCOMPARE(reward.steps, (std::vector<double>{0, 1, 2, 3, 4}));
+        QCOMPARE(reward.values[4], 0.4);
+        QVERIFY(std::isnan(data.series(b, QStringLiteral("reward_mean")).values[3]));  // kept, not dropped
+        QCOMPARE(data.series(b, QStringLiteral("k3_kl")).size(), std::size_t(3));  // absent at step 3: no point
+        // Each point carries its step's commit time, also where a metric skips a step.
+        const std::vector<StoredStep> rows = writer.steps_since(b, -1);
+        const MetricSeries rewardB = data.series(b, QStringLiteral("reward_mean"));
+        const MetricSeries k3B = data.series(b, QStringLiteral("k3_kl"));
+        QCOMPARE(rewardB.times.size(), std::size_t(4));
+        QCOMPARE(k3B.times.size(), std::size_t(3));
+        for (std::size_t i = 0; i < 4; ++i) QCOMPARE(rewardB.times[i], rows[i].time);
+        for (std::size_t i = 0; i < 3; ++i) QCOMPARE(k3B.times[i], rows[i].time);
+        // The RL loop's display order first, unknown names after.
+        QCOMPARE(data.metricNames(), (QStringList{"reward_mean", "k3_kl", "zz_custom"}));
+
+        QString error;
+        RunDataStore broken;
+        QVERIFY(!broken.open(m_dir.filePath(QStringLiteral("no/such/dir/x.db")), &error));
+        QVERIFY(!error.isEmpty());
+    }
+
+    void pollReadsOnlyNewStepsAndSignalsOnce() {
+        Store writer = Store::open(m_path);
+        const int64_t live = writer.create_run("live", "tiny", "{}", 1, RunStatus::running);
+        const int64_t done = writer.create_run("done", "tiny", "{}", 1, RunStatus::finished);
+        writeSteps(writer, live, 0, 10);
+        writeSteps(writer, done, 0, 10);
+
+        RunDataStore data;
+        QVERIFY(data.open(QString::fromStdString(m_path)));
+        SeriesCursor cursor;
+        QCOMPARE(data.syncSeries(live, QStringLiteral("reward_mean"), cursor), SyncResult::replaced);
+        QCOMPARE(cursor.data.size(), std::size_t(10));
+
+        QSignalSpy changed(&data, &RunDataStore::dataChanged);
+        data.poll();  // nothing new
+        QCOMPARE(changed.count(), 0);
+
+        writeSteps(writer, live, 10, 13);
+        data.poll();
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(idsOf(changed, 0), (QList<qint64>{live}));
+        QCOMPARE(data.stepCount(live), 13);
+        QCOMPARE(data.stepCount(done), 10);
+        // The reader's copy grows by exactly the new points.
+        QCOMPARE(data.syncSeries(live, QStringLiteral("reward_mean"), cursor), SyncResult::appended);
+        QCOMPARE(cursor.data.steps, (std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+        QCOMPARE(data.syncSeries(live, QStringLiteral("reward_mean"), cursor), SyncResult::unchanged);
+
+        // A resumed run that was truncated reloads: no zig-zag, no stale steps.
+        writer.truncate_after(live, 4);
+        writeSteps(writer, live, 5, 7);
+        data.poll();
+        QCOMPARE(changed.count(), 2);
+        QCOMPARE(data.syncSeries(live, QStringLiteral("reward_mean"), cursor), SyncResult::replaced);
+        QCOMPARE(cursor.data.steps, (std::vector<double>{0, 1, 2, 3, 4, 5, 6}));
+
+        // Status changes and deleted runs reach the metadata.
+        QSignalSpy runsChanged(&data, &RunDataStore::runsChanged);
+        writer.set_status(live, RunStatus::finished);
+        writer.delete_run(done);
+        data.poll();
+        QCOMPARE(runsChanged.count(), 1);
+        QCOMPARE(data.run(live)->status, QStringLiteral("finished"));
+        QVERIFY(!data.run(done));
+        QCOMPARE(idsOf(changed, changed.count() - 1), (QList<qint64>{done}));
+    }
+
+    void timerPollPicksUpAnotherConnectionsWrites() {
+        Store writer = Store::open(m_path);
+        const int64_t run = writer.create_run("live", "tiny", "{}", 1);
+        RunDataStore data;
+        QVERIFY(data.open(QString::fromStdString(m_path)));
+        data.startPolling(10);
+        QVERIFY(data.isPolling());
+        std::thread cli([&] {
+            Store other = Store::open(m_path);
+            writeSteps(other, run, 0, 25);
+        });
+        QTRY_COMPARE_WITH_TIMEOUT(data.stepCount(run), 25, 10000);
+        cli.join();
+        data.stopPolling();
+        QVERIFY(!data.isPolling());
+    }
+
+    void directAppendIsThreadSafeAndSignalsOncePerBatch() {
+        RunDataStore data;
+        QSignalSpy changed(&data, &RunDataStore::dataChanged);
+        std::vector<StepRecord> batch;
+        for (int s = 0; s < 10; ++s) batch.push_back(stepOf(s, {{"reward_mean", s}}));
+        data.appendSteps(7, batch);
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(data.stepCount(7), 10);
+
+        // The same step again (the poll already read it): nothing happens.
+        data.appendStep(7, stepOf(9, {{"reward_mean", 9}}));
+        QCOMPARE(changed.count(), 1);
+        // A rewritten earlier step replaces the tail instead of zig-zagging.
+        data.appendStep(7, stepOf(5, {{"reward_mean", -1}}));
+        QCOMPARE(changed.count(), 2);
+        QCOMPARE(data.series(7, QStringLiteral("reward_mean")).steps, (std::vector<double>{0, 1, 2, 3, 4, 5}));
+
+        // A worker thread appends one step at a time while this thread reads.
+        // (Counted with a direct connection: QSignalSpy is not for other threads.)
+        std::atomic<int> workerSignals{0};
+        connect(&data, &RunDataStore::dataChanged, &data, [&] { ++workerSignals; }, Qt::DirectConnection);
+        std::atomic<bool> done{false};
+        std::thread worker([&] {
+            for (int s = 6; s < 2006; ++s) data.appendStep(7, stepOf(s, {{"reward_mean", s}}));
+            done = true;
+        });
+        SeriesCursor cursor;
+        while (!done) {
+            data.syncSeries(7, QStringLiteral("reward_mean"), cursor);
+            for (std::size_t i = 1; i < cursor.data.size(); ++i) QVERIFY(cursor.data.steps[i] > cursor.data.steps[i - 1]);
+        }
+        worker.join();
+        data.syncSeries(7, QStringLiteral("reward_mean"), cursor);
+        QCOMPARE(cursor.data.size(), std::size_t(2006));
+        QCOMPARE(workerSignals.load(), 2000);  // direct appends signal once per call
+    }
+
+    void coloursAreStablePerRunAndOverridable() {
+        const QList<QColor>& palette = RunDataStore::palette();
+        QCOMPARE(RunDataStore::defaultColour(1), palette[0]);
+        QCOMPARE(RunDataStore::defaultColour(2), palette[1]);
+        QCOMPARE(RunDataStore::defaultColour(1 + palette.size()), palette[0]);
+        QVERIFY(RunDataStore::defaultColour(1) != RunDataStore::defaultColour(2));
+
+        Store writer = Store::open(m_path);
+        const int64_t a = writer.create_run("a", "tiny", "{}", 1);
+        const int64_t b = writer.create_run("b", "tiny", "{}", 1);
+        RunDataStore first, second;
+        QVERIFY(first.open(QString::fromStdString(m_path)));
+        QVERIFY(second.open(QString::fromStdString(m_path)));
+        QCOMPARE(first.colour(a), second.colour(a));
+        QCOMPARE(first.run(b)->colour, RunDataStore::defaultColour(b));
+
+        QSignalSpy runsChanged(&first, &RunDataStore::runsChanged);
+        first.setColour(a, QColor(Qt::magenta));
+        QCOMPARE(runsChanged.count(), 1);
+        QCOMPARE(first.colour(a), QColor(Qt::magenta));
+        writeSteps(writer, a, 0, 3);
+        first.poll();  // new data keeps the chosen colour
+        QCOMPARE(first.run(a)->colour, QColor(Qt::magenta));
+        first.setColour(a, QColor());
+        QCOMPARE(first.colour(a), RunDataStore::defaultColour(a));
+    }
+};
+
+QTEST_MAIN(RunDataTest)
+#include "run_data_test.moc"

@@ -1,0 +1,419 @@
+// ConfigForm: every schema key through its editor, JSON round trips, rejected
+// pastes that change nothing, in-place marking of invalid combinations, presets.
+// MLK_SCREENSHOT_DIR=<dir> also saves <dir>/form.png (400 x 900).
+#include <cmath>
+#include <optional>
+
+#include <QCheckBox>
+#include <QClipboard>
+#include <QComboBox>
+#include <QGuiApplication>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QPixmap>
+#include <QTest>
+
+#include "core/config/config.h"
+#include "core/config/presets.h"
+#include "widgets/panels/config_form.h"
+
+using namespace mlk;
+using nlohmann::json;
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+bool inRange(const ConfigKey& k, double x) {
+    const bool lo = k.min_exclusive ? x > k.min : x >= k.min;
+    const bool hi = k.max_exclusive ? x < k.max : x <= k.max;
+    return lo && hi;
+}
+
+// A non-default allowed value for a number key, as the text a user types.
+std::optional<QString> numberCandidate(const ConfigKey& k) {
+    const double def = k.default_value.get<double>();
+    for (const char* text : {"1.001", "1e-4", "0.37", "2.5", "7", "0.999", "150"}) {
+        const double x = std::stod(text);
+        if (x != def && inRange(k, x)) return QString::fromLatin1(text);
+    }
+    return std::nullopt;
+}
+
+void typeInto(QLineEdit* le, const QString& text) {
+    le->setFocus();
+    le->selectAll();
+    QTest::keyClick(le, Qt::Key_Delete);
+    QTest::keyClicks(le, text);
+}
+
+}  // namespace
+
+class ConfigFormTest : public QObject {
+    Q_OBJECT
+private slots:
+    void everyKeyThroughItsEditor();
+    void numbersAreExact();
+    void jsonRoundTrip();
+    void malformedJsonChangesNothing();
+    void unknownKeyChangesNothing();
+    void invalidComboRejectedOnPaste();
+    void pasteFromClipboard();
+    void invalidCombinationMarksBothControls();
+    void warningsMarkKeys();
+    void presetPickerLoadsPreset();
+    void everyControlHasItsTooltip();
+    void sectionsFollowSchema();
+    void screenshot();
+};
+
+void ConfigFormTest::everyKeyThroughItsEditor() {
+    int tested = 0;
+    for (const ConfigKey& k : config_schema()) {
+        ConfigForm form;
+        form.setConfig(Config{});
+        QWidget* ed = form.editor(qs(k.key));
+        QVERIFY2(ed, k.key.c_str());
+        QCOMPARE(ed->objectName(), qs(k.key));
+        json expected;
+        switch (k.type) {
+            case ValueType::boolean: {
+                auto* cb = qobject_cast<QCheckBox*>(ed);
+                QVERIFY2(cb, k.key.c_str());
+                const bool before = cb->isChecked();
+                QCOMPARE(before, k.default_value.get<bool>());
+                QTest::mouseClick(cb, Qt::LeftButton, {}, QPoint(cb->height() / 2, cb->height() / 2));
+                if (cb->isChecked() == before) cb->click();  // style-dependent indicator position
+                QCOMPARE(cb->isChecked(), !before);
+                expected = !before;
+                break;
+            }
+            case ValueType::enumeration: {
+                auto* combo = qobject_cast<QComboBox*>(ed);
+                QVERIFY2(combo, k.key.c_str());
+                QCOMPARE(combo->count(), static_cast<int>(k.allowed.size()));
+                const int i = (combo->currentIndex() + 1) % combo->count();
+                combo->setCurrentIndex(i);
+                expected = k.allowed[static_cast<size_t>(i)];
+                break;
+            }
+            case ValueType::integer: {
+                const int64_t def = k.default_value.get<int64_t>();
+                int64_t v = def + 1;
+                if (!inRange(k, static_cast<double>(v))) v = def - 1;
+                if (k.key == "seed") v = 123456789012345;  // beyond int: the seed needs 53 bits
+                QVERIFY2(inRange(k, static_cast<double>(v)), k.key.c_str());
+                if (auto* sb = qobject_cast<QSpinBox*>(ed)) {
+                    sb->setFocus();
+                    sb->setValue(static_cast<int>(v));
+                } else {
+                    auto* le = qobject_cast<QLineEdit*>(ed);
+                    QVERIFY2(le, k.key.c_str());
+                    typeInto(le, QString::number(v));
+                }
+                expected = v;
+                break;
+            }
+            case ValueType::number: {
+                auto* le = qobject_cast<QLineEdit*>(ed);
+                QVERIFY2(le, k.key.c_str());
+                QCOMPARE(le->text(), qs(config_value_text(Config{}, k.key)));
+                const auto text = numberCandidate(k);
+                QVERIFY2(text, k.key.c_str());
+                typeInto(le, *text);
+                expected = std::stod(text->toStdString());
+                break;
+            }
+        }
+        const json got = config_get(form.config(), k.key);
+        QVERIFY2(got == expected, (k.key + ": got " + got.dump() + ", expected " + expected.dump()).c_str());
+        QVERIFY2(got != k.default_value, k.key.c_str());
+
+        // The shareable JSON carries the change; a second form reproduces it
+        // exactly when the config is valid, and refuses it unchanged otherwise.
+        ConfigForm other;
+        const Config before = other.config();
+        QString err;
+        const bool ok = other.fromJson(form.toJson(), &err);
+        QCOMPARE(ok, form.isValid());
+        if (ok) {
+            QVERIFY2(other.config() == form.config(), k.key.c_str());
+            QVERIFY2(config_get(other.config(), k.key) == expected, k.key.c_str());
+        } else {
+            QVERIFY(other.config() == before);
+            QVERIFY2(!err.isEmpty(), k.key.c_str());
+        }
+        ++tested;
+    }
+    QCOMPARE(tested, static_cast<int>(config_schema().size()));
+}
+
+void ConfigFormTest::numbersAreExact() {
+    ConfigForm form;
+    auto* lo = qobject_cast<QLineEdit*>(form.editor("correction.veto_threshold"));
+    auto* up = qobject_cast<QLineEdit*>(form.editor("correction.is_upper"));
+    QVERIFY(lo && up);
+    typeInto(lo, "1e-4");
+    typeInto(up, "1.001");
+    QCOMPARE(form.config().correction.veto_threshold, 1e-4);
+    QCOMPARE(form.config().correction.is_upper, 1.001);
+    // Text that does not parse is an error in place, keeps the last good value.
+    up->setText("1.0.1");
+    QVERIFY(!form.isValid());
+    QCOMPARE(form.keyState("correction.is_upper"), QString("error"));
+    QCOMPARE(form.config().correction.is_upper, 1.001);
+    // Out of range (is_upper > 0 exclusive)
+    typeInto(up, "0");
+    QVERIFY(!form.isValid());
+    QVERIFY(form.keyMessage("correction.is_upper").contains("out of range"));
+    typeInto(up, "3");
+    QVERIFY(form.isValid());
+    QCOMPARE(form.keyState("correction.is_upper"), QString());
+}
+
+void ConfigFormTest::jsonRoundTrip() {
+    ConfigForm a;
+    Config c = preset_config("verl-icepop");
+    c.seed = 9007199254740991LL;
+    c.rl.gspo_eps_low = 3e-4;
+    c.optim.eps = 1e-8;
+    a.setConfig(c);
+    QVERIFY(a.isValid());
+    const QString j = a.toJson();
+    const json parsed = json::parse(j.toStdString());
+    QCOMPARE(parsed["seed"].get<int64_t>(), 9007199254740991LL);
+    QVERIFY(parsed == config_to_json(c));
+    ConfigForm b;
+    QVERIFY(b.fromJson(j));
+    QVERIFY(b.config() == c);
+    QCOMPARE(b.toJson(), j);
+    QVERIFY(b.lastMessage().isEmpty());
+    // Dotted form is accepted too; missing keys take defaults.
+    QVERIFY(b.fromJson(R"({"rollout.precision": "fp32", "kernels": {"batch_invariant": true}})"));
+    QCOMPARE(b.config().rollout.precision, Dtype::f32);
+    QVERIFY(b.config().kernels.batch_invariant);
+    QCOMPARE(b.config().seed, Config{}.seed);
+}
+
+void ConfigFormTest::malformedJsonChangesNothing() {
+    ConfigForm form;
+    Config c = preset_config("r3-tis");
+    c.seed = 42;
+    form.setConfig(c);
+    const QString before = form.toJson();
+    QSignalSpy changed(&form, &ConfigForm::configChanged);
+    QString err;
+    QVERIFY(!form.fromJson(R"({"rl": {"eps_low": 0.1,)", &err));
+    QVERIFY2(err.contains("Malformed JSON"), qPrintable(err));
+    QVERIFY2(err.contains("parse error"), qPrintable(err));
+    QCOMPARE(form.lastMessage(), err);
+    QVERIFY(form.findChild<QWidget*>("banner")->isVisibleTo(&form));
+    QCOMPARE(form.toJson(), before);
+    QVERIFY(form.config() == c);
+    QCOMPARE(changed.count(), 0);
+    // not an object
+    QVERIFY(!form.fromJson("[1, 2]", &err));
+    QVERIFY(err.contains("JSON object"));
+    QVERIFY(form.config() == c);
+}
+
+void ConfigFormTest::unknownKeyChangesNothing() {
+    ConfigForm form;
+    Config c;
+    c.rl.eps_high = 0.27;
+    form.setConfig(c);
+    QString err;
+    QVERIFY(!form.fromJson(R"({"rl": {"eps_hihg": 0.3}})", &err));
+    QVERIFY2(err.contains("rl.eps_hihg"), qPrintable(err));
+    QVERIFY2(err.contains("rl.eps_high"), qPrintable(err));  // the suggestion
+    QVERIFY(form.config() == c);
+    // wrong type / out of range name the key too
+    QVERIFY(!form.fromJson(R"({"rollout": {"top_p": 2}})", &err));
+    QVERIFY2(err.contains("rollout.top_p"), qPrintable(err));
+    QVERIFY(form.config() == c);
+}
+
+void ConfigFormTest::invalidComboRejectedOnPaste() {
+    ConfigForm form;
+    const Config before = form.config();
+    QString err;
+    QVERIFY(!form.fromJson(R"({"correction": {"is_lower": 5, "is_upper": 2}})", &err));
+    QVERIFY2(err.contains("correction.is_lower") && err.contains("correction.is_upper"), qPrintable(err));
+    QVERIFY(form.config() == before);
+}
+
+void ConfigFormTest::pasteFromClipboard() {
+    QClipboard* cb = QGuiApplication::clipboard();
+    QVERIFY(cb);
+    ConfigForm a;
+    Config c;
+    c.seed = 77;
+    c.model.kind = ModelKind::moe;
+    c.moe.routing_replay = RoutingReplay::R3;
+    a.setConfig(c);
+    a.copyJsonToClipboard();
+    if (cb->text() != a.toJson()) QSKIP("this platform has no clipboard");
+    ConfigForm b;
+    QVERIFY(b.pasteJsonFromClipboard());
+    QVERIFY(b.config() == c);
+    cb->setText("{not json");
+    QVERIFY(!b.pasteJsonFromClipboard());
+    QVERIFY(b.lastMessage().contains("Malformed JSON"));
+    QVERIFY(b.config() == c);
+}
+
+void ConfigFormTest::invalidCombinationMarksBothControls() {
+    ConfigForm form;
+    form.setConfig(Config{});
+    QVERIFY(form.isValid());
+    QSignalSpy validity(&form, &ConfigForm::validityChanged);
+    auto* lo = qobject_cast<QLineEdit*>(form.editor("correction.is_lower"));
+    auto* up = qobject_cast<QLineEdit*>(form.editor("correction.is_upper"));
+    QVERIFY(lo && up);
+    typeInto(up, "2");
+    typeInto(lo, "3");
+    QVERIFY(!form.isValid());
+    QVERIFY(validity.count() >= 1);
+    QCOMPARE(validity.last().at(0).toBool(), false);
+    QCOMPARE(form.keyState("correction.is_lower"), QString("error"));
+    QCOMPARE(form.keyState("correction.is_upper"), QString("error"));
+    QCOMPARE(lo->property("mlkState").toString(), QString("error"));
+    QCOMPARE(up->property("mlkState").toString(), QString("error"));
+    QVERIFY(lo->toolTip().contains("must not exceed"));
+    QVERIFY(up->toolTip().contains("must not exceed"));
+    QCOMPARE(form.keyState("rl.eps_low"), QString());
+    QCOMPARE(form.errorMessages().size(), 1);
+    QVERIFY(form.findChild<QLabel*>("validationStatus")->text().contains("must not exceed"));
+    // fixing it clears the marks and reports validity
+    typeInto(lo, "0.5");
+    QVERIFY(form.isValid());
+    QCOMPARE(validity.last().at(0).toBool(), true);
+    // (still a warning: truncate ignores is_lower)
+    QCOMPARE(form.keyState("correction.is_lower"), QString("warning"));
+    QCOMPARE(form.keyState("correction.is_upper"), QString());
+    QCOMPARE(up->property("mlkState").toString(), QString());
+    // a cross-section combination: R3 on a dense model
+    auto* rr = qobject_cast<QComboBox*>(form.editor("moe.routing_replay"));
+    rr->setCurrentIndex(rr->findText("R3"));
+    QVERIFY(!form.isValid());
+    QCOMPARE(form.keyState("moe.routing_replay"), QString("error"));
+    QCOMPARE(form.keyState("model.kind"), QString("error"));
+}
+
+void ConfigFormTest::warningsMarkKeys() {
+    QCOMPARE(ConfigForm::keysInMessage("correction.is_level / rs_level / veto_threshold have no effect with "
+                                       "rl.old_policy=recompute"),
+             (QStringList{"rl.old_policy", "correction.is_level", "correction.rs_level",
+                          "correction.veto_threshold"}));
+    ConfigForm form;
+    Config c;
+    c.correction.is_level = IsLevel::token;  // no effect with recompute: a warning, still valid
+    form.setConfig(c);
+    QVERIFY(form.isValid());
+    QVERIFY(!form.warningMessages().isEmpty());
+    QCOMPARE(form.keyState("correction.is_level"), QString("warning"));
+    QCOMPARE(form.keyState("rl.old_policy"), QString("warning"));
+}
+
+void ConfigFormTest::presetPickerLoadsPreset() {
+    ConfigForm form;
+    QSignalSpy changed(&form, &ConfigForm::configChanged);
+    auto* combo = form.findChild<QComboBox*>("presetCombo");
+    QVERIFY(combo);
+    QCOMPARE(combo->count(), static_cast<int>(presets().size()));
+    const QString target = "verl-icepop";
+    const int idx = combo->findData(target);
+    QVERIFY(idx > 0);
+    // user-like: step onto it with the keyboard (emits activated)
+    combo->setCurrentIndex(idx - 1);
+    combo->setFocus();
+    QTest::keyClick(combo, Qt::Key_Down);
+    QCOMPARE(combo->currentIndex(), idx);
+    QCOMPARE(form.presetName(), target);
+    QVERIFY(form.config() == preset_config(target.toStdString()));
+    QVERIFY(!form.modifiedFromPreset());
+    QVERIFY(changed.count() >= 1);
+    const QString desc = qs(find_preset(target.toStdString())->description);
+    QVERIFY(form.findChild<QLabel*>("presetDescription")->text().contains(desc.left(30).toHtmlEscaped()));
+    QCOMPARE(qobject_cast<QComboBox*>(form.editor("correction.is_mode"))->currentText(),
+             qs(config_value_text(preset_config(target.toStdString()), "correction.is_mode")));
+    // API and an unknown name
+    QVERIFY(form.setPreset("r3-gspo"));
+    QVERIFY(form.config() == preset_config("r3-gspo"));
+    const Config keep = form.config();
+    QVERIFY(!form.setPreset("no-such-preset"));
+    QVERIFY(form.config() == keep);
+    QVERIFY(form.lastMessage().contains("no-such-preset"));
+    // an edit leaves the preset name but reports the modification
+    auto* seed = qobject_cast<QLineEdit*>(form.editor("seed"));
+    typeInto(seed, "5");
+    QVERIFY(form.modifiedFromPreset());
+    QCOMPARE(form.presetName(), QString("r3-gspo"));
+    QVERIFY(form.findChild<QLabel*>("presetDescription")->text().contains("seed"));
+}
+
+void ConfigFormTest::everyControlHasItsTooltip() {
+    ConfigForm form;
+    for (const ConfigKey& k : config_schema()) {
+        const QString tip = form.editor(qs(k.key))->toolTip();
+        QVERIFY2(tip.contains(qs(k.range_text()).toHtmlEscaped()), k.key.c_str());
+        QVERIFY2(tip.contains(qs(k.description).left(25).toHtmlEscaped()), k.key.c_str());
+        if (!k.verl.empty()) QVERIFY2(tip.contains(qs(k.verl).left(20).toHtmlEscaped()), k.key.c_str());
+    }
+}
+
+void ConfigFormTest::sectionsFollowSchema() {
+    ConfigForm form;
+    QStringList headers;
+    for (auto* b : form.findChildren<QWidget*>("mlkSectionHeader")) headers << b->property("section").toString();
+    QStringList expected;
+    for (const auto& s : config_sections()) expected << qs(s);
+    QCOMPARE(headers, expected);
+    form.setSectionExpanded("Optimizer", false);
+    QVERIFY(!form.isSectionExpanded("Optimizer"));
+    QVERIFY(form.isSectionExpanded("Task"));
+}
+
+void ConfigFormTest::screenshot() {
+    const QByteArray dir = qgetenv("MLK_SCREENSHOT_DIR");
+    ConfigForm form;
+    form.setPreset("verl-icepop");
+    auto* lo = qobject_cast<QLineEdit*>(form.editor("correction.is_lower"));
+    auto* up = qobject_cast<QLineEdit*>(form.editor("correction.is_upper"));
+    typeInto(up, "2");
+    typeInto(lo, "3");
+    form.setSectionExpanded("Task", false);
+    form.setSectionExpanded("Model", false);
+    form.setSectionExpanded("Rollout engine", false);
+    form.setSectionExpanded("Kernels", false);
+    form.resize(400, 900);
+    form.show();
+    QTest::qWait(50);
+    {
+
+        const QPixmap shot = form.grab();  // rendered in every run; saved when asked
+
+        QVERIFY(!shot.isNull() && shot.width() >= 200 && shot.height() >= 150);
+
+        if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + "/form.png"));
+
+    }
+    ConfigForm plain;
+    plain.resize(400, 900);
+    plain.show();
+    QTest::qWait(50);
+    {
+
+        const QPixmap shot = plain.grab();  // rendered in every run; saved when asked
+
+        QVERIFY(!shot.isNull() && shot.width() >= 200 && shot.height() >= 150);
+
+        if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + "/form_default.png"));
+
+    }
+}
+
+QTEST_MAIN(ConfigFormTest)
+#include "config_form_test.moc"

@@ -1,0 +1,452 @@
+#include "widgets/charts/report_charts.h"
+
+#include <QApplication>
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QBuffer>
+#include <QChart>
+#include <QGraphicsScene>
+#include <QImage>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QPainter>
+#include <QScatterSeries>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+
+namespace mlk::report {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+QFont chart_font(qreal pt, bool bold = false) {
+    QFont f(QStringLiteral("DejaVu Sans"));
+    f.setPointSizeF(pt);
+    f.setBold(bold);
+    return f;
+}
+
+QChart* new_chart(const ChartSpec& spec) {
+    auto* chart = new QChart;
+    chart->setTheme(QChart::ChartThemeLight);
+    chart->setAnimationOptions(QChart::NoAnimation);
+    chart->setBackgroundBrush(Qt::white);
+    chart->setBackgroundRoundness(0);
+    chart->setMargins(QMargins(2, 2, 2, 2));
+    chart->setTitle(spec.title);
+    chart->setTitleFont(chart_font(10, true));
+    chart->legend()->setAlignment(Qt::AlignBottom);
+    chart->legend()->setFont(chart_font(7.5));
+    chart->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);
+    return chart;
+}
+
+void style_axis(QAbstractAxis* axis, const QString& title) {
+    axis->setTitleText(title);
+    axis->setTitleFont(chart_font(8, true));
+    axis->setLabelsFont(chart_font(8));
+    axis->setGridLineColor(QColor(225, 225, 225));
+}
+
+// Renders the chart (owned by the scene from here on) into PNG bytes.
+QByteArray render_png(QChart* chart, QSize size, qreal ratio) {
+    if (!qobject_cast<QApplication*>(QCoreApplication::instance()))
+        throw std::runtime_error("report charts need a QApplication (Qt Charts draws through QGraphicsScene)");
+    QGraphicsScene scene;
+    scene.addItem(chart);
+    chart->setGeometry(QRectF(QPointF(0, 0), QSizeF(size)));
+    // Let the chart lay out its axes, legend and series items.
+    for (int i = 0; i < 3; ++i) QCoreApplication::sendPostedEvents();
+    QImage img(QSize(qRound(size.width() * ratio), qRound(size.height() * ratio)), QImage::Format_ARGB32_Premultiplied);
+    img.setDevicePixelRatio(ratio);
+    img.fill(Qt::white);
+    {
+        QPainter p(&img);
+        p.setRenderHint(QPainter::Antialiasing);
+        p.setRenderHint(QPainter::TextAntialiasing);
+        scene.render(&p, QRectF(QPointF(0, 0), QSizeF(size)), QRectF(QPointF(0, 0), QSizeF(size)));
+    }
+    QByteArray png;
+    QBuffer buf(&png);
+    buf.open(QIODevice::WriteOnly);
+    if (!img.convertToFormat(QImage::Format_RGB32).save(&buf, "PNG"))
+        throw std::runtime_error("cannot encode a chart as PNG");
+    return png;
+}
+
+QString list_x(const std::vector<double>& xs, bool integer) {
+    QStringList parts;
+    for (size_t i = 0; i < xs.size() && i < 8; ++i)
+        parts << (integer ? QString::number((qint64)std::llround(xs[i])) : QString::number(xs[i], 'g', 6));
+    if (xs.size() > 8) parts << QStringLiteral("... (%1 more)").arg(xs.size() - 8);
+    return parts.join(QStringLiteral(", "));
+}
+
+// A "nice" tick step (1, 2, 2.5 or 5 times a power of ten) for about `target` intervals.
+double nice_step(double span, int target = 5) {
+    const double raw = span / target;
+    const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+    const double f = raw / mag;
+    const double n = f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10;
+    return n * mag;
+}
+
+void hide_legend(QChart* chart, QAbstractSeries* s) {
+    for (QLegendMarker* m : chart->legend()->markers(s)) m->setVisible(false);
+}
+
+// ticks > 1: a linear axis whose range is already aligned to nice ticks.
+QAbstractAxis* make_axis(Scale scale, double lo, double hi, bool integer, const QString& title, bool isX,
+                         int ticks = 0) {
+    if (scale == Scale::log) {
+        auto* a = new QLogValueAxis;
+        a->setBase(10);
+        a->setLabelFormat(isX ? QStringLiteral("%g") : QStringLiteral("%.0e"));
+        a->setRange(lo, hi);
+        a->setMinorTickCount(-1);  // automatic minor ticks between decades
+        a->setMinorGridLineColor(QColor(240, 240, 240));
+        style_axis(a, title);
+        return a;
+    }
+    auto* a = new QValueAxis;
+    a->setRange(lo, hi);
+    if (ticks > 1) {
+        a->setTickCount(ticks);
+        a->setLabelFormat(QStringLiteral("%g"));
+    } else if (integer && isX) {
+        a->setLabelFormat(QStringLiteral("%d"));
+        const double span = hi - lo;
+        if (span <= 10 && std::floor(lo) == lo && std::floor(hi) == hi)
+            a->setTickCount(std::max(2, (int)span + 1));
+        else
+            a->applyNiceNumbers();
+    } else {
+        a->setLabelFormat(QStringLiteral("%.3g"));
+        a->setTickCount(6);
+    }
+    style_axis(a, title);
+    return a;
+}
+
+}  // namespace
+
+QColor run_color(int index) {
+    // Okabe-Ito / Tableau mix, readable on white and in greyscale print.
+    static const QColor palette[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28), QColor(0x2c, 0xa0, 0x2c),
+                                     QColor(0xff, 0x7f, 0x0e), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
+                                     QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f), QColor(0xbc, 0xbd, 0x22),
+                                     QColor(0x17, 0xbe, 0xcf)};
+    return palette[((index % 10) + 10) % 10];
+}
+
+QString png_data_url(const QByteArray& png) {
+    return QStringLiteral("data:image/png;base64,") + QString::fromLatin1(png.toBase64());
+}
+
+QString short_number(double v) {
+    if (std::isnan(v)) return QStringLiteral("NaN");
+    if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+    return QString::asprintf("%.4g", v);
+}
+
+RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>& runs) {
+    RenderedChart out;
+    out.size = spec.size;
+    const bool logY = spec.yScale == Scale::log, logX = spec.xScale == Scale::log;
+
+    // ---- ranges -----------------------------------------------------------
+    double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
+    bool anyFloor = false, anyTopEdge = false, anyBottomEdge = false;
+    for (const auto& r : runs)
+        for (const auto& p : r.points) {
+            if (!std::isfinite(p.x) || (logX && p.x <= 0)) continue;
+            xlo = std::min(xlo, p.x);
+            xhi = std::max(xhi, p.x);
+            if (std::isnan(p.y) || p.y == INFINITY) {
+                anyTopEdge = true;
+            } else if (p.y == -INFINITY) {
+                anyBottomEdge = true;
+            } else if (logY && p.y <= 0) {
+                anyFloor = true;
+            } else {
+                ylo = std::min(ylo, p.y);
+                yhi = std::max(yhi, p.y);
+            }
+        }
+    if (!std::isnan(spec.xMin)) xlo = spec.xMin;
+    if (!std::isnan(spec.xMax)) xhi = spec.xMax;
+    if (!(xlo <= xhi)) xlo = logX ? 1 : 0, xhi = logX ? 10 : 1;
+    if (xlo == xhi) {
+        if (logX) xlo /= 2, xhi *= 2;
+        else xlo -= 1, xhi += 1;
+    }
+    if (logX && std::isnan(spec.xMin) && std::isnan(spec.xMax)) {
+        // Whole decades, so at least two labelled ticks show.
+        xlo = std::pow(10.0, std::floor(std::log10(xlo) + 1e-9));
+        xhi = std::pow(10.0, std::ceil(std::log10(xhi) - 1e-9));
+        if (xhi <= xlo) xhi = xlo * 10;
+    }
+
+    double axLo, axHi, floorY = kNaN, topY = kNaN, bottomY = kNaN;
+    int yTicks = 0;
+    if (logY) {
+        double dlo, dhi;
+        if (ylo <= yhi) {
+            dlo = std::pow(10.0, std::floor(std::log10(ylo)));
+            dhi = std::pow(10.0, std::ceil(std::log10(yhi)));
+            if (dhi <= dlo) dhi = dlo * 10;
+        } else {
+            dlo = 1e-12;  // no positive value at all
+            dhi = 1e-10;
+        }
+        if (anyFloor || anyBottomEdge) {
+            floorY = ylo <= yhi ? dlo / 10 : dlo;
+            out.floor = floorY;
+            dlo = floorY;
+        }
+        axLo = dlo / std::pow(10.0, 0.25);
+        axHi = ylo <= yhi ? std::max(dhi, yhi * 1.4) : dhi;  // headroom for markers at the top decade
+        if (anyTopEdge) {
+            topY = dhi * std::pow(10.0, 0.3);
+            axHi = dhi * std::pow(10.0, 0.5);
+        }
+        if (anyBottomEdge) bottomY = floorY;  // -inf on a log axis: at the floor too
+        if (!std::isnan(spec.yMin)) axLo = spec.yMin;
+        if (!std::isnan(spec.yMax)) axHi = spec.yMax;
+    } else {
+        if (!(ylo <= yhi)) ylo = 0, yhi = 1;
+        if (ylo == yhi) {
+            const double half = ylo == 0 ? 1.0 : std::abs(ylo) * 0.2;
+            ylo -= half, yhi += half;
+        }
+        const bool fixed = !std::isnan(spec.yMin) || !std::isnan(spec.yMax);
+        if (!std::isnan(spec.yMin)) ylo = spec.yMin;
+        if (!std::isnan(spec.yMax)) yhi = spec.yMax;
+        double step;
+        if (fixed) {
+            step = (yhi - ylo) / 5;
+            axLo = ylo, axHi = yhi;
+        } else {
+            step = nice_step(yhi - ylo);
+            axLo = std::floor(ylo / step + 1e-9) * step;
+            axHi = std::ceil(yhi / step - 1e-9) * step;
+        }
+        // NaN/Inf markers sit in an extra band of one tick beyond the data.
+        if (anyTopEdge) topY = axHi + step * 0.55, axHi += step;
+        if (anyBottomEdge) bottomY = axLo - step * 0.55, axLo -= step;
+        yTicks = (int)std::lround((axHi - axLo) / step) + 1;
+    }
+
+    QChart* chart = new_chart(spec);
+    QAbstractAxis* ax = make_axis(spec.xScale, xlo, xhi, spec.integerX, spec.xLabel, true);
+    QAbstractAxis* ay = make_axis(spec.yScale, axLo, axHi, false, spec.yLabel, false, yTicks);
+    chart->addAxis(ax, Qt::AlignBottom);
+    chart->addAxis(ay, Qt::AlignLeft);
+
+    auto attach = [&](QAbstractSeries* s) {
+        chart->addSeries(s);
+        s->attachAxis(ax);
+        s->attachAxis(ay);
+    };
+
+    std::vector<QAbstractSeries*> hidden;
+    const QString xWord = spec.xLabel.isEmpty() ? QStringLiteral("x") : spec.xLabel.section(QStringLiteral(" ("), 0, 0);
+    for (const auto& r : runs) {
+        std::vector<QList<QPointF>> segments(1);
+        QList<QPointF> floorPts, edgePts;
+        std::vector<double> floorXs, nanXs, infXs;
+        int drawn = 0;
+        for (const auto& p : r.points) {
+            if (!std::isfinite(p.x) || (logX && p.x <= 0)) continue;
+            if (std::isnan(p.y) || std::isinf(p.y)) {
+                const double y = (std::isnan(p.y) || p.y > 0) ? topY : bottomY;
+                edgePts << QPointF(p.x, y);
+                (std::isnan(p.y) ? nanXs : infXs).push_back(p.x);
+                if (!segments.back().isEmpty()) segments.emplace_back();
+                continue;
+            }
+            double y = p.y;
+            if (logY && y <= 0) {
+                y = floorY;
+                floorPts << QPointF(p.x, y);
+                floorXs.push_back(p.x);
+            }
+            segments.back() << QPointF(p.x, y);
+            ++drawn;
+        }
+        out.finitePoints += drawn;
+        out.floorPoints += (int)floorXs.size();
+        out.edgePoints += (int)edgePts.size();
+
+        bool named = false;
+        const bool showPoints = spec.lines && r.points.size() <= 25;
+        for (const auto& seg : segments) {
+            if (seg.isEmpty() && named) continue;
+            QXYSeries* s;
+            if (spec.lines) {
+                s = new QLineSeries;
+                QPen pen(r.color);
+                pen.setWidthF(1.8);
+                s->setPen(pen);
+                s->setPointsVisible(showPoints || seg.size() == 1);
+                s->setMarkerSize(5);
+            } else {
+                auto* sc = new QScatterSeries;
+                sc->setMarkerShape(QScatterSeries::MarkerShapeCircle);
+                sc->setMarkerSize(5);
+                QColor c = r.color;
+                c.setAlpha(150);
+                sc->setColor(c);
+                sc->setBorderColor(c);
+                s = sc;
+            }
+            s->setColor(r.color);
+            if (!spec.lines) {
+                QColor c = r.color;
+                c.setAlpha(150);
+                s->setColor(c);
+            }
+            s->setName(r.name);
+            s->replace(seg);
+            attach(s);
+            if (named) hidden.push_back(s);
+            named = true;
+        }
+        if (!floorPts.isEmpty()) {
+            auto* s = new QScatterSeries;
+            s->setMarkerShape(QScatterSeries::MarkerShapeCircle);
+            s->setMarkerSize(8);
+            s->setColor(Qt::white);
+            s->setBorderColor(r.color);
+            s->setPen(QPen(r.color, 1.5));
+            s->replace(floorPts);
+            attach(s);
+            hidden.push_back(s);
+            out.notes << QStringLiteral("%1: %2 value(s) \u2264 0 at %3 %4 drawn as open circles at the floor %5 "
+                                        "(log scale cannot show them).")
+                             .arg(r.name, QString::number(floorXs.size()), xWord, list_x(floorXs, spec.integerX),
+                                  short_number(floorY));
+        }
+        if (!edgePts.isEmpty()) {
+            auto* s = new QScatterSeries;
+            s->setMarkerShape(QScatterSeries::MarkerShapeTriangle);
+            s->setMarkerSize(10);
+            s->setColor(r.color);
+            s->setBorderColor(r.color.darker(140));
+            s->replace(edgePts);
+            attach(s);
+            hidden.push_back(s);
+            if (!nanXs.empty())
+                out.notes << QStringLiteral("%1: %2 NaN value(s) at %3 %4, drawn as triangles at the top edge.")
+                                 .arg(r.name, QString::number(nanXs.size()), xWord, list_x(nanXs, spec.integerX));
+            if (!infXs.empty())
+                out.notes << QStringLiteral("%1: %2 infinite value(s) at %3 %4, drawn as triangles at the %5 edge.")
+                                 .arg(r.name, QString::number(infXs.size()), xWord, list_x(infXs, spec.integerX),
+                                      logY ? QStringLiteral("top (+inf) / floor (-inf)")
+                                           : QStringLiteral("top (+inf) / bottom (-inf)"));
+        }
+        if (r.points.empty()) out.notes << QStringLiteral("%1: no data for this chart.").arg(r.name);
+    }
+
+    if (spec.diagonal) {
+        auto* d = new QLineSeries;
+        d->setName(QStringLiteral("y = x"));
+        QPen pen(QColor(110, 110, 110));
+        pen.setStyle(Qt::DashLine);
+        pen.setWidthF(1.2);
+        d->setPen(pen);
+        const double lo = std::max(xlo, axLo), hi = std::min(xhi, axHi);
+        d->replace(QList<QPointF>{{lo, lo}, {hi, hi}});
+        attach(d);
+    }
+    // Legend-only entries explaining the special markers.
+    if (out.edgePoints > 0) {
+        auto* s = new QScatterSeries;
+        s->setName(QStringLiteral("NaN/Inf"));
+        s->setMarkerShape(QScatterSeries::MarkerShapeTriangle);
+        s->setMarkerSize(10);
+        s->setColor(QColor(90, 90, 90));
+        attach(s);
+    }
+    if (out.floorPoints > 0) {
+        auto* s = new QScatterSeries;
+        s->setName(QStringLiteral("\u2264 0 at floor"));
+        s->setMarkerShape(QScatterSeries::MarkerShapeCircle);
+        s->setMarkerSize(8);
+        s->setColor(Qt::white);
+        s->setBorderColor(QColor(90, 90, 90));
+        s->setPen(QPen(QColor(90, 90, 90), 1.5));
+        attach(s);
+    }
+    for (QAbstractSeries* s : hidden) hide_legend(chart, s);
+    // A horizontal legend is one row and truncates names: many runs go in a column on the right.
+    if (runs.size() > 4) chart->legend()->setAlignment(Qt::AlignRight);
+
+    out.png = render_png(chart, spec.size, spec.pixelRatio);
+    return out;
+}
+
+RenderedChart render_bar_chart(const ChartSpec& spec, const QStringList& categories, const std::vector<BarRun>& runs,
+                               int labelPrecision) {
+    RenderedChart out;
+    out.size = spec.size;
+    QChart* chart = new_chart(spec);
+    auto* series = new QBarSeries;
+    double hi = 0;
+    for (const auto& r : runs) {
+        auto* set = new QBarSet(r.name);
+        set->setColor(r.color);
+        set->setBorderColor(r.color.darker(130));
+        set->setLabelFont(chart_font(7));
+        set->setLabelColor(Qt::black);
+        std::vector<double> nanAt;
+        for (int i = 0; i < categories.size(); ++i) {
+            double v = i < (int)r.values.size() ? r.values[i] : 0.0;
+            if (!std::isfinite(v)) {
+                nanAt.push_back(i);
+                v = 0;
+            }
+            hi = std::max(hi, v);
+            *set << v;
+            ++out.finitePoints;
+        }
+        if (!nanAt.empty()) {
+            QStringList cats;
+            for (double i : nanAt) cats << categories[(int)i];
+            out.notes << QStringLiteral("%1: non-finite value(s) at %2 drawn as 0.").arg(r.name, cats.join(", "));
+            out.edgePoints += (int)nanAt.size();
+        }
+        series->append(set);
+    }
+    series->setLabelsVisible(true);
+    series->setLabelsPosition(QAbstractBarSeries::LabelsOutsideEnd);
+    series->setLabelsPrecision(labelPrecision);
+    chart->addSeries(series);
+    auto* ax = new QBarCategoryAxis;
+    ax->append(categories);
+    style_axis(ax, spec.xLabel);
+    auto* ay = new QValueAxis;
+    const double step = nice_step(hi > 0 ? hi * 1.1 : 1.0);
+    const int ticks = (int)std::ceil(hi * 1.1 / step - 1e-9);
+    ay->setRange(0, std::max(1, ticks) * step);
+    ay->setTickCount(std::max(1, ticks) + 1);
+    ay->setLabelFormat(QStringLiteral("%g"));
+    style_axis(ay, spec.yLabel);
+    chart->addAxis(ax, Qt::AlignBottom);
+    chart->addAxis(ay, Qt::AlignLeft);
+    series->attachAxis(ax);
+    series->attachAxis(ay);
+    chart->legend()->setMarkerShape(QLegend::MarkerShapeRectangle);
+    out.png = render_png(chart, spec.size, spec.pixelRatio);
+    return out;
+}
+
+}  // namespace mlk::report

@@ -1,0 +1,150 @@
+// The charts' data layer (PlotJuggler-style): every run's steps and metric
+// series held in memory, fed either by polling a run store that another
+// process may be writing, or directly by the in-process worker. Readers take
+// copies under a mutex; writers signal once per batch, never once per point.
+#pragma once
+
+#include <QColor>
+#include <QList>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <QTimer>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/store/store.h"
+
+namespace mlk {
+
+struct RunMeta {
+    qint64 id = 0;
+    QString name;
+    QString status;  // run_status_name(): "running", "finished", ...
+    QString preset;
+    QColor colour;   // invalid in addRun() = the run's default colour
+    // Equal for runs whose configurations differ in the seed only (the
+    // canonical config JSON without "seed"); "" = unknown, never grouped.
+    QString seedGroup;
+};
+
+// The seedGroup of a stored configuration (see RunMeta).
+QString seedGroupOf(const std::string& configJson);
+
+// One metric of one run: steps ascending, values aligned (NaN/Inf kept), and
+// in a reader's copy the wall-clock time of each step (seconds since the Unix
+// epoch; NaN where unknown: steps from schema-v1 databases). The store keeps
+// times once per step, not per metric.
+struct MetricSeries {
+    std::vector<double> steps;
+    std::vector<double> values;
+    std::vector<double> times;
+    std::size_t size() const { return steps.size(); }
+};
+
+// A reader's own copy of one series, brought up to date by syncSeries().
+struct SeriesCursor {
+    MetricSeries data;
+    quint64 generation = 0;  // 0: never synced
+};
+
+enum class SyncResult {
+    unchanged,
+    appended,  // data gained points at the end; earlier points are untouched
+    replaced,  // earlier points changed (reload, rewritten steps): start over
+};
+
+class RunDataStore : public QObject {
+    Q_OBJECT
+
+public:
+    static constexpr int kDefaultPollIntervalMs = 500;
+
+    explicit RunDataStore(QObject* parent = nullptr);
+    ~RunDataStore() override;
+
+    // Fixed palette; a run's default colour depends on its id only, so it is
+    // the same in every chart, window and session.
+    static const QList<QColor>& palette();
+    static QColor defaultColour(qint64 runId);
+
+    // --- The store (its own connection; poll from the thread that opened it)
+    bool open(const QString& path, QString* error = nullptr);  // loads every run
+    void close();
+    bool isOpen() const;
+    QString path() const;
+    void poll();  // new runs, metadata, and steps_since(last) of runs that grow
+    void startPolling(int intervalMs = kDefaultPollIntervalMs);
+    void stopPolling();
+    bool isPolling() const;
+
+    // --- In-process feed (any thread)
+    void addRun(const RunMeta& meta);  // adds or updates name/status/preset (and colour if valid)
+    void setRunStatus(qint64 runId, const QString& status);
+    void appendStep(qint64 runId, const StepRecord& record);
+    void appendSteps(qint64 runId, const std::vector<StepRecord>& records);
+
+    // --- Reading (any thread)
+    QList<qint64> runIds() const;  // ascending
+    QList<RunMeta> runs() const;   // ascending id
+    std::optional<RunMeta> run(qint64 runId) const;
+    QStringList metricNames() const;  // union over runs, in order_metric_names() order
+    qint64 stepCount(qint64 runId) const;
+    std::optional<qint64> lastStep(qint64 runId) const;
+    MetricSeries series(qint64 runId, const QString& metric) const;
+    // Brings cursor up to date copying only what it lacks.
+    SyncResult syncSeries(qint64 runId, const QString& metric, SeriesCursor& cursor) const;
+
+    void setColour(qint64 runId, const QColor& colour);
+    QColor colour(qint64 runId) const;
+
+signals:
+    // Steps of these runs were added or replaced: one emission per poll or
+    // appended batch. Emitted from the thread that fed the data.
+    void dataChanged(const QList<qint64>& runIds);
+    // Runs appeared or vanished, or a name, status, preset or colour changed.
+    void runsChanged();
+    void errorOccurred(const QString& message);
+
+private:
+    struct RunEntry {
+        RunMeta meta;
+        std::vector<int64_t> steps;
+        std::vector<double> times;  // aligned with steps
+        std::map<std::string, MetricSeries> metrics;
+        quint64 generation = 0;
+        bool seenInStore = false;
+    };
+    using MetricRow = std::vector<std::pair<std::string, double>>;
+
+    enum class PollAction { none, load, extend };
+
+    RunEntry& entryLocked(qint64 runId);
+    quint64 nextGenerationLocked() { return m_nextGeneration++; }
+    void resetDataLocked(RunEntry& entry);
+    void appendRowLocked(RunEntry& entry, int64_t step, double time, const MetricRow& metrics);
+    bool holdsIdenticalLastLocked(const RunEntry& entry, int64_t step, const MetricRow& metrics) const;
+    void truncateFromLocked(RunEntry& entry, int64_t step);
+    bool mergeDirectLocked(RunEntry& entry, const StepRecord& record);
+    bool updateMetaLocked(RunEntry& entry, const RunSummary& summary);
+    PollAction pollActionLocked(const RunSummary& summary) const;
+    bool pollRun(const RunSummary& summary, bool& metaChanged);
+
+    mutable std::mutex m_mutex;
+    std::map<qint64, RunEntry> m_runs;
+    std::map<qint64, QColor> m_colourOverrides;
+    quint64 m_nextGeneration = 1;
+
+    std::unique_ptr<Store> m_store;
+    QString m_path;
+    QTimer m_pollTimer;
+};
+
+}  // namespace mlk

@@ -1,0 +1,714 @@
+#include "widgets/panels/config_form.h"
+
+#include <algorithm>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <string>
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QClipboard>
+#include <QComboBox>
+#include <QEvent>
+#include <QFontMetrics>
+#include <QFormLayout>
+#include <QFrame>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QRegularExpressionValidator>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QStyle>
+#include <QTimer>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include "core/config/presets.h"
+
+namespace mlk {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+// Wheel events over an unfocused spin box or combo box scroll the form
+// instead of silently changing a setting.
+class WheelGuard : public QObject {
+public:
+    using QObject::QObject;
+    bool eventFilter(QObject* o, QEvent* e) override {
+        if (e->type() == QEvent::Wheel) {
+            if (auto* w = qobject_cast<QWidget*>(o); w && !w->hasFocus()) {
+                e->ignore();
+                return true;
+            }
+        }
+        return QObject::eventFilter(o, e);
+    }
+};
+
+// "0 = off", "0 = all cores", "0 = none" in a description -> "off" etc.
+QString zeroMeaning(const std::string& desc) {
+    static const QRegularExpression re(QStringLiteral("\\b0 = ([a-z][a-z ]*?)(?=[;.,)]|$)"));
+    const auto m = re.match(qs(desc));
+    return m.hasMatch() ? m.captured(1) : QString();
+}
+
+QString richTooltip(const ConfigKey& k) {
+    // tooltip(): description, then "Range/Values: ... Default: ...", then
+    // community names, one per line. Rich text so Qt wraps long lines.
+    const QStringList lines = qs(k.tooltip()).split(QLatin1Char('\n'));
+    QString html = QStringLiteral("<p style='white-space:normal'><b>%1</b> <span style='color:#666'>(%2)</span></p>")
+                       .arg(qs(k.label).toHtmlEscaped(), qs(k.key).toHtmlEscaped());
+    for (int i = 0; i < lines.size(); ++i)
+        html += QStringLiteral("<p>%1</p>").arg(lines[i].toHtmlEscaped());
+    return html;
+}
+
+bool parseDouble(const QString& text, double& out) {
+    const std::string s = text.trimmed().toStdString();
+    const char* b = s.data();
+    const char* e = b + s.size();
+    if (b != e && *b == '+') ++b;
+    if (b == e) return false;
+    auto [p, ec] = std::from_chars(b, e, out);
+    return ec == std::errc() && p == e && std::isfinite(out);
+}
+
+bool parseInt(const QString& text, int64_t& out) {
+    const std::string s = text.trimmed().toStdString();
+    const char* b = s.data();
+    const char* e = b + s.size();
+    if (b != e && *b == '+') ++b;
+    if (b == e) return false;
+    auto [p, ec] = std::from_chars(b, e, out);
+    return ec == std::errc() && p == e;
+}
+
+QStringList splitMessages(const std::string& what) {
+    QStringList out;
+    for (const QString& part : qs(what).split(QStringLiteral("; "), Qt::SkipEmptyParts)) out << part.trimmed();
+    return out;
+}
+
+// Removes nlohmann's "[json.exception.parse_error.101] " prefix.
+QString cleanJsonError(const char* what) {
+    QString s = QString::fromUtf8(what);
+    static const QRegularExpression re(QStringLiteral("^\\[json\\.exception\\.[a-z_]+\\.\\d+\\]\\s*"));
+    s.remove(re);
+    return s;
+}
+
+const char* kStyle = R"(
+QLineEdit[mlkState="error"], QSpinBox[mlkState="error"], QComboBox[mlkState="error"] {
+    border: 1px solid #d32f2f; border-radius: 3px; padding: 1px 3px; background: #fff5f5; }
+QLineEdit[mlkState="warning"], QSpinBox[mlkState="warning"], QComboBox[mlkState="warning"] {
+    border: 1px solid #e0a000; border-radius: 3px; padding: 1px 3px; background: #fffbea; }
+QCheckBox[mlkState="error"] { background: #fff5f5; border: 1px solid #d32f2f; border-radius: 3px; }
+QCheckBox[mlkState="warning"] { background: #fffbea; border: 1px solid #e0a000; border-radius: 3px; }
+QLabel[mlkState="error"] { color: #b71c1c; }
+QLabel[mlkState="warning"] { color: #8a6100; }
+QToolButton#mlkSectionHeader { font-weight: bold; border: none; border-bottom: 1px solid #c8c8c8;
+    padding: 4px 2px; text-align: left; }
+)";
+
+void repolish(QWidget* w) {
+    w->style()->unpolish(w);
+    w->style()->polish(w);
+    w->update();
+}
+
+}  // namespace
+
+ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent) {
+    if (find_preset("default")) {
+        preset_ = QStringLiteral("default");
+    } else if (!presets().empty()) {
+        preset_ = qs(presets().front().name);
+    }
+    if (!preset_.isEmpty()) {
+        try {
+            cfg_ = preset_config(preset_.toStdString());
+        } catch (const ConfigError&) {
+            cfg_ = Config{};
+        }
+    }
+    buildUi();
+    loadEditors();
+    revalidate();
+}
+
+void ConfigForm::buildUi() {
+    setStyleSheet(QString::fromLatin1(kStyle));
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(6, 6, 6, 6);
+    outer->setSpacing(4);
+
+    // ---- preset picker --------------------------------------------------
+    auto* presetRow = new QHBoxLayout;
+    auto* presetLabel = new QLabel(tr("Preset:"), this);
+    presetCombo_ = new QComboBox(this);
+    presetCombo_->setObjectName(QStringLiteral("presetCombo"));
+    presetCombo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    presetCombo_->setMinimumContentsLength(12);
+    presetCombo_->setToolTip(tr("Load a preset configuration; every setting below can then be changed."));
+    for (const Preset& p : presets()) {
+        presetCombo_->addItem(qs(p.name), qs(p.name));
+        presetCombo_->setItemData(presetCombo_->count() - 1, qs(p.description), Qt::ToolTipRole);
+    }
+    presetLabel->setBuddy(presetCombo_);
+    presetRow->addWidget(presetLabel);
+    presetRow->addWidget(presetCombo_, 1);
+    outer->addLayout(presetRow);
+
+    presetDesc_ = new QLabel(this);
+    presetDesc_->setObjectName(QStringLiteral("presetDescription"));
+    presetDesc_->setWordWrap(true);
+    presetDesc_->setTextFormat(Qt::RichText);
+    presetDesc_->setStyleSheet(QStringLiteral("color: palette(text); background: palette(alternate-base); "
+                                              "padding: 4px; border-radius: 3px;"));
+    outer->addWidget(presetDesc_);
+
+    connect(presetCombo_, &QComboBox::activated, this, [this](int i) {
+        setPreset(presetCombo_->itemData(i).toString());
+    });
+
+    // ---- JSON buttons -----------------------------------------------------
+    auto* btnRow = new QHBoxLayout;
+    auto* copyBtn = new QPushButton(tr("Copy JSON"), this);
+    copyBtn->setObjectName(QStringLiteral("copyJson"));
+    copyBtn->setToolTip(tr("Copy the whole configuration (seed included) as JSON: the shareable form that "
+                           "reproduces a run exactly."));
+    auto* pasteBtn = new QPushButton(tr("Paste JSON"), this);
+    pasteBtn->setObjectName(QStringLiteral("pasteJson"));
+    pasteBtn->setToolTip(tr("Replace the configuration by the JSON on the clipboard (nested or dotted keys; "
+                            "missing keys take their defaults). Nothing changes if it is invalid."));
+    auto* resetBtn = new QPushButton(tr("Reset"), this);
+    resetBtn->setObjectName(QStringLiteral("resetPreset"));
+    resetBtn->setToolTip(tr("Reload the selected preset, discarding edits."));
+    btnRow->addWidget(copyBtn);
+    btnRow->addWidget(pasteBtn);
+    btnRow->addWidget(resetBtn);
+    outer->addLayout(btnRow);
+    connect(copyBtn, &QPushButton::clicked, this, [this] { copyJsonToClipboard(); });
+    connect(pasteBtn, &QPushButton::clicked, this, [this] { pasteJsonFromClipboard(); });
+    connect(resetBtn, &QPushButton::clicked, this, [this] {
+        if (!preset_.isEmpty()) setPreset(preset_);
+    });
+
+    // ---- banner (non-modal messages) ---------------------------------------
+    bannerRow_ = new QFrame(this);
+    bannerRow_->setObjectName(QStringLiteral("banner"));
+    auto* bl = new QHBoxLayout(bannerRow_);
+    bl->setContentsMargins(6, 4, 2, 4);
+    banner_ = new QLabel(bannerRow_);
+    banner_->setWordWrap(true);
+    banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    bannerClose_ = new QToolButton(bannerRow_);
+    bannerClose_->setText(QStringLiteral("\u00D7"));
+    bannerClose_->setAutoRaise(true);
+    bannerClose_->setToolTip(tr("Dismiss"));
+    bl->addWidget(banner_, 1);
+    bl->addWidget(bannerClose_, 0, Qt::AlignTop);
+    connect(bannerClose_, &QToolButton::clicked, this, [this] { hideBanner(); });
+    bannerRow_->hide();
+    outer->addWidget(bannerRow_);
+
+    // ---- validation status -------------------------------------------------
+    status_ = new QLabel(this);
+    status_->setObjectName(QStringLiteral("validationStatus"));
+    status_->setWordWrap(true);
+    status_->setTextFormat(Qt::RichText);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    outer->addWidget(status_);
+
+    // ---- sections ------------------------------------------------------------
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    auto* content = new QWidget(scroll);
+    auto* cl = new QVBoxLayout(content);
+    cl->setContentsMargins(0, 0, 4, 0);
+    cl->setSpacing(2);
+    auto* guard = new WheelGuard(this);
+
+    for (const std::string& sec : config_sections()) {
+        Section s;
+        s.title = qs(sec);
+        s.header = new QToolButton(content);
+        s.header->setObjectName(QStringLiteral("mlkSectionHeader"));
+        s.header->setProperty("section", s.title);
+        s.header->setCheckable(true);
+        s.header->setChecked(true);
+        s.header->setArrowType(Qt::DownArrow);
+        s.header->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+        s.header->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+        s.header->setText(QString(s.title).replace(QLatin1Char('&'), QStringLiteral("&&")));
+        s.body = new QWidget(content);
+        auto* form = new QFormLayout(s.body);
+        form->setContentsMargins(8, 2, 2, 6);
+        form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+        form->setLabelAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+        form->setHorizontalSpacing(8);
+        form->setVerticalSpacing(3);
+        for (const ConfigKey& k : config_schema()) {
+            if (k.section != sec) continue;
+            Field f;
+            f.meta = &k;
+            f.baseTooltip = richTooltip(k);
+            f.label = new QLabel(qs(k.label), s.body);
+            f.label->setToolTip(f.baseTooltip);
+            f.editor = makeEditor(f);
+            f.editor->setParent(s.body);
+            f.editor->setObjectName(qs(k.key));
+            f.editor->setToolTip(f.baseTooltip);
+            f.editor->setFocusPolicy(Qt::StrongFocus);
+            if (qobject_cast<QSpinBox*>(f.editor) || qobject_cast<QComboBox*>(f.editor))
+                f.editor->installEventFilter(guard);
+            f.label->setBuddy(f.editor);
+            f.marker = new QLabel(s.body);
+            f.marker->setFixedSize(16, 16);
+            auto* row = new QWidget(s.body);
+            auto* rl = new QHBoxLayout(row);
+            rl->setContentsMargins(0, 0, 0, 0);
+            rl->setSpacing(4);
+            f.editor->setParent(row);
+            f.marker->setParent(row);
+            rl->addWidget(f.editor, 1);
+            rl->addWidget(f.marker, 0);
+            form->addRow(f.label, row);
+            fields_.insert(qs(k.key), f);
+        }
+        connect(s.header, &QToolButton::toggled, this, [h = s.header, b = s.body](bool on) {
+            h->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
+            b->setVisible(on);
+        });
+        cl->addWidget(s.header);
+        cl->addWidget(s.body);
+        sections_.push_back(s);
+    }
+    cl->addStretch(1);
+    // One label column width for every section, so editors line up across
+    // sections (each section has its own QFormLayout). Bold is the widest form.
+    int labelWidth = 0;
+    for (const Field& f : std::as_const(fields_)) {
+        QFont bold = f.label->font();
+        bold.setBold(true);
+        labelWidth = std::max(labelWidth, QFontMetrics(bold).horizontalAdvance(f.label->text()) + 4);
+    }
+    for (const Field& f : std::as_const(fields_)) f.label->setMinimumWidth(labelWidth);
+    scroll->setWidget(content);
+    outer->addWidget(scroll, 1);
+}
+
+QWidget* ConfigForm::makeEditor(Field& f) {
+    const ConfigKey& k = *f.meta;
+    const QString key = qs(k.key);
+    switch (k.type) {
+        case ValueType::boolean: {
+            auto* cb = new QCheckBox;
+            connect(cb, &QCheckBox::toggled, this, [this, key] { onEdited(key); });
+            return cb;
+        }
+        case ValueType::enumeration: {
+            auto* combo = new QComboBox;
+            combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+            combo->setMinimumContentsLength(8);
+            for (const std::string& a : k.allowed) combo->addItem(qs(a), qs(a));
+            connect(combo, &QComboBox::currentIndexChanged, this, [this, key] { onEdited(key); });
+            return combo;
+        }
+        case ValueType::integer:
+            if (k.min >= INT_MIN && k.max <= INT_MAX) {
+                auto* sb = new QSpinBox;
+                sb->setRange(static_cast<int>(k.min), static_cast<int>(k.max));
+                sb->setAccelerated(true);
+                const QString zero = zeroMeaning(k.description);
+                if (!zero.isEmpty() && k.min == 0) sb->setSpecialValueText(QStringLiteral("0 (%1)").arg(zero));
+                connect(sb, &QSpinBox::valueChanged, this, [this, key] { onEdited(key); });
+                return sb;
+            }
+            [[fallthrough]];
+        case ValueType::number: {
+            auto* le = new QLineEdit;
+            const bool integer = k.type == ValueType::integer;
+            le->setValidator(new QRegularExpressionValidator(
+                QRegularExpression(integer ? QStringLiteral("[+-]?[0-9]*") : QStringLiteral("[+-]?[0-9.eE+-]*")), le));
+            le->setPlaceholderText(qs(k.range_text()));
+            connect(le, &QLineEdit::textChanged, this, [this, key] { onEdited(key); });
+            return le;
+        }
+    }
+    return new QWidget;
+}
+
+void ConfigForm::loadEditors() {
+    loading_ = true;
+    for (auto it = fields_.begin(); it != fields_.end(); ++it) {
+        Field& f = it.value();
+        f.textError.clear();
+        const nlohmann::json v = config_get(cfg_, f.meta->key);
+        QSignalBlocker block(f.editor);
+        if (auto* cb = qobject_cast<QCheckBox*>(f.editor)) {
+            cb->setChecked(v.get<bool>());
+        } else if (auto* combo = qobject_cast<QComboBox*>(f.editor)) {
+            combo->setCurrentIndex(combo->findData(qs(v.get<std::string>())));
+        } else if (auto* sb = qobject_cast<QSpinBox*>(f.editor)) {
+            sb->setValue(static_cast<int>(v.get<int64_t>()));
+        } else if (auto* le = qobject_cast<QLineEdit*>(f.editor)) {
+            le->setText(qs(config_value_text(cfg_, f.meta->key)));
+            le->setCursorPosition(0);
+        }
+    }
+    {
+        QSignalBlocker block(presetCombo_);
+        presetCombo_->setCurrentIndex(presetCombo_->findData(preset_));
+    }
+    loading_ = false;
+    updateSectionHeaders();
+    updatePresetInfo();
+}
+
+void ConfigForm::onEdited(const QString& key) {
+    if (loading_) return;
+    auto it = fields_.find(key);
+    if (it == fields_.end()) return;
+    Field& f = it.value();
+    const std::string k = f.meta->key;
+    f.textError.clear();
+    try {
+        if (auto* cb = qobject_cast<QCheckBox*>(f.editor)) {
+            config_set(cfg_, k, cb->isChecked());
+        } else if (auto* combo = qobject_cast<QComboBox*>(f.editor)) {
+            config_set(cfg_, k, combo->currentData().toString().toStdString());
+        } else if (auto* sb = qobject_cast<QSpinBox*>(f.editor)) {
+            config_set(cfg_, k, static_cast<int64_t>(sb->value()));
+        } else if (auto* le = qobject_cast<QLineEdit*>(f.editor)) {
+            const QString what = f.meta->type == ValueType::integer ? tr("an integer") : tr("a number");
+            if (f.meta->type == ValueType::integer) {
+                int64_t x = 0;
+                if (!parseInt(le->text(), x))
+                    f.textError = QStringLiteral("%1: enter %2 in %3").arg(key, what, qs(f.meta->range_text()));
+                else
+                    config_set(cfg_, k, x);
+            } else {
+                double x = 0;
+                if (!parseDouble(le->text(), x))
+                    f.textError = QStringLiteral("%1: enter %2 in %3 (e.g. 0.5 or 1e-4)")
+                                      .arg(key, what, qs(f.meta->range_text()));
+                else
+                    config_set(cfg_, k, x);
+            }
+        }
+    } catch (const ConfigError& e) {
+        f.textError = qs(e.what());
+    }
+    updateSectionHeaders();
+    updatePresetInfo();
+    revalidate();
+    emit configChanged();
+}
+
+QStringList ConfigForm::keysInMessage(const QString& message) {
+    static const QRegularExpression tok(QStringLiteral("[A-Za-z_][A-Za-z0-9_]*(?:\\.[A-Za-z0-9_]+)*"));
+    QStringList found;
+    QString lastPrefix;
+    auto it = tok.globalMatch(message);
+    while (it.hasNext()) {
+        const auto m = it.next();
+        const QString t = m.captured(0);
+        if (find_config_key(t.toStdString())) {
+            if (!found.contains(t)) found << t;
+            lastPrefix = t.left(t.lastIndexOf(QLatin1Char('.')));
+            continue;
+        }
+        // "correction.is_level / rs_level / veto_threshold": short names after a
+        // slash belong to the section of the last full key.
+        if (!t.contains(QLatin1Char('.')) && !lastPrefix.isEmpty()) {
+            int p = m.capturedStart(0) - 1;
+            while (p >= 0 && message[p] == QLatin1Char(' ')) --p;
+            if (p >= 0 && message[p] == QLatin1Char('/') &&
+                (p == 0 || !message[p - 1].isDigit())) {
+                const QString full = lastPrefix + QLatin1Char('.') + t;
+                if (find_config_key(full.toStdString()) && !found.contains(full)) found << full;
+            }
+        }
+    }
+    // schema order
+    QStringList ordered;
+    for (const ConfigKey& k : config_schema())
+        if (found.contains(qs(k.key))) ordered << qs(k.key);
+    return ordered;
+}
+
+void ConfigForm::revalidate() {
+    QStringList errs, warns;
+    for (const ConfigKey& k : config_schema()) {
+        const Field& f = fields_[qs(k.key)];
+        if (!f.textError.isEmpty()) errs << f.textError;
+    }
+    try {
+        validate(cfg_);
+    } catch (const ConfigError& e) {
+        for (const QString& m : splitMessages(e.what()))
+            if (!errs.contains(m)) errs << m;
+    }
+    for (const std::string& w : config_warnings(cfg_)) warns << qs(w);
+    errors_ = errs;
+    warnings_ = warns;
+
+    for (auto it = fields_.begin(); it != fields_.end(); ++it) {
+        it->state.clear();
+        it->message.clear();
+    }
+    auto mark = [this](const QString& msg, const QString& state) {
+        for (const QString& key : keysInMessage(msg)) {
+            auto it = fields_.find(key);
+            if (it == fields_.end()) continue;
+            if (it->state != QLatin1String("error")) it->state = state;
+            it->message += (it->message.isEmpty() ? QString() : QStringLiteral("\n")) + msg;
+        }
+    };
+    for (const QString& e : errs) mark(e, QStringLiteral("error"));
+    for (const QString& w : warns) mark(w, QStringLiteral("warning"));
+    applyMarks();
+
+    QString html;
+    if (errs.isEmpty() && warns.isEmpty()) {
+        html = QStringLiteral("<span style='color:#2e7d32'>\u2714 %1</span>").arg(tr("Configuration valid"));
+    } else {
+        for (const QString& e : errs)
+            html += QStringLiteral("<div style='color:#b71c1c'>\u2716 %1</div>").arg(e.toHtmlEscaped());
+        for (const QString& w : warns)
+            html += QStringLiteral("<div style='color:#8a6100'>\u26A0 %1</div>").arg(w.toHtmlEscaped());
+    }
+    status_->setText(html);
+
+    const bool v = errs.isEmpty();
+    if (v != valid_) {
+        valid_ = v;
+        emit validityChanged(v);
+    }
+}
+
+void ConfigForm::applyMarks() {
+    const int px = 16;
+    const QPixmap err = style()->standardIcon(QStyle::SP_MessageBoxCritical).pixmap(px, px);
+    const QPixmap warn = style()->standardIcon(QStyle::SP_MessageBoxWarning).pixmap(px, px);
+    for (auto it = fields_.begin(); it != fields_.end(); ++it) {
+        Field& f = it.value();
+        const QString old = f.editor->property("mlkState").toString();
+        if (old != f.state) {
+            f.editor->setProperty("mlkState", f.state);
+            f.label->setProperty("mlkState", f.state);
+            repolish(f.editor);
+            repolish(f.label);
+        }
+        if (f.state.isEmpty()) {
+            f.marker->clear();
+            f.marker->setToolTip(QString());
+            f.editor->setToolTip(f.baseTooltip);
+        } else {
+            f.marker->setPixmap(f.state == QLatin1String("error") ? err : warn);
+            const QString color = f.state == QLatin1String("error") ? QStringLiteral("#b71c1c")
+                                                                    : QStringLiteral("#8a6100");
+            QString msgHtml;
+            for (const QString& m : f.message.split(QLatin1Char('\n')))
+                msgHtml += QStringLiteral("<p style='color:%1'>%2 %3</p>")
+                               .arg(color, f.state == QLatin1String("error") ? QStringLiteral("\u2716")
+                                                                             : QStringLiteral("\u26A0"),
+                                    m.toHtmlEscaped());
+            f.marker->setToolTip(msgHtml);
+            f.editor->setToolTip(msgHtml + QStringLiteral("<hr/>") + f.baseTooltip);
+        }
+    }
+}
+
+void ConfigForm::updateSectionHeaders() {
+    const Config defaults;
+    for (Section& s : sections_) {
+        int changed = 0;
+        for (auto it = fields_.begin(); it != fields_.end(); ++it) {
+            Field& f = it.value();
+            if (qs(f.meta->section) != s.title) continue;
+            const bool diff = config_get(cfg_, f.meta->key) != f.meta->default_value;
+            changed += diff ? 1 : 0;
+            QFont font = f.label->font();
+            if (font.bold() != diff) {
+                font.setBold(diff);
+                f.label->setFont(font);
+            }
+        }
+        const QString title = QString(s.title).replace(QLatin1Char('&'), QStringLiteral("&&"));  // no mnemonic
+        s.header->setText(changed ? tr("%1  \u00B7  %n changed", nullptr, changed).arg(title) : title);
+        s.header->setToolTip(changed ? tr("%n setting(s) differ from the defaults (shown in bold)", nullptr, changed)
+                                     : tr("All settings at their defaults"));
+    }
+}
+
+void ConfigForm::updatePresetInfo() {
+    const Preset* p = preset_.isEmpty() ? nullptr : find_preset(preset_.toStdString());
+    QString html = p ? qs(p->description).toHtmlEscaped() : tr("No preset selected.");
+    if (p) {
+        try {
+            const auto diff = config_diff(preset_config(p->name), cfg_);
+            if (!diff.empty()) {
+                QStringList keys;
+                for (const auto& d : diff) keys << qs(d.key);
+                html += QStringLiteral("<br/><i style='color:#555'>%1</i>")
+                            .arg(tr("Modified: %1").arg(keys.join(QStringLiteral(", "))).toHtmlEscaped());
+            }
+        } catch (const ConfigError&) {
+        }
+    }
+    presetDesc_->setText(html);
+}
+
+Config ConfigForm::config() const { return cfg_; }
+
+void ConfigForm::setConfig(const Config& c) {
+    cfg_ = c;
+    loadEditors();
+    revalidate();
+    emit configChanged();
+}
+
+QString ConfigForm::presetName() const { return preset_; }
+
+bool ConfigForm::modifiedFromPreset() const {
+    if (preset_.isEmpty()) return true;
+    try {
+        return !(preset_config(preset_.toStdString()) == cfg_);
+    } catch (const ConfigError&) {
+        return true;
+    }
+}
+
+bool ConfigForm::setPreset(const QString& name) {
+    Config c;
+    try {
+        c = preset_config(name.toStdString());
+    } catch (const ConfigError& e) {
+        showBanner(tr("Preset not loaded: %1").arg(qs(e.what())), true);
+        QSignalBlocker block(presetCombo_);
+        presetCombo_->setCurrentIndex(presetCombo_->findData(preset_));
+        return false;
+    }
+    const bool changed = name != preset_;
+    preset_ = name;
+    cfg_ = c;
+    hideBanner();
+    loadEditors();
+    revalidate();
+    emit configChanged();
+    if (changed) emit presetChanged(preset_);
+    return true;
+}
+
+QString ConfigForm::toJson() const { return qs(config_to_json(cfg_).dump(2)); }
+
+bool ConfigForm::fromJson(const QString& text, QString* error) {
+    QString msg;
+    Config c;
+    try {
+        const nlohmann::json j = nlohmann::json::parse(text.toStdString());
+        if (!j.is_object()) throw ConfigError("expected a JSON object with configuration keys");
+        c = config_from_json(j);
+    } catch (const nlohmann::json::exception& e) {
+        msg = tr("Malformed JSON: %1. The configuration was not changed.").arg(cleanJsonError(e.what()));
+    } catch (const ConfigError& e) {
+        msg = tr("Invalid configuration: %1. The configuration was not changed.").arg(qs(e.what()));
+    }
+    if (!msg.isEmpty()) {
+        showBanner(msg, true);
+        if (error) *error = msg;
+        return false;
+    }
+    // A pasted config that is exactly a preset selects that preset.
+    for (const Preset& p : presets()) {
+        try {
+            if (preset_config(p.name) == c) {
+                const bool changed = preset_ != qs(p.name);
+                preset_ = qs(p.name);
+                if (changed) emit presetChanged(preset_);
+                break;
+            }
+        } catch (const ConfigError&) {
+        }
+    }
+    hideBanner();
+    setConfig(c);
+    if (error) error->clear();
+    return true;
+}
+
+void ConfigForm::copyJsonToClipboard() {
+    if (auto* cb = QGuiApplication::clipboard()) cb->setText(toJson());
+    showBanner(tr("Copied the whole configuration (%1 keys, seed %2) as JSON.")
+                   .arg(config_schema().size())
+                   .arg(cfg_.seed),
+               false);
+    const QString shown = bannerText_;
+    QTimer::singleShot(4000, this, [this, shown] {
+        if (bannerText_ == shown) hideBanner();
+    });
+}
+
+bool ConfigForm::pasteJsonFromClipboard() {
+    const QClipboard* cb = QGuiApplication::clipboard();
+    const QString text = cb ? cb->text() : QString();
+    if (text.trimmed().isEmpty()) {
+        showBanner(tr("The clipboard holds no text to paste. The configuration was not changed."), true);
+        return false;
+    }
+    return fromJson(text);
+}
+
+QString ConfigForm::keyState(const QString& key) const {
+    auto it = fields_.find(key);
+    return it == fields_.end() ? QString() : it->state;
+}
+
+QString ConfigForm::keyMessage(const QString& key) const {
+    auto it = fields_.find(key);
+    return it == fields_.end() ? QString() : it->message;
+}
+
+QWidget* ConfigForm::editor(const QString& key) const {
+    auto it = fields_.find(key);
+    return it == fields_.end() ? nullptr : it->editor;
+}
+
+void ConfigForm::setSectionExpanded(const QString& section, bool expanded) {
+    for (Section& s : sections_)
+        if (s.title == section) s.header->setChecked(expanded);
+}
+
+bool ConfigForm::isSectionExpanded(const QString& section) const {
+    for (const Section& s : sections_)
+        if (s.title == section) return s.header->isChecked();
+    return false;
+}
+
+void ConfigForm::showBanner(const QString& text, bool error) {
+    bannerText_ = text;
+    banner_->setText(text);
+    bannerRow_->setStyleSheet(error ? QStringLiteral("QFrame#banner { background: #fdecea; border: 1px solid #e57373; "
+                                                     "border-radius: 3px; } QLabel { color: #8e0000; }")
+                                    : QStringLiteral("QFrame#banner { background: #e8f4fd; border: 1px solid #90caf9; "
+                                                     "border-radius: 3px; } QLabel { color: #0d3c61; }"));
+    bannerRow_->show();
+}
+
+void ConfigForm::hideBanner() {
+    bannerText_.clear();
+    banner_->clear();
+    bannerRow_->hide();
+}
+
+}  // namespace mlk

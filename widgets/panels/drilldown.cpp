@@ -1,0 +1,678 @@
+#include "widgets/panels/drilldown.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <QAbstractTextDocumentLayout>
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QCheckBox>
+#include <QCursor>
+#include <QHBoxLayout>
+#include <QHelpEvent>
+#include <QLabel>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QPushButton>
+#include <QScatterSeries>
+#include <QScrollBar>
+#include <QSlider>
+#include <QSpinBox>
+#include <QStackedWidget>
+#include <QTabWidget>
+#include <QTextBlock>
+#include <QTextBrowser>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <nlohmann/json.hpp>
+
+namespace mlk {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+QString num(double v, int prec = 4) {
+    if (std::isnan(v)) return QStringLiteral("NaN");
+    if (std::isinf(v)) return v > 0 ? QStringLiteral("+inf") : QStringLiteral("-inf");
+    return QString::number(v, 'g', prec);
+}
+
+// A text browser that shows the tooltip of the character under the mouse
+// (set from the HTML title attribute of each token span).
+class TokenBrowser : public QTextBrowser {
+public:
+    using QTextBrowser::QTextBrowser;
+
+protected:
+    bool event(QEvent* e) override {
+        if (e->type() == QEvent::ToolTip) {
+            auto* he = static_cast<QHelpEvent*>(e);
+            const QPoint docPos = he->pos() + QPoint(horizontalScrollBar()->value(), verticalScrollBar()->value()) -
+                                  viewport()->pos();
+            const int pos = document()->documentLayout()->hitTest(docPos, Qt::ExactHit);
+            QString tip;
+            if (pos >= 0) {
+                QTextCursor c(document());
+                c.setPosition(pos);
+                c.movePosition(QTextCursor::NextCharacter, QTextCursor::KeepAnchor);
+                tip = c.charFormat().toolTip();
+            }
+            if (tip.isEmpty()) QToolTip::hideText();
+            else QToolTip::showText(he->globalPos(), tip, this);
+            return true;
+        }
+        return QTextBrowser::event(e);
+    }
+};
+
+// 12 -> "¹²": full-size superscript glyphs stay readable where <sup> shrinks.
+QString superscript(int n) {
+    static const char16_t digits[] = {u'\u2070', u'\u00B9', u'\u00B2', u'\u00B3', u'\u2074',
+                                      u'\u2075', u'\u2076', u'\u2077', u'\u2078', u'\u2079'};
+    QString out;
+    for (QChar c : QString::number(n)) out += QChar(digits[c.digitValue()]);
+    return out;
+}
+
+QChartView* makeView(QChart* chart, QWidget* parent) {
+    chart->setMargins(QMargins(4, 4, 4, 4));
+    chart->setBackgroundRoundness(0);
+    chart->legend()->setAlignment(Qt::AlignBottom);
+    auto* v = new QChartView(chart, parent);
+    v->setRenderHint(QPainter::Antialiasing);
+    v->setMinimumSize(280, 220);
+    return v;
+}
+
+QLabel* makeNote(QWidget* parent) {
+    auto* l = new QLabel(parent);
+    l->setWordWrap(true);
+    l->setTextFormat(Qt::RichText);
+    l->setStyleSheet(QStringLiteral("color: #444; padding: 2px 4px;"));
+    return l;
+}
+
+}  // namespace
+
+QColor DrillDown::diffColour(double d) {
+    if (std::isnan(d)) return QColor(0xbd, 0xbd, 0xbd);
+    const double lo = -6.0, hi = 0.0;  // log10 range
+    double t = d <= 0 ? 0.0 : (std::log10(d) - lo) / (hi - lo);
+    t = std::clamp(t, 0.0, 1.0);
+    const QColor a(0xff, 0xff, 0xff), b(0xd3, 0x2f, 0x2f);
+    return QColor::fromRgbF(static_cast<float>(a.redF() + t * (b.redF() - a.redF())),
+                            static_cast<float>(a.greenF() + t * (b.greenF() - a.greenF())),
+                            static_cast<float>(a.blueF() + t * (b.blueF() - a.blueF())));
+}
+
+DrillDown::DrillDown(QWidget* parent) : QWidget(parent) { buildUi(); }
+
+void DrillDown::buildUi() {
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(4, 4, 4, 4);
+    outer->setSpacing(4);
+
+    // ---- step selector ------------------------------------------------------
+    auto* top = new QHBoxLayout;
+    header_ = new QLabel(tr("No run selected"), this);
+    header_->setObjectName(QStringLiteral("drillHeader"));
+    auto* prev = new QPushButton(QStringLiteral("\u25C0"), this);
+    auto* next = new QPushButton(QStringLiteral("\u25B6"), this);
+    prev->setToolTip(tr("Previous stored step"));
+    next->setToolTip(tr("Next stored step"));
+    prev->setFixedWidth(32);
+    next->setFixedWidth(32);
+    slider_ = new QSlider(Qt::Horizontal, this);
+    slider_->setObjectName(QStringLiteral("stepSlider"));
+    slider_->setToolTip(tr("Step of the run to inspect"));
+    stepSpin_ = new QSpinBox(this);
+    stepSpin_->setObjectName(QStringLiteral("stepSpin"));
+    stepSpin_->setPrefix(tr("step "));
+    stepSpin_->setKeyboardTracking(false);
+    top->addWidget(header_);
+    top->addWidget(prev);
+    top->addWidget(slider_, 1);
+    top->addWidget(next);
+    top->addWidget(stepSpin_);
+    outer->addLayout(top);
+
+    connect(slider_, &QSlider::valueChanged, this, [this](int i) {
+        if (updatingControls_ || i < 0 || i >= static_cast<int>(steps_.size())) return;
+        loadStep(steps_[static_cast<size_t>(i)]);
+    });
+    connect(stepSpin_, &QSpinBox::valueChanged, this, [this](int v) {
+        if (updatingControls_ || steps_.empty()) return;
+        // snap to the nearest stored step
+        auto it = std::lower_bound(steps_.begin(), steps_.end(), static_cast<int64_t>(v));
+        if (it == steps_.end()) --it;
+        else if (it != steps_.begin() && *it != v && v - *(it - 1) < *it - v) --it;
+        loadStep(*it);
+    });
+    connect(prev, &QPushButton::clicked, this, [this] { slider_->setValue(slider_->value() - 1); });
+    connect(next, &QPushButton::clicked, this, [this] { slider_->setValue(slider_->value() + 1); });
+
+    tabs_ = new QTabWidget(this);
+    outer->addWidget(tabs_, 1);
+
+    // ---- (a) scatter ----------------------------------------------------------
+    {
+        scatterPage_ = new QWidget(tabs_);
+        auto* l = new QVBoxLayout(scatterPage_);
+        l->setContentsMargins(0, 0, 0, 0);
+        auto* chart = new QChart;
+        chart->setTitle(tr("Training vs rollout probability of sampled tokens"));
+        auto* ax = new QValueAxis;
+        ax->setRange(0, 1);
+        ax->setTitleText(tr("rollout probability  exp(lp_roll)"));
+        ax->setTickCount(6);
+        ax->setLabelFormat(QStringLiteral("%.1f"));
+        auto* ay = new QValueAxis;
+        ay->setRange(0, 1);
+        ay->setTitleText(tr("training probability  exp(lp_train)"));
+        ay->setTickCount(6);
+        ay->setLabelFormat(QStringLiteral("%.1f"));
+        chart->addAxis(ax, Qt::AlignBottom);
+        chart->addAxis(ay, Qt::AlignLeft);
+        auto* diag = new QLineSeries;
+        diag->setName(tr("y = x (no mismatch)"));
+        diag->replace(QList<QPointF>{{0, 0}, {1, 1}});
+        QPen dp(QColor(0x75, 0x75, 0x75));
+        dp.setStyle(Qt::DashLine);
+        dp.setWidthF(1.2);
+        diag->setPen(dp);
+        scatter_ = new QScatterSeries;
+        scatter_->setName(tr("tokens"));
+        scatter_->setMarkerShape(QScatterSeries::MarkerShapeCircle);
+        scatter_->setMarkerSize(6);
+        scatter_->setColor(QColor(0x1f, 0x77, 0xb4, 140));
+        scatter_->setBorderColor(Qt::transparent);
+        chart->addSeries(scatter_);
+        chart->addSeries(diag);  // on top, so the reference stays visible under dense points
+        for (QAbstractSeries* s : {static_cast<QAbstractSeries*>(diag), static_cast<QAbstractSeries*>(scatter_)}) {
+            s->attachAxis(ax);
+            s->attachAxis(ay);
+        }
+        connect(scatter_, &QScatterSeries::hovered, this, [this](const QPointF& p, bool state) {
+            if (!state) {
+                QToolTip::hideText();
+                return;
+            }
+            const double lr = std::log(p.x()), lt = std::log(p.y());
+            QToolTip::showText(QCursor::pos(),
+                               tr("p_roll = %1, p_train = %2\nlp_roll = %3, lp_train = %4\n|\u0394 log p| = %5")
+                                   .arg(num(p.x()), num(p.y()), num(lr), num(lt), num(std::abs(lt - lr))),
+                               scatterView_);
+        });
+        scatterView_ = makeView(chart, scatterPage_);
+        scatterNote_ = makeNote(scatterPage_);
+        l->addWidget(scatterView_, 1);
+        l->addWidget(scatterNote_);
+        tabs_->addTab(scatterPage_, tr("Probabilities"));
+    }
+
+    // ---- (b) F(t) ---------------------------------------------------------------
+    {
+        ftPage_ = new QWidget(tabs_);
+        auto* l = new QVBoxLayout(ftPage_);
+        l->setContentsMargins(0, 0, 0, 0);
+        ftView_ = makeView(new QChart, ftPage_);
+        auto* row = new QHBoxLayout;
+        ftNote_ = makeNote(ftPage_);
+        ftLogY_ = new QCheckBox(tr("Log y"), ftPage_);
+        ftLogY_->setChecked(true);
+        ftLogY_->setToolTip(tr("Logarithmic fraction axis; zeros are drawn at a floor and counted in the note"));
+        connect(ftLogY_, &QCheckBox::toggled, this, [this] { redrawFt(); });
+        row->addWidget(ftNote_, 1);
+        row->addWidget(ftLogY_, 0, Qt::AlignTop);
+        l->addWidget(ftView_, 1);
+        l->addLayout(row);
+        tabs_->addTab(ftPage_, tr("F(t)"));
+    }
+
+    // ---- (c) router histogram -----------------------------------------------------
+    {
+        routerPage_ = new QWidget(tabs_);
+        auto* l = new QVBoxLayout(routerPage_);
+        l->setContentsMargins(0, 0, 0, 0);
+        routerStack_ = new QStackedWidget(routerPage_);
+        routerView_ = makeView(new QChart, routerStack_);
+        routerEmptyLabel_ = new QLabel(routerStack_);
+        routerEmptyLabel_->setAlignment(Qt::AlignCenter);
+        routerEmptyLabel_->setWordWrap(true);
+        routerEmptyLabel_->setStyleSheet(QStringLiteral("color: #555; font-size: 13pt;"));
+        routerStack_->addWidget(routerView_);
+        routerStack_->addWidget(routerEmptyLabel_);
+        routerNote_ = makeNote(routerPage_);
+        l->addWidget(routerStack_, 1);
+        l->addWidget(routerNote_);
+        tabs_->addTab(routerPage_, tr("Router"));
+    }
+
+    // ---- (d) samples ---------------------------------------------------------------
+    {
+        samplesPage_ = new QWidget(tabs_);
+        auto* l = new QVBoxLayout(samplesPage_);
+        l->setContentsMargins(0, 0, 0, 0);
+        samples_ = new TokenBrowser(samplesPage_);
+        samples_->setObjectName(QStringLiteral("samplesBrowser"));
+        samples_->setOpenLinks(false);
+        samples_->setMouseTracking(true);
+        l->addWidget(samples_, 1);
+        tabs_->addTab(samplesPage_, tr("Samples"));
+    }
+
+    clear();
+}
+
+QWidget* DrillDown::scatterView() const { return scatterPage_; }
+QWidget* DrillDown::ftView() const { return ftPage_; }
+QWidget* DrillDown::routerView() const { return routerPage_; }
+QWidget* DrillDown::samplesView() const { return samplesPage_; }
+
+void DrillDown::clear() {
+    store_ = nullptr;
+    runId_ = -1;
+    step_ = -1;
+    steps_.clear();
+    header_->setText(tr("No run selected"));
+    setStepControls();
+    fillScatter({});
+    fillFt({});
+    fillRouter({});
+    fillSamples({});
+}
+
+void DrillDown::setRunStep(Store& store, int64_t runId, int64_t step) {
+    store_ = &store;
+    runId_ = runId;
+    step_ = -1;
+    reload();
+    if (steps_.empty()) {
+        header_->setText(tr("Run %1: no steps stored yet").arg(runId));
+        fillScatter({});
+        fillFt({});
+        fillRouter({});
+        fillSamples({});
+        return;
+    }
+    auto it = std::lower_bound(steps_.begin(), steps_.end(), step);
+    if (it == steps_.end()) --it;
+    else if (it != steps_.begin() && *it != step && step - *(it - 1) < *it - step) --it;
+    loadStep(*it);
+}
+
+void DrillDown::reload() {
+    if (!store_ || runId_ < 0) return;
+    try {
+        steps_ = store_->steps(runId_);
+    } catch (const StoreError& e) {
+        steps_.clear();
+        header_->setText(tr("Run %1: %2").arg(runId_).arg(qs(e.what())));
+    }
+    setStepControls();
+    if (step_ >= 0) {
+        const int64_t s = step_;
+        step_ = -1;
+        loadStep(s);
+    }
+}
+
+void DrillDown::setStepControls() {
+    updatingControls_ = true;
+    const bool any = !steps_.empty();
+    slider_->setEnabled(steps_.size() > 1);
+    stepSpin_->setEnabled(any);
+    slider_->setRange(0, any ? static_cast<int>(steps_.size()) - 1 : 0);
+    stepSpin_->setRange(any ? static_cast<int>(steps_.front()) : 0, any ? static_cast<int>(steps_.back()) : 0);
+    if (any && step_ >= 0) {
+        auto it = std::lower_bound(steps_.begin(), steps_.end(), step_);
+        slider_->setValue(static_cast<int>(it - steps_.begin()));
+        stepSpin_->setValue(static_cast<int>(step_));
+    }
+    updatingControls_ = false;
+}
+
+void DrillDown::loadStep(int64_t step) {
+    if (!store_ || runId_ < 0) return;
+    if (step == step_) {
+        setStepControls();  // snap the controls back
+        return;
+    }
+    step_ = step;
+    setStepControls();
+    header_->setText(tr("Run %1 \u00B7 step %2").arg(runId_).arg(step));
+    try {
+        fillScatter(store_->token_samples(runId_, step));
+        fillFt(store_->ft_curve(runId_, step));
+        fillRouter(store_->router_hist(runId_, step));
+        fillSamples(store_->text_samples(runId_, step));
+    } catch (const StoreError& e) {
+        header_->setText(tr("Run %1 \u00B7 step %2: %3").arg(runId_).arg(step).arg(qs(e.what())));
+    }
+    emit stepChanged(step);
+}
+
+// ---- (a) -------------------------------------------------------------------------
+void DrillDown::fillScatter(const std::vector<TokenSample>& ts) {
+    QList<QPointF> pts;
+    pts.reserve(static_cast<qsizetype>(ts.size()));
+    int nonFinite = 0, identical = 0;
+    double sumAbs = 0, maxAbs = 0;
+    for (const TokenSample& t : ts) {
+        const double pr = std::exp(t.lp_roll), pt = std::exp(t.lp_train);
+        if (!std::isfinite(pr) || !std::isfinite(pt)) {
+            ++nonFinite;
+            continue;
+        }
+        pts << QPointF(pr, pt);
+        const double d = std::abs(t.lp_train - t.lp_roll);
+        sumAbs += d;
+        maxAbs = std::max(maxAbs, d);
+        if (t.lp_train == t.lp_roll) ++identical;
+    }
+    scatter_->replace(pts);
+    QString note;
+    if (ts.empty()) {
+        note = tr("No token samples stored for this step.");
+    } else {
+        const int n = static_cast<int>(pts.size());
+        note = tr("%1 tokens \u00B7 mean |\u0394 log p| = %2 \u00B7 max = %3 \u00B7 %4 bitwise identical")
+                   .arg(n)
+                   .arg(num(n ? sumAbs / n : 0, 3))
+                   .arg(num(maxAbs, 3))
+                   .arg(identical);
+        if (nonFinite)
+            note += QStringLiteral(" \u00B7 <span style='color:#b71c1c'>%1</span>")
+                        .arg(tr("%n token(s) with a non-finite log-prob not drawn", nullptr, nonFinite));
+    }
+    scatterNote_->setText(note);
+}
+
+int DrillDown::scatterPointCount() const { return static_cast<int>(scatter_->count()); }
+QList<QPointF> DrillDown::scatterPoints() const { return scatter_->points(); }
+
+// ---- (b) -------------------------------------------------------------------------
+void DrillDown::fillFt(const std::vector<FtPoint>& ft) {
+    ftRaw_ = ft;
+    redrawFt();
+}
+
+void DrillDown::redrawFt() {
+    QChart* chart = ftView_->chart();
+    chart->removeAllSeries();
+    for (QAbstractAxis* a : chart->axes()) {
+        chart->removeAxis(a);
+        delete a;
+    }
+    chart->setTitle(tr("F(t): fraction of tokens with max(\u03C1, 1/\u03C1) > t"));
+    const bool logY = ftLogY_->isChecked();
+
+    double minPos = std::numeric_limits<double>::infinity(), maxY = 0;
+    double tMin = std::numeric_limits<double>::infinity(), tMax = 0;
+    int skipped = 0;
+    for (const FtPoint& p : ftRaw_) {
+        if (!std::isfinite(p.t) || !std::isfinite(p.frac) || p.t <= 0) continue;
+        if (p.frac > 0) minPos = std::min(minPos, p.frac);
+        maxY = std::max(maxY, p.frac);
+        tMin = std::min(tMin, p.t);
+        tMax = std::max(tMax, p.t);
+    }
+    ftFloor_ = std::isfinite(minPos) ? std::pow(10.0, std::floor(std::log10(minPos)) - 1) : 1e-6;
+    ftClamped_ = 0;
+    QList<QPointF> line, clamped;
+    for (const FtPoint& p : ftRaw_) {
+        if (!std::isfinite(p.t) || !std::isfinite(p.frac) || p.t <= 0) {
+            ++skipped;
+            continue;
+        }
+        double y = p.frac;
+        if (logY && y <= 0) {
+            y = ftFloor_;
+            ++ftClamped_;
+            clamped << QPointF(p.t, y);
+        }
+        line << QPointF(p.t, y);
+    }
+    ftDrawn_ = line;
+
+    auto* series = new QLineSeries;
+    series->setName(tr("F(t)"));
+    series->setPointsVisible(true);
+    QPen pen(QColor(0x1f, 0x77, 0xb4));
+    pen.setWidthF(2);
+    series->setPen(pen);
+    series->replace(line);
+    chart->addSeries(series);
+    QScatterSeries* zeros = nullptr;
+    if (!clamped.isEmpty()) {
+        zeros = new QScatterSeries;
+        zeros->setName(tr("F(t) = 0, drawn at %1").arg(num(ftFloor_)));
+        zeros->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+        zeros->setMarkerSize(9);
+        zeros->setColor(Qt::white);
+        zeros->setBorderColor(QColor(0xd3, 0x2f, 0x2f));
+        zeros->replace(clamped);
+        chart->addSeries(zeros);
+    }
+
+    auto* ax = new QLogValueAxis;
+    ax->setBase(10);
+    ax->setTitleText(tr("threshold t (log)"));
+    ax->setLabelFormat(QStringLiteral("%g"));
+    ax->setMinorTickCount(8);
+    if (std::isfinite(tMin)) ax->setRange(tMin / 1.05, tMax * 1.05);
+    else ax->setRange(1, 10);
+    chart->addAxis(ax, Qt::AlignBottom);
+    QAbstractAxis* ay = nullptr;
+    if (logY) {
+        auto* l = new QLogValueAxis;
+        l->setBase(10);
+        l->setLabelFormat(QStringLiteral("%g"));
+        l->setRange(ftFloor_ / 2, std::max(1.0, maxY));
+        l->setMinorTickCount(8);
+        ay = l;
+    } else {
+        auto* v = new QValueAxis;
+        v->setRange(0, maxY > 0 ? maxY * 1.05 : 1);
+        v->setLabelFormat(QStringLiteral("%g"));
+        ay = v;
+    }
+    ay->setTitleText(tr("fraction of tokens"));
+    chart->addAxis(ay, Qt::AlignLeft);
+    for (QAbstractSeries* s : chart->series()) {
+        s->attachAxis(ax);
+        s->attachAxis(ay);
+    }
+    chart->legend()->setVisible(zeros != nullptr);
+
+    QStringList notes;
+    if (ftRaw_.empty()) notes << tr("No F(t) curve stored for this step.");
+    if (ftClamped_)
+        notes << QStringLiteral("<span style='color:#b71c1c'>%1</span>")
+                     .arg(tr("%n point(s) with F(t) = 0 drawn at the floor %1 (a log axis cannot show 0); "
+                             "open squares mark them.", nullptr, ftClamped_)
+                              .arg(num(ftFloor_)));
+    if (skipped) notes << tr("%n non-finite point(s) not drawn.", nullptr, skipped);
+    if (notes.isEmpty() && !ftRaw_.empty())
+        notes << tr("%1 thresholds from t = %2 to %3.").arg(line.size()).arg(num(tMin)).arg(num(tMax));
+    ftNote_->setText(notes.join(QStringLiteral(" ")));
+}
+
+QList<QPointF> DrillDown::ftPoints() const { return ftDrawn_; }
+
+// ---- (c) -------------------------------------------------------------------------
+void DrillDown::fillRouter(const std::vector<RouterBin>& rh) {
+    QChart* chart = routerView_->chart();
+    chart->removeAllSeries();
+    for (QAbstractAxis* a : chart->axes()) {
+        chart->removeAxis(a);
+        delete a;
+    }
+    histValues_.clear();
+    histCats_.clear();
+    routerEmpty_ = rh.empty();
+    if (routerEmpty_) {
+        routerEmptyLabel_->setText(
+            store_ ? tr("Dense model: no router.\n\nThis step has no router-diff histogram; a MoE model "
+                        "(model.kind = moe) records how many of the rollout's top-k experts the training "
+                        "engine did not pick.")
+                   : tr("No run selected."));
+        routerStack_->setCurrentWidget(routerEmptyLabel_);
+        routerNote_->setText(store_ ? tr("Dense model: no router.") : QString());
+        return;
+    }
+    routerStack_->setCurrentWidget(routerView_);
+    chart->setTitle(tr("Router diff: rollout top-k experts missing from the training top-k"));
+    auto* set = new QBarSet(tr("(token, layer) pairs"));
+    set->setColor(QColor(0x4e, 0x79, 0xa7));
+    set->setLabelColor(QColor(0x21, 0x21, 0x21));
+    int64_t total = 0, flipped = 0;
+    double maxCount = 0;
+    for (const RouterBin& b : rh) {
+        *set << static_cast<qreal>(b.count);
+        histValues_ << static_cast<qreal>(b.count);
+        histCats_ << QString::number(b.d);
+        total += b.count;
+        if (b.d > 0) flipped += b.count;
+        maxCount = std::max(maxCount, static_cast<double>(b.count));
+    }
+    auto* series = new QBarSeries;
+    series->append(set);
+    series->setLabelsVisible(true);
+    series->setLabelsPosition(QAbstractBarSeries::LabelsOutsideEnd);
+    series->setLabelsFormat(QStringLiteral("@value"));
+    chart->addSeries(series);
+    auto* ax = new QBarCategoryAxis;
+    ax->append(histCats_);
+    ax->setTitleText(tr("d = experts flipped"));
+    auto* ay = new QValueAxis;
+    ay->setRange(0, maxCount > 0 ? maxCount * 1.12 : 1);
+    ay->applyNiceNumbers();
+    ay->setLabelFormat(QStringLiteral("%.0f"));
+    ay->setTitleText(tr("count"));
+    chart->addAxis(ax, Qt::AlignBottom);
+    chart->addAxis(ay, Qt::AlignLeft);
+    series->attachAxis(ax);
+    series->attachAxis(ay);
+    chart->legend()->setVisible(false);
+    routerNote_->setText(tr("%1 (token, layer) pairs \u00B7 %2 with at least one flipped expert (%3%)")
+                             .arg(total)
+                             .arg(flipped)
+                             .arg(total ? QString::number(100.0 * flipped / total, 'f', 2) : QStringLiteral("0")));
+}
+
+QList<qreal> DrillDown::histogramValues() const { return histValues_; }
+QStringList DrillDown::histogramCategories() const { return histCats_; }
+
+// ---- (d) -------------------------------------------------------------------------
+void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
+    QString h;
+    h += QStringLiteral("<html><body style='font-family:sans-serif'>");
+    // legend
+    h += QStringLiteral("<p style='margin:2px'><b>%1</b> ").arg(tr("|lp_train \u2212 lp_roll|:"));
+    const double stops[] = {0, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1};
+    const char* names[] = {"\u2264 1e-6", "1e-5", "1e-4", "1e-3", "0.01", "0.1", "\u2265 1"};
+    for (int i = 0; i < 7; ++i) {
+        const QColor c = diffColour(stops[i]);
+        h += QStringLiteral("<span style='background-color:%1; color:%2; font-family:monospace'>&nbsp;%3&nbsp;</span> ")
+                 .arg(c.name(), i >= 5 ? QStringLiteral("#fff") : QStringLiteral("#000"),
+                      QString::fromUtf8(names[i]));
+    }
+    h += QStringLiteral(" &nbsp; <span style='text-decoration:underline'>%1</span><span "
+                        "style='color:#6a1b9a; font-weight:bold'>\u207F</span> = %2</p>")
+             .arg(tr("token"), tr("n router flips (MoE)"));
+    h += QStringLiteral("<hr/>");
+
+    if (ts.empty())
+        h += QStringLiteral("<p style='color:#555'>%1</p>").arg(tr("No text samples stored for this step."));
+
+    for (const TextSample& s : ts) {
+        h += QStringLiteral("<p style='margin-top:8px; margin-bottom:2px'><b>%1</b> &nbsp; %2 <b>%3</b></p>")
+                 .arg(tr("Sample %1").arg(s.idx), tr("reward"),
+                      std::isfinite(s.reward) ? QString::number(s.reward, 'f', 2) : num(s.reward));
+        h += QStringLiteral("<p style='margin:2px'>%1 <span style='font-family:monospace; background-color:#f1f1f1'>"
+                            "%2</span></p>")
+                 .arg(tr("Prompt:"), qs(s.prompt).toHtmlEscaped());
+        nlohmann::json toks;
+        bool ok = true;
+        try {
+            toks = nlohmann::json::parse(s.tokens_json.empty() ? std::string("[]") : s.tokens_json);
+            ok = toks.is_array();
+        } catch (const nlohmann::json::exception&) {
+            ok = false;
+        }
+        h += QStringLiteral("<p style='margin:2px'>%1 <span style='font-family:monospace; font-size:14pt'>")
+                 .arg(tr("Response:"));
+        if (!ok || toks.empty()) {
+            h += QStringLiteral("<span>%1</span></span>").arg(qs(s.response).toHtmlEscaped());
+            if (!ok)
+                h += QStringLiteral(" <span style='color:#b71c1c; font-size:9pt'>%1</span>")
+                         .arg(tr("(per-token data unreadable)"));
+            h += QStringLiteral("</p>");
+            continue;
+        }
+        int nFlipTokens = 0;
+        double maxD = 0;
+        for (const auto& t : toks) {
+            auto numOf = [&](const char* k) {
+                auto it = t.find(k);
+                return it != t.end() && it->is_number() ? it->get<double>() : std::numeric_limits<double>::quiet_NaN();
+            };
+            const double lr = numOf("lp_roll"), lt = numOf("lp_train");
+            const int flips = t.contains("flips") && t["flips"].is_number() ? t["flips"].get<int>() : 0;
+            const QString text = t.contains("text") && t["text"].is_string() ? qs(t["text"].get<std::string>())
+                                                                            : QStringLiteral("?");
+            const double d = std::abs(lt - lr);
+            if (std::isfinite(d)) maxD = std::max(maxD, d);
+            const QColor bg = diffColour(d);
+            const bool dark = !std::isnan(d) && d >= 0.1;
+            QString tip = tr("token \u201C%1\u201D (id %2)\nlp_roll = %3\nlp_train = %4\nlp_train \u2212 lp_roll = %5")
+                              .arg(text)
+                              .arg(t.contains("id") ? QString::fromStdString(t["id"].dump()) : QStringLiteral("?"))
+                              .arg(num(lr, 8), num(lt, 8), num(lt - lr, 4));
+            if (flips > 0) tip += tr("\nrouter flips: %1").arg(flips);
+            QString style = QStringLiteral("background-color:%1; color:%2").arg(bg.name(), dark ? "#fff" : "#000");
+            if (flips > 0) style += QStringLiteral("; text-decoration:underline");
+            QString shown = text.toHtmlEscaped();
+            if (text == QLatin1String(" ")) shown = QStringLiteral("&#x2423;");
+            h += QStringLiteral("<span title=\"%1\" style='%2'>%3</span>").arg(tip.toHtmlEscaped(), style, shown);
+            if (flips > 0) {
+                ++nFlipTokens;
+                h += QStringLiteral("<span class='flip' style='color:#6a1b9a; font-weight:bold'>%1</span>")
+                         .arg(superscript(flips));
+            }
+            h += QStringLiteral("&#x200A;");  // hair space between chips
+        }
+        h += QStringLiteral("</span></p><p style='margin:2px; color:#555; font-size:9pt'>%1</p>")
+                 .arg(tr("%1 tokens \u00B7 max |\u0394 log p| = %2 \u00B7 %3 with router flips")
+                          .arg(toks.size())
+                          .arg(num(maxD, 3))
+                          .arg(nFlipTokens));
+    }
+    h += QStringLiteral("</body></html>");
+    samplesHtml_ = h;
+    const int scroll = samples_->verticalScrollBar()->value();
+    samples_->setHtml(h);
+    samples_->verticalScrollBar()->setValue(scroll);
+}
+
+QString DrillDown::samplesText() const { return samples_->toPlainText(); }
+
+QString DrillDown::noteText() const {
+    QStringList n;
+    for (QLabel* l : {scatterNote_, ftNote_, routerNote_}) {
+        QTextDocument d;
+        d.setHtml(l->text());
+        n << d.toPlainText();
+    }
+    return n.join(QLatin1Char('\n'));
+}
+
+}  // namespace mlk

@@ -1,0 +1,161 @@
+// RunBrowser: every run of a run store in a sortable table, with the
+// selection driving the chart overlays, per-run colours, rename / notes /
+// delete, a pinned baseline and a config-diff panel against it.
+//
+// Columns: id, colour swatch, name (editable in place), status, preset, steps,
+// final reward, best reward, mean K3 KL, created. Reward columns use the
+// "reward_mean" metric, KL the "k3_kl" metric (core/rl_loop.h names); a run
+// without them shows "—" and sorts last.
+//
+// The store is not owned when given as Store* (it must outlive the browser);
+// setDatabase(path) opens and owns its own connection. refresh() re-reads the
+// run list (cheap when nothing changed: metrics are re-read only for runs
+// whose step count or update time moved), keeps the selection and the
+// baseline, and is what the app's poll timer calls.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include <QColor>
+#include <QList>
+#include <QString>
+#include <QWidget>
+
+#include "core/store/store.h"
+#include "widgets/panels/metric_summary.h"
+
+class QCheckBox;
+class QLabel;
+class QLineEdit;
+class QTableWidget;
+class QTableWidgetItem;
+class QTabWidget;
+
+namespace mlk {
+
+class RunBrowser : public QWidget {
+    Q_OBJECT
+public:
+    enum Column { ColId, ColColour, ColName, ColStatus, ColPreset, ColSteps, ColFinalReward, ColBestReward,
+                  ColMeanK3, ColCreated, ColumnCount };
+
+    explicit RunBrowser(QWidget* parent = nullptr);
+    ~RunBrowser() override;
+
+    // Not owned; nullptr clears the table.
+    void setStore(Store* store);
+    // Opens (and owns) a connection to the database at `path`; false and
+    // *error on failure (the previous store is kept).
+    bool setDatabase(const QString& path, QString* error = nullptr);
+    Store* store() const { return store_; }
+
+    // Reloads the run list from the store.
+    void refresh();
+
+    // Run ids in table (display) order / currently selected, in display order.
+    QList<int64_t> runIds() const;
+    QList<int64_t> selectedRunIds() const;
+    void selectRuns(const QList<int64_t>& ids);
+
+    // Colour of a run: a user override (setRunColour / "Change colour…"),
+    // else the provider's, else defaultRunColour(id).
+    QColor runColour(int64_t id) const;
+    void setColourProvider(std::function<QColor(int64_t)> provider);
+    void setRunColour(int64_t id, const QColor& c);
+    // The chart layer's rule for unchanged colours (RunDataStore::palette /
+    // defaultColour in widgets/run_data.h), so both always agree.
+    static const QList<QColor>& defaultPalette();
+    static QColor defaultRunColour(int64_t id);
+
+    // Store edits (also reachable from the context menu and in-place edit).
+    bool renameRun(int64_t id, const QString& name);
+    bool setNotes(int64_t id, const QString& notes);
+    // Deletes after QMessageBox::question unless confirmDeletes() is false.
+    // Returns the number of runs deleted.
+    int deleteRuns(const QList<int64_t>& ids);
+    void setConfirmDeletes(bool on) { confirmDeletes_ = on; }
+    bool confirmDeletes() const { return confirmDeletes_; }
+
+    // Baseline for the config diff (std::nullopt = none).
+    void setBaseline(std::optional<int64_t> id);
+    std::optional<int64_t> baseline() const { return baseline_; }
+
+    // The diff panel: rows are keys; columns key | baseline | each selected
+    // run other than the baseline.
+    QTableWidget* diffTable() const { return diff_; }
+    void setDifferencesOnly(bool on);
+    bool differencesOnly() const;
+    QStringList diffKeys() const;  // keys of the rows shown, in order
+
+    QTableWidget* table() const { return table_; }
+    MetricSummary* metricSummary() const { return summary_; }
+    QTabWidget* lowerTabs() const { return lowerTabs_; }
+    // The last error (store failures are shown in a non-modal line, never a dialog).
+    QString lastError() const { return lastError_; }
+
+signals:
+    void selectionChanged(const QList<int64_t>& runIds);
+    void colourChangeRequested(int64_t runId, const QColor& colour);
+    void runRenamed(int64_t runId, const QString& name);
+    void runsDeleted(const QList<int64_t>& runIds);
+    void baselineChanged(int64_t runId);  // -1 when cleared
+    // Double-click on a run: the app may open its drill-down.
+    void runActivated(int64_t runId);
+
+private:
+    struct Stats {
+        int64_t steps = -1;
+        std::string updated;
+        double finalReward, bestReward, meanK3;
+    };
+    struct Row {
+        RunSummary summary;
+        std::string notes;
+        std::string configJson;
+        Stats stats;
+    };
+
+    void buildUi();
+    void populate();
+    void updateColours();
+    void updateDiff();
+    void updateSummary();
+    void onSelectionChanged();
+    void onItemChanged(QTableWidgetItem* item);
+    void showContextMenu(const QPoint& pos);
+    void editNotes(int64_t id);
+    void changeColour(int64_t id);
+    void applyFilter();
+    void setError(const QString& e);
+    int rowOf(int64_t id) const;
+    int64_t idAtRow(int row) const;
+
+    Store* store_ = nullptr;
+    std::unique_ptr<Store> owned_;
+    std::map<int64_t, Row> rows_;
+    std::map<int64_t, QColor> overrides_;
+    std::function<QColor(int64_t)> provider_;
+    std::optional<int64_t> baseline_;
+    QList<int64_t> lastSelection_;
+    bool confirmDeletes_ = true;
+    bool populating_ = false;
+    int fittedRows_ = -1;
+    QString lastError_;
+
+    QLineEdit* filter_ = nullptr;
+    QLabel* info_ = nullptr;
+    QTableWidget* table_ = nullptr;
+    QLabel* diffTitle_ = nullptr;
+    QCheckBox* diffOnly_ = nullptr;
+    QTableWidget* diff_ = nullptr;
+    QTabWidget* lowerTabs_ = nullptr;  // config diff | metric summary
+    MetricSummary* summary_ = nullptr;
+    QString summarySignature_;  // the runs (and their step counts) summary_ shows
+    Store* summaryStore_ = nullptr;
+};
+
+}  // namespace mlk
