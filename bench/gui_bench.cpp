@@ -142,14 +142,16 @@ int main(int argc, char** argv) {
     app.processEvents();
     const double firstMs = double(first.nsecsElapsed()) / 1e6;
 
-    std::printf("mismatch-lab-bench-gui: %d runs x %d steps x %lld charts, window 1600x1000, point budget %d/chart, "
-                "%d iterations per scenario\n",
-                options.runs, options.steps, static_cast<long long>(grid.charts().size()), options.pointBudget,
-                options.iterations);
-    std::printf("first draw (EMA of every point, thinning, layout, paint): %.1f ms; %lld points in the series "
-                "(from %lld raw values)\n",
-                firstMs, static_cast<long long>(pointsInSeries(grid, options)),
-                static_cast<long long>(options.runs) * options.steps * grid.charts().size());
+    std::printf(
+        "mismatch-lab-bench-gui: %d runs x %d steps x %lld charts, window 1600x1000, point budget %d/chart, "
+        "%d iterations per scenario\n",
+        options.runs, options.steps, static_cast<long long>(grid.charts().size()), options.pointBudget,
+        options.iterations);
+    std::printf(
+        "first draw (EMA of every point, thinning, layout, paint): %.1f ms; %lld points in the series "
+        "(from %lld raw values)\n",
+        firstMs, static_cast<long long>(pointsInSeries(grid, options)),
+        static_cast<long long>(options.runs) * options.steps * grid.charts().size());
 
     if (!options.screenshot.empty()) grid.grab().save(QString::fromStdString(options.screenshot));
 

@@ -57,7 +57,7 @@ double time_call(const std::function<void()>& f) {
 
 #if defined(__x86_64__) || defined(__i386__)
 __attribute__((target("avx512f,fma"))) float fma_loop_512(long iters) {
-#define D5(i) __m512 a##i = _mm512_set1_ps(1.0f + (i) * 1e-3f);
+#define D5(i) __m512 a##i = _mm512_set1_ps(1.0f + (i)*1e-3f);
     MLK_R12(D5)
     const __m512 b = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
     for (long it = 0; it < iters; ++it) {
@@ -71,7 +71,7 @@ __attribute__((target("avx512f,fma"))) float fma_loop_512(long iters) {
     return s;
 }
 __attribute__((target("avx2,fma"))) float fma_loop_256(long iters) {
-#define D2(i) __m256 a##i = _mm256_set1_ps(1.0f + (i) * 1e-3f);
+#define D2(i) __m256 a##i = _mm256_set1_ps(1.0f + (i)*1e-3f);
     MLK_R12(D2)
     const __m256 b = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
     for (long it = 0; it < iters; ++it) {
@@ -86,7 +86,7 @@ __attribute__((target("avx2,fma"))) float fma_loop_256(long iters) {
 }
 #endif
 float fma_loop_scalar(long iters) {
-#define D1(i) float a##i = 1.0f + (i) * 1e-3f;
+#define D1(i) float a##i = 1.0f + (i)*1e-3f;
     MLK_R12(D1)
     const float b = 0.9999999f, c = 1e-7f;
     for (long it = 0; it < iters; ++it) {
@@ -106,10 +106,8 @@ double fma_peak(cpu::Isa isa, int threads) {
     auto body = [&] {
         volatile float sink = 0;
 #if defined(__x86_64__) || defined(__i386__)
-        if (isa == cpu::Isa::avx512)
-            sink = fma_loop_512(iters);
-        else if (isa == cpu::Isa::avx2)
-            sink = fma_loop_256(iters);
+        if (isa == cpu::Isa::avx512) sink = fma_loop_512(iters);
+        else if (isa == cpu::Isa::avx2) sink = fma_loop_256(iters);
         else
 #endif
             sink = fma_loop_scalar(iters);
@@ -147,7 +145,7 @@ int main(int argc, char** argv) {
             const char* s = argv[++i];
             cpu::force_isa(!std::strcmp(s, "scalar") ? cpu::Isa::scalar
                            : !std::strcmp(s, "avx2") ? cpu::Isa::avx2
-                                                      : cpu::Isa::avx512);
+                                                     : cpu::Isa::avx512);
         } else if (!std::strcmp(argv[i], "--quick")) {
             g_min_time = 0.02;
         } else {
@@ -166,8 +164,8 @@ int main(int argc, char** argv) {
     std::printf("FP32 FMA peak (%s, 12 independent chains/thread): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n\n",
                 cpu::isa_name(isa), peak1, T, peakT);
 
-    const int shapes[][2] = {{64, 64}, {64, 32}, {64, 192}, {192, 64}, {64, 52},  {128, 128}, {128, 384},
-                             {384, 128}, {128, 52}, {64, 8},  {128, 16}, {96, 128}};
+    const int shapes[][2] = {{64, 64},   {64, 32},   {64, 192}, {192, 64}, {64, 52},  {128, 128},
+                             {128, 384}, {384, 128}, {128, 52}, {64, 8},   {128, 16}, {96, 128}};
     std::printf("matmul forward  out[M,N] = inp[M,K] @ w[K,N] + bias   (GFLOP/s, %% of %d-thread peak)\n", T);
     std::printf("%-10s | %-22s %-22s | %-22s %-22s\n", "K x N", "M=8 fast", "M=8 batch-inv", "M=1024 fast",
                 "M=1024 batch-inv");
@@ -204,8 +202,8 @@ int main(int argc, char** argv) {
         const int K = s[0], N = s[1], M = 1024;
         auto w = randv((size_t)K * N, 1), x = randv((size_t)M * K, 3), g = randv((size_t)M * N, 4);
         std::vector<float> dx((size_t)M * K), dw((size_t)K * N), db(N);
-        const double t = time_call(
-            [&] { matmul_backward(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), M, K, N); });
+        const double t =
+            time_call([&] { matmul_backward(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), M, K, N); });
         const double gf = 4.0 * M * N * K / t * 1e-9;
         bsum += 100 * gf / peakT;
         std::printf("%4d x %-3d | %10.1f %8.1f%% %8.1fus\n", K, N, gf, 100 * gf / peakT, t * 1e6);
@@ -222,13 +220,12 @@ int main(int argc, char** argv) {
         double t[2];
         for (int f = 0; f < 2; ++f) {
             const Exec ex{f ? Family::batch_invariant : Family::fast, Dtype::f32};
-            t[f] = time_call([&] {
-                attention_forward(ex, out.data(), att.data(), q.data(), k.data(), v.data(), B, Tq, H, Hkv, D);
-            });
+            t[f] = time_call(
+                [&] { attention_forward(ex, out.data(), att.data(), q.data(), k.data(), v.data(), B, Tq, H, Hkv, D); });
         }
         const double fl = 4.0 * B * H * (double)Tq * (Tq + 1) / 2 * D;
-        std::printf("  attention prefill B=%d T=%d H=%d/%d D=%d : %8.1fus / %8.1fus  (%.1f / %.1f GFLOP/s)\n", B, Tq,
-                    H, Hkv, D, t[0] * 1e6, t[1] * 1e6, fl / t[0] * 1e-9, fl / t[1] * 1e-9);
+        std::printf("  attention prefill B=%d T=%d H=%d/%d D=%d : %8.1fus / %8.1fus  (%.1f / %.1f GFLOP/s)\n", B, Tq, H,
+                    Hkv, D, t[0] * 1e6, t[1] * 1e6, fl / t[0] * 1e-9, fl / t[1] * 1e-9);
         const double tb = time_call([&] {
             attention_backward(dq.data(), dk.data(), dv.data(), go.data(), att.data(), q.data(), k.data(), v.data(), B,
                                Tq, H, Hkv, D);

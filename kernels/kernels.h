@@ -37,21 +37,21 @@ int num_threads();
 
 // ---- matmul --------------------------------------------------------------
 // out[M,N] = inp[M,K] @ w[K,N] (+ bias[N] when non-null), rounded to ex.dtype.
-void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, const float* bias,
-                    int M, int K, int N);
+void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, const float* bias, int M, int K,
+                    int N);
 // dinp[M,K] += dout[M,N] @ w[K,N]^T ; dw[K,N] += inp^T @ dout ; dbias[N] += sum_m dout.
 // Any of dinp / dw / dbias may be null. Deterministic: fixed order independent
 // of thread count.
-void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
-                     const float* w, int M, int K, int N);
+void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int M,
+                     int K, int N);
 
 // ---- RMSNorm -------------------------------------------------------------
 // out[M,C] = inp * rsqrt(mean(inp^2) + eps) * weight[C]; rstd[M] saved when non-null.
-void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, const float* weight,
-                     float eps, int M, int C);
+void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, const float* weight, float eps, int M,
+                     int C);
 // dinp[M,C] += ..., dweight[C] += ... (dweight may be null).
-void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                      const float* weight, const float* rstd, int M, int C);
+void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                      const float* rstd, int M, int C);
 
 // ---- RoPE (rotate-half, Hugging Face convention) -------------------------
 // x[M,H,D] rotated in place for positions pos[M]; D even; theta the base.
@@ -65,19 +65,17 @@ void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float the
 // q[B,T,H,D], k,v[B,T,Hkv,D] (H a multiple of Hkv: grouped-query attention),
 // out[B,T,H,D], att[B,H,T,T] = softmax probabilities saved for backward
 // (may be null). Scale 1/sqrt(D).
-void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k,
-                       const float* v, int B, int T, int H, int Hkv, int D);
+void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k, const float* v, int B,
+                       int T, int H, int Hkv, int D);
 // dq, dk, dv (+=) from dout using the saved att.
-void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att,
-                        const float* q, const float* k, const float* v, int B, int T, int H, int Hkv,
-                        int D);
+void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att, const float* q,
+                        const float* k, const float* v, int B, int T, int H, int Hkv, int D);
 // Decode: one new query per active sequence against its KV cache.
 // q[Bq,H,D]; kcache/vcache hold slot s at kcache + slot[s]*cache_stride, each
 // laid out [Tmax,Hkv,D]; len[s] = number of valid positions including the new
 // one. out[Bq,H,D].
-void attention_decode(const Exec& ex, float* out, const float* q, const float* kcache,
-                      const float* vcache, const int32_t* slot, const int32_t* len, int64_t cache_stride,
-                      int Bq, int H, int Hkv, int D);
+void attention_decode(const Exec& ex, float* out, const float* q, const float* kcache, const float* vcache,
+                      const int32_t* slot, const int32_t* len, int64_t cache_stride, int Bq, int H, int Hkv, int D);
 
 // ---- softmax family ------------------------------------------------------
 // lp[M,V] = log_softmax(logits * inv_temp) per row.
@@ -93,8 +91,7 @@ void entropy_forward(const Exec& ex, float* ent, const float* lp, int M, int V);
 // out[M,F] = silu(gate) * up.
 void swiglu_forward(const Exec& ex, float* out, const float* gate, const float* up, int64_t n);
 // dgate, dup (+=).
-void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up,
-                     int64_t n);
+void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, int64_t n);
 
 // ---- embedding -----------------------------------------------------------
 // out[M,C] = table[tok[m], :] (rounded to dtype).
@@ -107,15 +104,14 @@ void embedding_backward(float* dtable, const float* dout, const int32_t* tok, in
 // expert id first), renormalise to sum 1 (norm_topk_prob = true), i.e. a
 // softmax over the selected logits. ids[M,k] in descending probability;
 // weights[M,k] rounded to dtype.
-void router_topk_forward(const Exec& ex, int32_t* ids, float* weights, const float* logits, int M, int E,
-                         int k);
+void router_topk_forward(const Exec& ex, int32_t* ids, float* weights, const float* logits, int M, int E, int k);
 // R3: the experts are given (ids from the rollout); weights = softmax over the
 // *training* logits of those experts, so the router keeps its gradient.
-void router_replay_forward(const Exec& ex, float* weights, const float* logits, const int32_t* ids, int M,
-                           int E, int k);
+void router_replay_forward(const Exec& ex, float* weights, const float* logits, const int32_t* ids, int M, int E,
+                           int k);
 // dlogits[M,E] += d weights through the softmax over the selected logits.
-void router_backward(float* dlogits, const float* dweights, const float* weights, const int32_t* ids, int M,
-                     int E, int k);
+void router_backward(float* dlogits, const float* dweights, const float* weights, const int32_t* ids, int M, int E,
+                     int k);
 
 // ---- elementwise / reductions ---------------------------------------------
 // y[n] = round(y + x) (residual add).

@@ -50,8 +50,7 @@ void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, T eps, int 
 }
 
 template <class T>
-void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd, int M,
-                      int C) {
+void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd, int M, int C) {
     for (int m = 0; m < M; ++m) {
         const T* x = inp + (int64_t)m * C;
         const T* g = dout + (int64_t)m * C;
@@ -100,8 +99,7 @@ void rope_backward(T* dx, const int32_t* pos, int M, int H, int D, double theta)
 
 // Causal attention, q[B,T,H,D], k,v[B,T,Hkv,D]; att[B,H,T,T] probabilities.
 template <class T>
-void attention_forward(T* out, T* att, const T* q, const T* k, const T* v, int B, int T_, int H, int Hkv,
-                       int D) {
+void attention_forward(T* out, T* att, const T* q, const T* k, const T* v, int B, int T_, int H, int Hkv, int D) {
     T scale = T(1) / std::sqrt((T)D);
     int group = H / Hkv;
     std::vector<T> p(T_);
@@ -137,8 +135,8 @@ void attention_forward(T* out, T* att, const T* q, const T* k, const T* v, int B
 }
 
 template <class T>
-void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T* q, const T* k, const T* v,
-                        int B, int T_, int H, int Hkv, int D) {
+void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T* q, const T* k, const T* v, int B,
+                        int T_, int H, int Hkv, int D) {
     T scale = T(1) / std::sqrt((T)D);
     int group = H / Hkv;
     std::vector<T> dp(T_);
@@ -194,8 +192,7 @@ void logsoftmax_backward(T* dlogits, const T* dlp, const T* lp, T inv_temp, int 
         T s = 0;
         for (int i = 0; i < V; ++i) s += dlp[(int64_t)m * V + i];
         for (int i = 0; i < V; ++i)
-            dlogits[(int64_t)m * V + i] +=
-                inv_temp * (dlp[(int64_t)m * V + i] - std::exp(lp[(int64_t)m * V + i]) * s);
+            dlogits[(int64_t)m * V + i] += inv_temp * (dlp[(int64_t)m * V + i] - std::exp(lp[(int64_t)m * V + i]) * s);
     }
 }
 

@@ -109,9 +109,9 @@ int cmd_probe(const std::vector<std::string>& argv) {
                     std::string(dtype_name(c.rollout.precision)).c_str(),
                     std::string(dtype_name(c.train.precision)).c_str(),
                     std::string(enum_name(c.moe.routing_replay)).c_str());
-        for (const char* key : {"tokens", "bitwise_equal", "k3_kl", "kl", "logp_abs_diff_mean", "logp_abs_diff_max",
-                                "F@1.1", "F@1.5", "F@2", "F@5", "F@10", "router_diff_router", "router_diff_token",
-                                "router_diff_sequence"})
+        for (const char* key :
+             {"tokens", "bitwise_equal", "k3_kl", "kl", "logp_abs_diff_mean", "logp_abs_diff_max", "F@1.1", "F@1.5",
+              "F@2", "F@5", "F@10", "router_diff_router", "router_diff_token", "router_diff_sequence"})
             std::printf("  %-22s %s\n", key, s[key].dump().c_str());
     }
     return 0;
@@ -130,7 +130,6 @@ int cmd_checkpoint(const std::vector<std::string>& argv) {
                 m.preset_name().c_str(), (long long)layout.total);
     return 0;
 }
-
 
 // ---- RL runs -------------------------------------------------------------
 
@@ -190,7 +189,8 @@ int drive(RunController& rc, bool json) {
     }
     rc.finish(status);
     if (json) {
-        std::cout << nlohmann::ordered_json{{"run_id", rc.run_id()}, {"status", run_status_name(status)}}.dump() << "\n";
+        std::cout << nlohmann::ordered_json{{"run_id", rc.run_id()}, {"status", run_status_name(status)}}.dump()
+                  << "\n";
     } else {
         std::printf("run %lld %s after %lld steps\n", (long long)rc.run_id(), run_status_name(status),
                     (long long)rc.next_step());
@@ -221,8 +221,8 @@ int cmd_run(const std::vector<std::string>& argv) {
     Store store = Store::open(db);
     const std::string preset = a.get("--preset", "custom");
     const std::string name = a.get("--name", preset);
-    RunController rc = RunController::create(store, c, preset, name, a.get("--cache-dir", default_cache_dir()),
-                                              cli_callbacks());
+    RunController rc =
+        RunController::create(store, c, preset, name, a.get("--cache-dir", default_cache_dir()), cli_callbacks());
     if (!a.has("--json"))
         std::printf("run %lld: %s, %lld steps, base policy %s (held-out reward %.3f)\n", (long long)rc.run_id(),
                     name.c_str(), (long long)rc.total_steps(), rc.base().from_cache ? "from cache" : "trained",
@@ -272,8 +272,12 @@ int cmd_runs(const std::vector<std::string>& argv) {
     if (a.has("--json")) {
         nlohmann::json j = nlohmann::json::array();
         for (const auto& r : runs)
-            j.push_back({{"id", r.id}, {"name", r.name}, {"preset", r.preset}, {"status", r.status},
-                         {"steps", r.steps}, {"created", r.created}});
+            j.push_back({{"id", r.id},
+                         {"name", r.name},
+                         {"preset", r.preset},
+                         {"status", r.status},
+                         {"steps", r.steps},
+                         {"created", r.created}});
         std::cout << j.dump() << "\n";
         return 0;
     }
@@ -319,7 +323,8 @@ int cmd_presets(const std::vector<std::string>& argv) {
     Args a = cli::parse_args(argv, {}, {"--json"});
     if (a.has("--json")) {
         nlohmann::json j = nlohmann::json::array();
-        for (const auto& p : presets()) j.push_back({{"name", p.name}, {"description", p.description}, {"config", p.config}});
+        for (const auto& p : presets())
+            j.push_back({{"name", p.name}, {"description", p.description}, {"config", p.config}});
         std::cout << j.dump(2) << "\n";
         return 0;
     }
@@ -373,8 +378,12 @@ int cmd_bench(const std::vector<std::string>& argv) {
             train += RlSession::metric(r, "train_ms");
             tok += RlSession::metric(r, "tokens_per_s");
         }
-        nlohmann::json j = {{"preset", name},          {"params", layout.total},       {"rollout_ms", roll / steps},
-                            {"recompute_ms", rec / steps}, {"train_ms", train / steps}, {"step_ms", wall / steps},
+        nlohmann::json j = {{"preset", name},
+                            {"params", layout.total},
+                            {"rollout_ms", roll / steps},
+                            {"recompute_ms", rec / steps},
+                            {"train_ms", train / steps},
+                            {"step_ms", wall / steps},
                             {"tokens_per_s", tok / steps}};
         all.push_back(j);
         if (!a.has("--json"))

@@ -81,8 +81,8 @@ int cmd_report(const std::vector<std::string>& argv) {
         Report rep = build_report(*store, req);
         save_report(rep, out);
         for (const auto& n : rep.notes) std::fprintf(stderr, "note: %s\n", n.c_str());
-        std::printf("wrote %s (%zu run(s), %d chart(s), %zu data file(s))\n", out.c_str(), req.runs.size(),
-                    rep.images, rep.attachments.size());
+        std::printf("wrote %s (%zu run(s), %d chart(s), %zu data file(s))\n", out.c_str(), req.runs.size(), rep.images,
+                    rep.attachments.size());
         return 0;
     } catch (const UsageError& e) {
         std::fprintf(stderr, "mismatch-lab-cli report: %s\n", e.what());

@@ -100,9 +100,9 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
 
     restoreSettings();
     QString err;
-    const QString path = dbPath.isEmpty() ? QSettings().value("lastDatabase", defaultDatabasePath()).toString() : dbPath;
-    if (!openDatabase(path, &err) && !openDatabase(defaultDatabasePath(), &err))
-        statusBar()->showMessage(err, 10000);
+    const QString path =
+        dbPath.isEmpty() ? QSettings().value("lastDatabase", defaultDatabasePath()).toString() : dbPath;
+    if (!openDatabase(path, &err) && !openDatabase(defaultDatabasePath(), &err)) statusBar()->showMessage(err, 10000);
     updateRunControls();
 }
 
@@ -197,18 +197,24 @@ void MainWindow::buildUi() {
 
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(tr("&New database…"), this, [this] {
-        const QString p = QFileDialog::getSaveFileName(this, tr("New run database"), QFileInfo(dbPath_).path(),
-                                                       tr("Run databases (*.sqlite)"));
-        QString err;
-        if (!p.isEmpty() && !openDatabase(p, &err)) QMessageBox::warning(this, tr("New database"), err);
-    }, QKeySequence::New);
-    file->addAction(tr("&Open database…"), this, [this] {
-        const QString p = QFileDialog::getOpenFileName(this, tr("Open run database"), QFileInfo(dbPath_).path(),
-                                                       tr("Run databases (*.sqlite);;All files (*)"));
-        QString err;
-        if (!p.isEmpty() && !openDatabase(p, &err)) QMessageBox::warning(this, tr("Open database"), err);
-    }, QKeySequence::Open);
+    file->addAction(
+        tr("&New database…"), this,
+        [this] {
+            const QString p = QFileDialog::getSaveFileName(this, tr("New run database"), QFileInfo(dbPath_).path(),
+                                                           tr("Run databases (*.sqlite)"));
+            QString err;
+            if (!p.isEmpty() && !openDatabase(p, &err)) QMessageBox::warning(this, tr("New database"), err);
+        },
+        QKeySequence::New);
+    file->addAction(
+        tr("&Open database…"), this,
+        [this] {
+            const QString p = QFileDialog::getOpenFileName(this, tr("Open run database"), QFileInfo(dbPath_).path(),
+                                                           tr("Run databases (*.sqlite);;All files (*)"));
+            QString err;
+            if (!p.isEmpty() && !openDatabase(p, &err)) QMessageBox::warning(this, tr("Open database"), err);
+        },
+        QKeySequence::Open);
     recentMenu_ = file->addMenu(tr("Recent databases"));
     file->addSeparator();
     file->addAction(tr("Export &report…"), this, &MainWindow::exportReport);
@@ -347,8 +353,8 @@ void MainWindow::exportSelected(const QString& format) {
     if (path.isEmpty()) return;
     try {
         std::vector<int64_t> v(ids.begin(), ids.end());
-        const std::string text = format == "csv" ? export_csv(*browser_->store(), v)
-                                                 : export_json(*browser_->store(), v).dump(1) + "\n";
+        const std::string text =
+            format == "csv" ? export_csv(*browser_->store(), v) : export_json(*browser_->store(), v).dump(1) + "\n";
         std::ofstream out(path.toStdString(), std::ios::binary);
         if (!(out << text)) throw std::runtime_error("cannot write " + path.toStdString());
         statusBar()->showMessage(tr("Wrote %1").arg(path), 6000);
@@ -412,7 +418,7 @@ void MainWindow::restoreSettings() {
     // View settings: smoothing, x axis, which charts are on a log scale.
     charts_->setSmoothing(s.value("view/smoothing", MetricChart::kDefaultSmoothing).toDouble());
     charts_->setXAxis(s.value("view/xAxis").toString() == QLatin1String("wallTime") ? MetricChart::XAxis::wallTime
-                                                                                     : MetricChart::XAxis::step);
+                                                                                    : MetricChart::XAxis::step);
     charts_->setGroupSeeds(s.value("view/groupSeeds", false).toBool());
     if (s.contains("view/logScaleCharts")) {
         const QStringList logCharts = s.value("view/logScaleCharts").toStringList();
@@ -435,8 +441,8 @@ void MainWindow::saveSettings() {
     s.setValue("view/logScaleCharts", logCharts);
     s.setValue("view/smoothing", charts_->smoothing());
     s.setValue("view/groupSeeds", charts_->groupSeeds());
-    s.setValue("view/xAxis", charts_->xAxis() == MetricChart::XAxis::wallTime ? QStringLiteral("wallTime")
-                                                                              : QStringLiteral("step"));
+    s.setValue("view/xAxis",
+               charts_->xAxis() == MetricChart::XAxis::wallTime ? QStringLiteral("wallTime") : QStringLiteral("step"));
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {

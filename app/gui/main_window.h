@@ -41,11 +41,11 @@ public:
     QString databasePath() const { return dbPath_; }
 
     // Run control, as the toolbar and shortcuts do it.
-    void startRun();       // Ctrl+R: queue the current configuration and start
-    void enqueueRun();     // Ctrl+Shift+R: add to the queue only
-    void togglePause();    // Ctrl+P
-    void stopRun();        // Ctrl+.
-    void singleStep();     // Ctrl+T
+    void startRun();     // Ctrl+R: queue the current configuration and start
+    void enqueueRun();   // Ctrl+Shift+R: add to the queue only
+    void togglePause();  // Ctrl+P
+    void stopRun();      // Ctrl+.
+    void singleStep();   // Ctrl+T
 
     ConfigForm* configForm() const { return form_; }
     ChartGrid* charts() const { return charts_; }
@@ -85,8 +85,7 @@ private:
     QLabel* queueLabel_ = nullptr;
     QLabel* dbLabel_ = nullptr;
     QMenu* recentMenu_ = nullptr;
-    QAction *startAct_ = nullptr, *queueAct_ = nullptr, *pauseAct_ = nullptr, *stopAct_ = nullptr,
-            *stepAct_ = nullptr;
+    QAction *startAct_ = nullptr, *queueAct_ = nullptr, *pauseAct_ = nullptr, *stopAct_ = nullptr, *stepAct_ = nullptr;
     QTimer* browserRefresh_ = nullptr;
     QThread workerThread_;
     RunWorker* worker_ = nullptr;

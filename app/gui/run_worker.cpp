@@ -81,9 +81,7 @@ void RunWorker::work() {
             Store store = Store::open(db.toStdString());
             RunCallbacks cb;
             cb.cancel = &stop_;
-            cb.on_base = [&](const BaseProgress& p) {
-                emit baseProgress(p.step, p.total, p.eval_reward);
-            };
+            cb.on_base = [&](const BaseProgress& p) { emit baseProgress(p.step, p.total, p.eval_reward); };
             // ETA from the time spent in RL steps only: the base-policy
             // warm-up and pauses say nothing about the steps still to come.
             double stepSeconds = 0;
@@ -96,7 +94,7 @@ void RunWorker::work() {
             cb.on_phase = [&](Phase p) { emit phaseChanged(phase_name(p), (int)current, (int)total, eta(current)); };
             emit phaseChanged(phase_name(Phase::warmup), 0, (int)total, -1);
             RunController rc = RunController::create(store, job.config, job.preset.toStdString(),
-                                                      job.name.toStdString(), cacheDir_.toStdString(), cb);
+                                                     job.name.toStdString(), cacheDir_.toStdString(), cb);
             runId = rc.run_id();
             data_->addRun({runId, job.name, "running", job.preset, {}});
             emit runStarted(runId, job.name);

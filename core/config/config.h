@@ -37,10 +37,10 @@ enum class ValueType { boolean, integer, number, enumeration };
 std::string_view value_type_name(ValueType t);  // "bool", "int", "number", "enum"
 
 struct ConfigKey {
-    std::string key;          // dotted, e.g. "correction.is_upper"
-    std::string section;      // group title: Task, Model, Rollout engine, Kernels, MoE & R3,
-                              // Policy loss, Correction, Optimizer, Base policy, Run
-    std::string label;        // short form label, e.g. "IS upper bound"
+    std::string key;      // dotted, e.g. "correction.is_upper"
+    std::string section;  // group title: Task, Model, Rollout engine, Kernels, MoE & R3,
+                          // Policy loss, Correction, Optimizer, Base policy, Run
+    std::string label;    // short form label, e.g. "IS upper bound"
     ValueType type = ValueType::number;
     nlohmann::json default_value;
     std::vector<std::string> allowed;  // enumeration: allowed names, in display order
@@ -52,13 +52,13 @@ struct ConfigKey {
     // Community names ("" when none): verl, slime/Miles, ms-swift.
     std::string verl, slime, swift;
 
-    std::string range_text() const;    // "[0, 1]", "(0.05, 10]", ">= 0", "fp32, bf16, fp16", "true, false"
-    std::string tooltip() const;       // description + range/default + community names, plain text
+    std::string range_text() const;  // "[0, 1]", "(0.05, 10]", ">= 0", "fp32, bf16, fp16", "true, false"
+    std::string tooltip() const;     // description + range/default + community names, plain text
 };
 
 // Schema in display order; entries of one section are contiguous.
 const std::vector<ConfigKey>& config_schema();
-const std::vector<std::string>& config_sections();  // section titles in display order
+const std::vector<std::string>& config_sections();       // section titles in display order
 const ConfigKey* find_config_key(std::string_view key);  // nullptr when unknown
 
 // ---- parsing, printing, validation ----------------------------------------

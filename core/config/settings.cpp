@@ -21,8 +21,10 @@ std::vector<std::string> correction_rule_violations(const CorrectionSettings& k)
     std::vector<std::string> errors;
     const auto n = [](double x) { return number_text(x); };
     bool finite = true;
-    for (auto [v, key] : {std::pair{k.is_lower, "correction.is_lower"}, {k.is_upper, "correction.is_upper"},
-                          {k.rs_lower, "correction.rs_lower"}, {k.rs_upper, "correction.rs_upper"},
+    for (auto [v, key] : {std::pair{k.is_lower, "correction.is_lower"},
+                          {k.is_upper, "correction.is_upper"},
+                          {k.rs_lower, "correction.rs_lower"},
+                          {k.rs_upper, "correction.rs_upper"},
                           {k.veto_threshold, "correction.veto_threshold"}})
         if (!std::isfinite(v)) {
             errors.push_back(std::string(key) + " must be a finite number (got " + n(v) + ")");
@@ -30,9 +32,11 @@ std::vector<std::string> correction_rule_violations(const CorrectionSettings& k)
         }
     if (!finite) return errors;
     if (k.is_upper <= 0.0) errors.push_back("correction.is_upper must be > 0 (got " + n(k.is_upper) + ")");
-    if (k.is_lower < 0.0) errors.push_back("correction.is_lower must be >= 0 (0 = default) (got " + n(k.is_lower) + ")");
+    if (k.is_lower < 0.0)
+        errors.push_back("correction.is_lower must be >= 0 (0 = default) (got " + n(k.is_lower) + ")");
     if (k.rs_upper <= 0.0) errors.push_back("correction.rs_upper must be > 0 (got " + n(k.rs_upper) + ")");
-    if (k.rs_lower < 0.0) errors.push_back("correction.rs_lower must be >= 0 (0 = default) (got " + n(k.rs_lower) + ")");
+    if (k.rs_lower < 0.0)
+        errors.push_back("correction.rs_lower must be >= 0 (0 = default) (got " + n(k.rs_lower) + ")");
     if (k.veto_threshold < 0.0)
         errors.push_back("correction.veto_threshold must be >= 0 (0 = off) (got " + n(k.veto_threshold) + ")");
     if (k.veto_kind == VetoKind::old_prob && k.veto_threshold > 1.0)
@@ -44,9 +48,10 @@ std::vector<std::string> correction_rule_violations(const CorrectionSettings& k)
         errors.push_back("correction.is_lower (" + n(k.is_lower) + ") > correction.is_upper (" + n(k.is_upper) +
                          "): the lower IS bound must not exceed the upper bound");
     if (k.is_lower == 0 && k.is_mode != IsMode::truncate && 1.0 / k.is_upper > k.is_upper)
-        errors.push_back("correction.is_upper (" + n(k.is_upper) + ") < 1 with correction.is_mode=" +
-                         std::string(enum_name(k.is_mode)) + ": the default correction.is_lower = 1/is_upper = " +
-                         n(1.0 / k.is_upper) + " would exceed it; set correction.is_lower explicitly");
+        errors.push_back("correction.is_upper (" + n(k.is_upper) +
+                         ") < 1 with correction.is_mode=" + std::string(enum_name(k.is_mode)) +
+                         ": the default correction.is_lower = 1/is_upper = " + n(1.0 / k.is_upper) +
+                         " would exceed it; set correction.is_lower explicitly");
     if (k.rs_level != RsLevel::seq_mean_k3 && k.rs_lower > k.rs_upper)
         errors.push_back("correction.rs_lower (" + n(k.rs_lower) + ") > correction.rs_upper (" + n(k.rs_upper) +
                          "): the lower rejection bound must not exceed the upper bound");

@@ -139,8 +139,8 @@ struct CorrectionSettings {
     double is_lower = 0.0;  // 0 = default: 1/is_upper for clip and mask, 0 for truncate
     double is_upper = 2.0;
     RsLevel rs_level = RsLevel::off;
-    double rs_lower = 0.0;  // 0 = default 1/rs_upper (unused by seq_mean_k3)
-    double rs_upper = 2.0;  // for seq_mean_k3: the K3 threshold (e.g. 0.01)
+    double rs_lower = 0.0;        // 0 = default 1/rs_upper (unused by seq_mean_k3)
+    double rs_upper = 2.0;        // for seq_mean_k3: the K3 threshold (e.g. 0.01)
     double veto_threshold = 0.0;  // 0 = off
     VetoKind veto_kind = VetoKind::ratio;
     bool batch_normalize = false;

@@ -16,12 +16,12 @@ namespace mlk {
 
 struct SamplingParams {
     float temperature = 1.0f;
-    int top_k = 0;        // 0 = off
-    float top_p = 1.0f;   // 1 = off
+    int top_k = 0;       // 0 = off
+    float top_p = 1.0f;  // 1 = off
 };
 
 struct RolloutSequence {
-    std::vector<int32_t> tokens;      // prompt + response
+    std::vector<int32_t> tokens;  // prompt + response
     int prompt_len = 0;
     std::vector<float> lp_processed;  // per response token: log-prob under the distribution sampled from
     std::vector<float> lp_raw;        // per response token: log_softmax(logits) before temperature/top-k/top-p

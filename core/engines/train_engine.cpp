@@ -39,7 +39,8 @@ const TrainForward& TrainEngine::forward(const Exec& ex, const std::vector<float
     const int M = B * T;
     if ((int64_t)params.size() != layout_.total) throw std::invalid_argument("train forward: parameter arena size");
     if ((int)batch.tokens.size() != M) throw std::invalid_argument("train forward: tokens must be B*T");
-    if (T > cfg_.max_position_embeddings) throw std::invalid_argument("train forward: sequence longer than max_position_embeddings");
+    if (T > cfg_.max_position_embeddings)
+        throw std::invalid_argument("train forward: sequence longer than max_position_embeddings");
     batch_ = &batch;
     inv_temp_ = inv_temp;
     M_ = M;
@@ -71,8 +72,8 @@ const TrainForward& TrainEngine::forward(const Exec& ex, const std::vector<float
         qkv_forward(ex, a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_);
         a.att.resize((size_t)B * H * T * T);
         a.atty.resize((size_t)M * H * hd);
-        attention_forward(ex, a.atty.data(), a.att.data(), a.qkv.q.data(), a.qkv.k.data(), a.qkv.v.data(), B, T, H,
-                          Hkv, hd);
+        attention_forward(ex, a.atty.data(), a.att.data(), a.qkv.q.data(), a.qkv.k.data(), a.qkv.v.data(), B, T, H, Hkv,
+                          hd);
         std::vector<float> o((size_t)M * D);
         matmul_forward(ex, o.data(), a.atty.data(), lw.wo, nullptr, M, H * hd, D);
         a.x_mid = a.x_in;
@@ -153,8 +154,7 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
         std::vector<float> dln2((size_t)M * D, 0.0f);
         if (cfg_.kind == ModelKind::dense)
             dense_mlp_backward(dln2.data(), g, dx.data(), a.mlp, a.ln2.data(), M, lw, cfg_);
-        else
-            moe_backward(dln2.data(), g, dx.data(), a.moe, a.ln2.data(), M, lw, cfg_);
+        else moe_backward(dln2.data(), g, dx.data(), a.moe, a.ln2.data(), M, lw, cfg_);
         rmsnorm_backward(dx.data(), g.post_norm, dln2.data(), a.x_mid.data(), lw.post_norm, a.rstd2.data(), M, D);
         // x_mid = x_in + o_proj(attn(...)).
         std::vector<float> datty((size_t)M * H * hd, 0.0f);

@@ -37,8 +37,8 @@ public:
     // params: the fp32 master arena; it is rounded to ex.dtype for compute.
     // replay_ids: R3, [L][B*T*k] rollout experts (-1 = no rollout route
     // there: use our own top-k), or nullptr.
-    const TrainForward& forward(const Exec& ex, const std::vector<float>& params, const SeqBatch& batch,
-                                float inv_temp, const std::vector<std::vector<int32_t>>* replay_ids);
+    const TrainForward& forward(const Exec& ex, const std::vector<float>& params, const SeqBatch& batch, float inv_temp,
+                                const std::vector<std::vector<int32_t>>* replay_ids);
 
     // Accumulates d(loss)/d(params) into grads (arena layout) given
     // dlogp[B*T] = d(loss)/d(logp). Uses the activations of the last forward.

@@ -72,8 +72,8 @@ struct MetricInfo {
     std::string_view unit;     // "" for dimensionless
     Better better;
     MetricKind kind;
-    Axis axis;        // default y axis
-    bool key_chart;   // shown by default in the workbench and in reports
+    Axis axis;               // default y axis
+    bool key_chart;          // shown by default in the workbench and in reports
     std::string_view group;  // Reward, Mismatch, Correction, Optimisation, Routing, Speed
     double StepMetrics::*field;
 };

@@ -36,16 +36,16 @@ double k3_from_log_ratio(double r);
 
 // Throws std::invalid_argument (message starts with `who`) unless seq_offsets
 // describes n_tokens tokens as above and valid (if not empty) has n_tokens entries.
-void check_token_layout(std::size_t n_tokens, std::span<const std::uint8_t> valid,
-                        std::span<const int> seq_offsets, const char* who);
+void check_token_layout(std::size_t n_tokens, std::span<const std::uint8_t> valid, std::span<const int> seq_offsets,
+                        const char* who);
 
 // chi2_seq flavour: verl exponentiates the per-sequence SUM of r; ms-swift the
 // per-sequence MEAN of r (geometric mean of rho, comparable to chi2_token).
 enum class Chi2SeqKind { sum, geometric };
 
 struct MetricsOptions {
-  Chi2SeqKind chi2_seq_kind = Chi2SeqKind::sum;  // which one `chi2_seq` reports
-  int f_curve_points = 64;                       // >= 2
+    Chi2SeqKind chi2_seq_kind = Chi2SeqKind::sum;  // which one `chi2_seq` reports
+    int f_curve_points = 64;                       // >= 2
 };
 
 // The fixed thresholds at which F(t) is always logged.
@@ -59,47 +59,44 @@ std::vector<double> f_curve_grid(int points = 64);
 
 // F(t) = fraction of valid tokens with max(rho, 1/rho) > t, i.e. |r| > ln t
 // (R3 paper eq. 3), for each t in `thresholds` (each t >= 1). 0 without valid tokens.
-std::vector<double> extreme_token_fraction(std::span<const float> lp_train,
-                                           std::span<const float> lp_roll,
-                                           std::span<const std::uint8_t> valid,
-                                           std::span<const double> thresholds);
+std::vector<double> extreme_token_fraction(std::span<const float> lp_train, std::span<const float> lp_roll,
+                                           std::span<const std::uint8_t> valid, std::span<const double> thresholds);
 
 struct MismatchMetrics {
-  std::size_t num_valid_tokens = 0;
-  std::size_t num_sequences = 0;  // sequences with >= 1 valid token
+    std::size_t num_valid_tokens = 0;
+    std::size_t num_sequences = 0;  // sequences with >= 1 valid token
 
-  // token-level, means over valid tokens of the batch; r = lp_train - lp_roll
-  double k3_kl = 0;               // mean(rho - 1 - r), unclamped
-  double kl = 0;                  // k1: mean(lp_roll - lp_train)
-  double logp_abs_diff_mean = 0;  // mean |r|
-  double logp_abs_diff_max = 0;   // max |r|
-  double chi2_token = 0;          // mean(exp(2 clamp20(r))) - 1
+    // token-level, means over valid tokens of the batch; r = lp_train - lp_roll
+    double k3_kl = 0;               // mean(rho - 1 - r), unclamped
+    double kl = 0;                  // k1: mean(lp_roll - lp_train)
+    double logp_abs_diff_mean = 0;  // mean |r|
+    double logp_abs_diff_max = 0;   // max |r|
+    double chi2_token = 0;          // mean(exp(2 clamp20(r))) - 1
 
-  // F(t) at t = 1.1, 1.5, 2, 5, 10 (kFixedFThresholds)
-  double f_1_1 = 0, f_1_5 = 0, f_2 = 0, f_5 = 0, f_10 = 0;
-  std::vector<double> f_grid;   // f_curve_grid(options.f_curve_points)
-  std::vector<double> f_curve;  // F(f_grid[i])
+    // F(t) at t = 1.1, 1.5, 2, 5, 10 (kFixedFThresholds)
+    double f_1_1 = 0, f_1_5 = 0, f_2 = 0, f_5 = 0, f_10 = 0;
+    std::vector<double> f_grid;   // f_curve_grid(options.f_curve_points)
+    std::vector<double> f_curve;  // F(f_grid[i])
 
-  // per-sequence (sequences with >= 1 valid token)
-  double chi2_seq = 0;            // the flavour chosen by MetricsOptions
-  double chi2_seq_sum = 0;        // mean_i exp(2 clamp20(sum_t r)) - 1   (verl)
-  double chi2_seq_geometric = 0;  // mean_i exp(2 clamp20(mean_t r)) - 1  (ms-swift)
-  double training_ppl = 0;        // mean_i exp(-mean_t lp_train)
-  double rollout_ppl = 0;         // mean_i exp(-mean_t lp_roll)
-  double training_log_ppl = 0;    // mean_i (-mean_t lp_train)
-  double rollout_log_ppl = 0;     // mean_i (-mean_t lp_roll)
-  double log_ppl_diff = 0;        // mean_i (mean_t lp_roll - mean_t lp_train)
-  double log_ppl_abs_diff = 0;    // mean_i |...|
-  double log_ppl_diff_max = 0;    // max_i
-  double log_ppl_diff_min = 0;    // min_i
-  double ppl_ratio = 0;           // mean_i exp(seq log_ppl_diff) = PPL_train / PPL_roll
+    // per-sequence (sequences with >= 1 valid token)
+    double chi2_seq = 0;            // the flavour chosen by MetricsOptions
+    double chi2_seq_sum = 0;        // mean_i exp(2 clamp20(sum_t r)) - 1   (verl)
+    double chi2_seq_geometric = 0;  // mean_i exp(2 clamp20(mean_t r)) - 1  (ms-swift)
+    double training_ppl = 0;        // mean_i exp(-mean_t lp_train)
+    double rollout_ppl = 0;         // mean_i exp(-mean_t lp_roll)
+    double training_log_ppl = 0;    // mean_i (-mean_t lp_train)
+    double rollout_log_ppl = 0;     // mean_i (-mean_t lp_roll)
+    double log_ppl_diff = 0;        // mean_i (mean_t lp_roll - mean_t lp_train)
+    double log_ppl_abs_diff = 0;    // mean_i |...|
+    double log_ppl_diff_max = 0;    // max_i
+    double log_ppl_diff_min = 0;    // min_i
+    double ppl_ratio = 0;           // mean_i exp(seq log_ppl_diff) = PPL_train / PPL_roll
 };
 
 // Entropy is not computed here (it needs the full distribution): the training
 // engine reports it separately.
 MismatchMetrics mismatch_metrics(std::span<const float> lp_train, std::span<const float> lp_roll,
-                                 std::span<const std::uint8_t> valid,
-                                 std::span<const int> seq_offsets,
+                                 std::span<const std::uint8_t> valid, std::span<const int> seq_offsets,
                                  const MetricsOptions& options = {});
 
 // ---------------------------------------------------------------------------
@@ -111,21 +108,20 @@ MismatchMetrics mismatch_metrics(std::span<const float> lp_train, std::span<cons
 // matter). Tokens are delimited by seq_offsets (prompt tokens may be included
 // by the caller); statistics use the valid tokens only.
 struct RouterDiff {
-  std::size_t num_valid_tokens = 0;
-  std::size_t num_sequences = 0;     // sequences with >= 1 valid token
-  double router_level = 0;           // fraction of valid (token, layer) with d > 0
-  double token_level = 0;            // fraction of valid tokens with d > 0 in >= 1 layer
-  double sequence_level = 0;         // mean_i of (mean over valid tokens of sum_l d)
-  double mean_diff_per_token = 0;    // mean over valid tokens of sum_l d (token weighted)
-  std::vector<std::uint64_t> histogram;        // k+1 bins: count of valid (token, layer) with d
-  std::vector<std::uint64_t> token_histogram;  // layers*k+1 bins: count of valid tokens by sum_l d
-  std::vector<int> per_token_sum;              // num_tokens: sum_l d, for EVERY token (UI marks flips)
-  std::vector<double> per_sequence_mean;       // S: mean over valid tokens of sum_l d (0 if none)
+    std::size_t num_valid_tokens = 0;
+    std::size_t num_sequences = 0;               // sequences with >= 1 valid token
+    double router_level = 0;                     // fraction of valid (token, layer) with d > 0
+    double token_level = 0;                      // fraction of valid tokens with d > 0 in >= 1 layer
+    double sequence_level = 0;                   // mean_i of (mean over valid tokens of sum_l d)
+    double mean_diff_per_token = 0;              // mean over valid tokens of sum_l d (token weighted)
+    std::vector<std::uint64_t> histogram;        // k+1 bins: count of valid (token, layer) with d
+    std::vector<std::uint64_t> token_histogram;  // layers*k+1 bins: count of valid tokens by sum_l d
+    std::vector<int> per_token_sum;              // num_tokens: sum_l d, for EVERY token (UI marks flips)
+    std::vector<double> per_sequence_mean;       // S: mean over valid tokens of sum_l d (0 if none)
 };
 
-RouterDiff router_diff(std::span<const std::int32_t> rollout_ids,
-                       std::span<const std::int32_t> train_ids,
-                       std::span<const std::uint8_t> valid_token_mask, std::size_t num_tokens,
-                       int layers, int k, std::span<const int> seq_offsets);
+RouterDiff router_diff(std::span<const std::int32_t> rollout_ids, std::span<const std::int32_t> train_ids,
+                       std::span<const std::uint8_t> valid_token_mask, std::size_t num_tokens, int layers, int k,
+                       std::span<const int> seq_offsets);
 
 }  // namespace mlk

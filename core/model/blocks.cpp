@@ -55,8 +55,8 @@ void dense_mlp_forward(const Exec& ex, DenseMlpActs& a, float* out, const float*
     matmul_forward(ex, out, a.act.data(), w.w_down, nullptr, M, F, D);
 }
 
-void dense_mlp_backward(float* dx, LayerWeights& gw, const float* dout, const DenseMlpActs& a, const float* x,
-                        int M, const LayerWeights& w, const ModelConfig& cfg) {
+void dense_mlp_backward(float* dx, LayerWeights& gw, const float* dout, const DenseMlpActs& a, const float* x, int M,
+                        const LayerWeights& w, const ModelConfig& cfg) {
     const int D = cfg.hidden_size, F = cfg.intermediate_size;
     std::vector<float> dact((size_t)M * F, 0.0f), dgate((size_t)M * F, 0.0f), dup((size_t)M * F, 0.0f);
     matmul_backward(dact.data(), gw.w_down, nullptr, dout, a.act.data(), w.w_down, M, F, D);
@@ -76,7 +76,8 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
     if (replay_ids) {
         a.ids.resize((size_t)M * k);
         for (int m = 0; m < M; ++m) {
-            const int32_t* src = replay_ids[(size_t)m * k] >= 0 ? replay_ids + (size_t)m * k : &a.own_ids[(size_t)m * k];
+            const int32_t* src =
+                replay_ids[(size_t)m * k] >= 0 ? replay_ids + (size_t)m * k : &a.own_ids[(size_t)m * k];
             std::copy(src, src + k, &a.ids[(size_t)m * k]);
         }
         a.weights.resize((size_t)M * k);
@@ -121,8 +122,8 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
             float acc = 0.0f;
             for (int j = 0; j < k; ++j) {
                 int e = a.ids[(size_t)m * k + j];
-                acc = std::fma(a.weights[(size_t)m * k + j], a.experts[e].y[(size_t)slot_row[(size_t)m * k + j] * D + d],
-                               acc);
+                acc = std::fma(a.weights[(size_t)m * k + j],
+                               a.experts[e].y[(size_t)slot_row[(size_t)m * k + j] * D + d], acc);
             }
             out[(size_t)m * D + d] = round_to(acc, ex.dtype);
         }

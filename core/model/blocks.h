@@ -13,7 +13,7 @@ namespace mlk {
 // q/k/v for M rows at positions pos[M]; q[M,H*hd], k/v[M,Hkv*hd] come out
 // normalised and rotated, ready for attention.
 struct QkvActs {
-    std::vector<float> q_pre, k_pre;  // [M,H*hd], [M,Hkv*hd] before q/k norm
+    std::vector<float> q_pre, k_pre;    // [M,H*hd], [M,Hkv*hd] before q/k norm
     std::vector<float> rstd_q, rstd_k;  // [M*H], [M*Hkv]
     std::vector<float> q, k, v;
 };
@@ -29,8 +29,8 @@ struct DenseMlpActs {
 };
 void dense_mlp_forward(const Exec& ex, DenseMlpActs& a, float* out, const float* x, int M, const LayerWeights& w,
                        const ModelConfig& cfg);
-void dense_mlp_backward(float* dx, LayerWeights& gw, const float* dout, const DenseMlpActs& a, const float* x,
-                        int M, const LayerWeights& w, const ModelConfig& cfg);
+void dense_mlp_backward(float* dx, LayerWeights& gw, const float* dout, const DenseMlpActs& a, const float* x, int M,
+                        const LayerWeights& w, const ModelConfig& cfg);
 
 struct MoeActs {
     std::vector<float> router_logits;  // [M,E]
@@ -39,7 +39,7 @@ struct MoeActs {
     std::vector<int32_t> ids;          // [M,k] experts used (own, or replayed)
     std::vector<float> weights;        // [M,k] gate weights used
     struct Expert {
-        std::vector<int32_t> rows;   // (m*k + slot) for every token routed here, token order
+        std::vector<int32_t> rows;               // (m*k + slot) for every token routed here, token order
         std::vector<float> x, gate, up, act, y;  // [Me,D], [Me,Fm] x3, [Me,D]
     };
     std::vector<Expert> experts;

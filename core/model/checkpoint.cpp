@@ -45,9 +45,8 @@ size_t dtype_size(const std::string& d) {
 // Known safetensors dtypes (for a precise "unsupported" message vs "corrupt").
 size_t any_dtype_size(const std::string& d) {
     static const std::map<std::string, size_t> sizes = {
-        {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2},
-        {"F16", 2},  {"BF16", 2}, {"I32", 4}, {"U32", 4},     {"F32", 4},     {"F64", 8}, {"I64", 8},
-        {"U64", 8}};
+        {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
+        {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"F64", 8},     {"I64", 8}, {"U64", 8}};
     auto it = sizes.find(d);
     return it == sizes.end() ? 0 : it->second;
 }
@@ -168,8 +167,7 @@ std::vector<float> hf_blob(const ParamLayout& layout, const float* arena) {
 
 void add_tensors(std::vector<TensorOut>& out, const ParamLayout& layout, const std::vector<float>& blob,
                  const std::string& prefix) {
-    for (const auto& s : layout.specs)
-        out.push_back({prefix + s.name, "F32", s.hf_shape(), blob.data() + s.offset});
+    for (const auto& s : layout.specs) out.push_back({prefix + s.name, "F32", s.hf_shape(), blob.data() + s.offset});
 }
 
 // Reads the tensors of `layout` (names with `prefix`) from `f` into an arena,
@@ -180,14 +178,14 @@ std::vector<float> read_arena(const SafetensorsFile& f, const ParamLayout& layou
     const std::string file = fs::path(f.path).filename().string();
     for (const auto& s : layout.specs)
         if (!f.tensors.count(prefix + s.name))
-            fail(file + ": missing tensor " + prefix + s.name + " (expected shape " + shape_text(s.hf_shape()) +
-                 ")");
+            fail(file + ": missing tensor " + prefix + s.name + " (expected shape " + shape_text(s.hf_shape()) + ")");
     for (const auto& [name, t] : f.tensors) {
         bool known = false;
         for (const auto& p : prefixes)
             if (name.rfind(p, 0) == 0 && layout.find(name.substr(p.size()))) known = true;
-        if (!known) fail(file + ": unexpected tensor " + name + " (shape " + shape_text(t.shape) +
-                         ") is not part of the model described by config.json");
+        if (!known)
+            fail(file + ": unexpected tensor " + name + " (shape " + shape_text(t.shape) +
+                 ") is not part of the model described by config.json");
     }
     std::vector<float> arena(static_cast<size_t>(layout.total));
     for (const auto& s : layout.specs) {
@@ -419,8 +417,7 @@ ModelConfig model_config_from_hf(const json& j) {
     c.num_heads = get_int("num_attention_heads");
     c.num_kv_heads = j.contains("num_key_value_heads") ? get_int("num_key_value_heads") : c.num_heads;
     if (c.num_heads == 0) fail("config.json: field num_attention_heads must be positive");
-    c.head_dim = j.contains("head_dim") && !j["head_dim"].is_null() ? get_int("head_dim")
-                                                                    : c.hidden_size / c.num_heads;
+    c.head_dim = j.contains("head_dim") && !j["head_dim"].is_null() ? get_int("head_dim") : c.hidden_size / c.num_heads;
     c.intermediate_size = get_int("intermediate_size");
     c.rms_norm_eps = static_cast<float>(get_num("rms_norm_eps", 1e-6));
     c.rope_theta = static_cast<float>(get_num("rope_theta", 10000.0));
@@ -445,8 +442,9 @@ ModelConfig model_config_from_hf(const json& j) {
         if (j.contains("mlp_only_layers") && !j["mlp_only_layers"].empty())
             fail("config.json: mlp_only_layers must be empty (dense layers inside an MoE model are not supported)");
         if (j.contains("norm_topk_prob") && j["norm_topk_prob"] != true)
-            fail("config.json: norm_topk_prob=false is not supported (the gate softmax is taken over the "
-                 "selected experts)");
+            fail(
+                "config.json: norm_topk_prob=false is not supported (the gate softmax is taken over the "
+                "selected experts)");
         if (c.num_experts_per_tok < 1 || c.num_experts_per_tok > c.num_experts)
             fail("config.json: num_experts_per_tok must be in [1, num_experts]");
     }
@@ -455,9 +453,8 @@ ModelConfig model_config_from_hf(const json& j) {
     for (const char* size : {"tiny", "small"}) {
         const ModelConfig p = model_preset(std::string(c.kind == ModelKind::moe ? "moe-" : "dense-") + size);
         const bool same = p.hidden_size == c.hidden_size && p.num_layers == c.num_layers &&
-                          p.num_heads == c.num_heads && p.num_kv_heads == c.num_kv_heads &&
-                          p.head_dim == c.head_dim && p.num_experts == c.num_experts &&
-                          p.num_experts_per_tok == c.num_experts_per_tok &&
+                          p.num_heads == c.num_heads && p.num_kv_heads == c.num_kv_heads && p.head_dim == c.head_dim &&
+                          p.num_experts == c.num_experts && p.num_experts_per_tok == c.num_experts_per_tok &&
                           p.moe_intermediate_size == c.moe_intermediate_size &&
                           (c.kind == ModelKind::moe || p.intermediate_size == c.intermediate_size) &&
                           p.tie_word_embeddings == c.tie_word_embeddings;
@@ -473,8 +470,8 @@ ModelConfig model_config_from_hf(const json& j) {
 void save_checkpoint(const std::string& dir, const ModelConfig& cfg, const ParamLayout& layout, const float* params,
                      const json& metadata, const OptimizerState* opt) {
     if (!params) fail("save_checkpoint: params is null");
-    if (opt && (opt->m.size() != static_cast<size_t>(layout.total) ||
-                opt->v.size() != static_cast<size_t>(layout.total)))
+    if (opt &&
+        (opt->m.size() != static_cast<size_t>(layout.total) || opt->v.size() != static_cast<size_t>(layout.total)))
         fail("save_checkpoint: optimizer state has " + std::to_string(opt->m.size()) + " / " +
              std::to_string(opt->v.size()) + " floats, the layout " + std::to_string(layout.total));
     std::error_code ec;
@@ -491,9 +488,9 @@ void save_checkpoint(const std::string& dir, const ModelConfig& cfg, const Param
         std::vector<TensorOut> t;
         add_tensors(t, layout, m, "exp_avg.");
         add_tensors(t, layout, v, "exp_avg_sq.");
-        write_safetensors(opt_path.string(), t,
-                          {{"format", "pt"}, {"step", std::to_string(opt->step)}, {"mlk.save_id", id},
-                           {"mlk.optimizer", "adamw"}});
+        write_safetensors(
+            opt_path.string(), t,
+            {{"format", "pt"}, {"step", std::to_string(opt->step)}, {"mlk.save_id", id}, {"mlk.optimizer", "adamw"}});
     } else {
         fs::remove(opt_path, ec);
     }
@@ -553,8 +550,8 @@ LoadedCheckpoint load_checkpoint(const std::string& dir) {
         auto mid = model.metadata.find("mlk.save_id");
         auto oid = of.metadata.find("mlk.save_id");
         if (mid != model.metadata.end() && oid != of.metadata.end() && mid->second != oid->second)
-            fail("optimizer.safetensors: belongs to a different save than model.safetensors (save id " +
-                 oid->second + " vs " + mid->second + ")");
+            fail("optimizer.safetensors: belongs to a different save than model.safetensors (save id " + oid->second +
+                 " vs " + mid->second + ")");
         OptimizerState st;
         const std::vector<std::string> prefixes = {"exp_avg.", "exp_avg_sq."};
         st.m = read_arena(of, out.layout, prefixes, 0);

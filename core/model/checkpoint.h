@@ -55,9 +55,8 @@ struct LoadedCheckpoint {
 // Creates dir. `metadata` is stored exactly (any JSON) and its top-level
 // entries are also mirrored as readable strings in the safetensors
 // __metadata__. Throws CheckpointError.
-void save_checkpoint(const std::string& dir, const ModelConfig& cfg, const ParamLayout& layout,
-                     const float* params, const nlohmann::json& metadata = {},
-                     const OptimizerState* opt = nullptr);
+void save_checkpoint(const std::string& dir, const ModelConfig& cfg, const ParamLayout& layout, const float* params,
+                     const nlohmann::json& metadata = {}, const OptimizerState* opt = nullptr);
 
 // Reads a checkpoint directory. Accepts F32, F16, BF16 (and F64) tensors,
 // converting to float. Throws CheckpointError naming the file and the problem:

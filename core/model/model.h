@@ -14,23 +14,23 @@ namespace mlk {
 
 // Named views into one arena (parameters, gradients, a rounded copy ...).
 struct LayerWeights {
-    float* input_norm;   // [D]
-    float* wq;           // [D, H*hd]
-    float* wk;           // [D, Hkv*hd]
-    float* wv;           // [D, Hkv*hd]
-    float* wo;           // [H*hd, D]
-    float* q_norm;       // [hd]
-    float* k_norm;       // [hd]
-    float* post_norm;    // [D]
-    float* w_gate;       // dense [D, F]
-    float* w_up;         // dense [D, F]
-    float* w_down;       // dense [F, D]
-    float* router;       // moe [D, E]
+    float* input_norm;                         // [D]
+    float* wq;                                 // [D, H*hd]
+    float* wk;                                 // [D, Hkv*hd]
+    float* wv;                                 // [D, Hkv*hd]
+    float* wo;                                 // [H*hd, D]
+    float* q_norm;                             // [hd]
+    float* k_norm;                             // [hd]
+    float* post_norm;                          // [D]
+    float* w_gate;                             // dense [D, F]
+    float* w_up;                               // dense [D, F]
+    float* w_down;                             // dense [F, D]
+    float* router;                             // moe [D, E]
     std::vector<float*> e_gate, e_up, e_down;  // moe, per expert [D,Fm], [D,Fm], [Fm,D]
 };
 
 struct Weights {
-    float* embed;       // [V, D]
+    float* embed;  // [V, D]
     std::vector<LayerWeights> layers;
     float* final_norm;  // [D]
     float* lm_head;     // [D, V]; nullptr when tied to embed

@@ -6,9 +6,7 @@
 
 namespace mlk {
 
-std::string ModelConfig::preset_name() const {
-    return std::string(kind == ModelKind::moe ? "moe-" : "dense-") + size;
-}
+std::string ModelConfig::preset_name() const { return std::string(kind == ModelKind::moe ? "moe-" : "dense-") + size; }
 
 const std::vector<std::string>& model_preset_names() {
     static const std::vector<std::string> names = {"dense-tiny", "moe-tiny", "dense-small", "moe-small"};

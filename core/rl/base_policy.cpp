@@ -25,9 +25,12 @@ std::string default_cache_dir() {
 std::string base_policy_key(const Config& c) {
     // Everything that changes the weights goes into the key; the readable
     // prefix helps a person find it, the hash makes it exact.
-    nlohmann::json k = {{"task", enum_name(c.task.name)}, {"length", c.task.length},
-                        {"model", model_config_of(c).preset_name()}, {"seed", c.seed},
-                        {"base", config_to_json(c)["base"]}, {"format", 1}};
+    nlohmann::json k = {{"task", enum_name(c.task.name)},
+                        {"length", c.task.length},
+                        {"model", model_config_of(c).preset_name()},
+                        {"seed", c.seed},
+                        {"base", config_to_json(c)["base"]},
+                        {"format", 1}};
     const std::string s = k.dump();
     uint64_t h = 1469598103934665603ull;  // FNV-1a
     for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
@@ -58,8 +61,7 @@ double evaluate_policy(const Config& cfg, const std::vector<float>& params, cons
 }
 
 BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
-                            const std::function<void(const BaseProgress&)>& progress,
-                            const std::atomic<bool>* cancel) {
+                            const std::function<void(const BaseProgress&)>& progress, const std::atomic<bool>* cancel) {
     BasePolicy out;
     out.path = (fs::path(cache_dir) / base_policy_key(cfg)).string();
     ModelConfig m = model_config_of(cfg);

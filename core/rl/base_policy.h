@@ -24,7 +24,7 @@ struct BasePolicy {
     double eval_reward = 0;  // mean reward on the held-out set when it was made
     int sft_steps = 0;       // steps it took
     bool from_cache = false;
-    std::string path;        // the cached checkpoint directory
+    std::string path;  // the cached checkpoint directory
 };
 
 // $MLK_CACHE_DIR, else $XDG_CACHE_HOME/mismatch-lab, else ~/.cache/mismatch-lab.

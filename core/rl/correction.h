@@ -43,40 +43,38 @@ namespace mlk {
 void validate(const CorrectionSettings& s);
 
 struct CorrectionStats {
-  std::size_t num_valid_tokens = 0;
-  std::size_t num_kept_tokens = 0;
-  std::size_t num_sequences = 0;       // sequences with >= 1 valid token
-  std::size_t num_kept_sequences = 0;  // sequences with >= 1 kept token
-  // Over kept valid tokens, after bounds and BEFORE batch normalisation (so the
-  // mean shows the real drift; with is_level off: the raw token ratios
-  // exp(clamp20(lr_t))). 0 when nothing is kept.
-  double is_weight_mean = 0, is_weight_min = 0, is_weight_max = 0;
-  double ess = 0;  // 1 / mean((w / mean w)^2) over the same tokens, in (0, 1]
-  double batch_norm_factor = 1;  // the mean weights were divided by (1 when off)
-  // Each fraction is the share of valid tokens (or of sequences with a valid
-  // token) that the criterion alone hits; criteria overlap freely.
-  double truncated_low_fraction = 0;   // clip: w < L
-  double truncated_high_fraction = 0;  // truncate / clip: w > U
-  double masked_fraction = 0;          // mask mode: w outside [L, U]
-  double rejected_token_fraction = 0;  // RS
-  double rejected_seq_fraction = 0;    // sequences with >= 1 token rejected by RS
-  double vetoed_seq_fraction = 0;      // sequences vetoed
-  double kept_token_fraction = 0;      // num_kept_tokens / num_valid_tokens (0 if none)
+    std::size_t num_valid_tokens = 0;
+    std::size_t num_kept_tokens = 0;
+    std::size_t num_sequences = 0;       // sequences with >= 1 valid token
+    std::size_t num_kept_sequences = 0;  // sequences with >= 1 kept token
+    // Over kept valid tokens, after bounds and BEFORE batch normalisation (so the
+    // mean shows the real drift; with is_level off: the raw token ratios
+    // exp(clamp20(lr_t))). 0 when nothing is kept.
+    double is_weight_mean = 0, is_weight_min = 0, is_weight_max = 0;
+    double ess = 0;                // 1 / mean((w / mean w)^2) over the same tokens, in (0, 1]
+    double batch_norm_factor = 1;  // the mean weights were divided by (1 when off)
+    // Each fraction is the share of valid tokens (or of sequences with a valid
+    // token) that the criterion alone hits; criteria overlap freely.
+    double truncated_low_fraction = 0;   // clip: w < L
+    double truncated_high_fraction = 0;  // truncate / clip: w > U
+    double masked_fraction = 0;          // mask mode: w outside [L, U]
+    double rejected_token_fraction = 0;  // RS
+    double rejected_seq_fraction = 0;    // sequences with >= 1 token rejected by RS
+    double vetoed_seq_fraction = 0;      // sequences vetoed
+    double kept_token_fraction = 0;      // num_kept_tokens / num_valid_tokens (0 if none)
 };
 
 struct CorrectionResult {
-  std::vector<double> weights;       // per token; 0 where keep == 0
-  std::vector<std::uint8_t> keep;    // per token; subset of valid
-  std::vector<double> raw_weights;   // per token level ratio before bounds (0 for invalid tokens)
-  CorrectionStats stats;
+    std::vector<double> weights;      // per token; 0 where keep == 0
+    std::vector<std::uint8_t> keep;   // per token; subset of valid
+    std::vector<double> raw_weights;  // per token level ratio before bounds (0 for invalid tokens)
+    CorrectionStats stats;
 };
 
 // lp_old: training recompute (decoupled) or current policy without grad
 // (bypass); lp_roll: rollout log-probs. Calls validate(settings).
-CorrectionResult compute_correction(const CorrectionSettings& settings,
-                                    std::span<const float> lp_old,
-                                    std::span<const float> lp_roll,
-                                    std::span<const std::uint8_t> valid,
+CorrectionResult compute_correction(const CorrectionSettings& settings, std::span<const float> lp_old,
+                                    std::span<const float> lp_roll, std::span<const std::uint8_t> valid,
                                     std::span<const int> seq_offsets);
 
 }  // namespace mlk

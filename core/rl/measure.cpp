@@ -50,9 +50,7 @@ RouterDiff routing_diff(const RolloutResult& roll, const SeqBatch& batch, const 
     return router_diff(rollout_ids, train_ids, valid, valid.size(), layers, k, offsets);
 }
 
-Family kernel_family(const Config& cfg) {
-    return cfg.kernels.batch_invariant ? Family::batch_invariant : Family::fast;
-}
+Family kernel_family(const Config& cfg) { return cfg.kernels.batch_invariant ? Family::batch_invariant : Family::fast; }
 
 Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& train, const std::vector<float>& params,
                     const std::vector<std::vector<int32_t>>& inputs, uint64_t sample_seed,
@@ -85,9 +83,8 @@ Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& trai
     m.tokens = gather_tokens(m.roll, m.batch, m.train, cfg.rollout.logprobs);
     m.mismatch = mismatch_metrics(m.tokens.lp_train, m.tokens.lp_roll, m.tokens.valid, m.tokens.seq_offsets);
     if (moe) m.router = routing_diff(m.roll, m.batch, m.train, L, k);
-    m.bitwise_equal = !m.tokens.lp_roll.empty() &&
-                      std::memcmp(m.tokens.lp_roll.data(), m.tokens.lp_train.data(),
-                                  m.tokens.lp_roll.size() * sizeof(float)) == 0;
+    m.bitwise_equal = !m.tokens.lp_roll.empty() && std::memcmp(m.tokens.lp_roll.data(), m.tokens.lp_train.data(),
+                                                               m.tokens.lp_roll.size() * sizeof(float)) == 0;
     return m;
 }
 

@@ -34,40 +34,37 @@
 namespace mlk {
 
 struct PolicyLossSettings {
-  PolicyLossType type = PolicyLossType::ppo;
-  double eps_low = 0.2;   // clip-higher (R3 paper): eps_low 0.2, eps_high 0.27
-  double eps_high = 0.2;
-  double gspo_eps_low = 3e-4;
-  double gspo_eps_high = 4e-4;
-  LossAggregation aggregation = LossAggregation::token_mean;
+    PolicyLossType type = PolicyLossType::ppo;
+    double eps_low = 0.2;  // clip-higher (R3 paper): eps_low 0.2, eps_high 0.27
+    double eps_high = 0.2;
+    double gspo_eps_low = 3e-4;
+    double gspo_eps_high = 4e-4;
+    LossAggregation aggregation = LossAggregation::token_mean;
 };
 
 struct PolicyLossResult {
-  double loss = 0;
-  std::vector<double> grad;   // dloss/dlp_theta per token (0 where not kept)
-  std::vector<double> ratio;  // per token: PPO/REINFORCE the token ratio, GSPO s_i; 0 where not kept
-  std::size_t num_kept_tokens = 0;
-  std::size_t num_sequences = 0;  // sequences with >= 1 kept token
-  // Share of kept tokens whose clipped term is the active one (strictly smaller
-  // objective, so the token gets no gradient): verl's pg_clipfrac. GSPO counts
-  // every kept token of a clipped sequence. 0 for REINFORCE.
-  double clip_fraction = 0;
-  double clip_low_fraction = 0;   // ... of which ratio < 1 - eps_low (A < 0)
-  double clip_high_fraction = 0;  // ... of which ratio > 1 + eps_high (A > 0)
-  // Over kept tokens, of `ratio` above.
-  double ratio_mean = 0, ratio_min = 0, ratio_max = 0;
-  double ppo_kl = 0;  // mean over kept tokens of (lp_anchor - lp_theta)
+    double loss = 0;
+    std::vector<double> grad;   // dloss/dlp_theta per token (0 where not kept)
+    std::vector<double> ratio;  // per token: PPO/REINFORCE the token ratio, GSPO s_i; 0 where not kept
+    std::size_t num_kept_tokens = 0;
+    std::size_t num_sequences = 0;  // sequences with >= 1 kept token
+    // Share of kept tokens whose clipped term is the active one (strictly smaller
+    // objective, so the token gets no gradient): verl's pg_clipfrac. GSPO counts
+    // every kept token of a clipped sequence. 0 for REINFORCE.
+    double clip_fraction = 0;
+    double clip_low_fraction = 0;   // ... of which ratio < 1 - eps_low (A < 0)
+    double clip_high_fraction = 0;  // ... of which ratio > 1 + eps_high (A > 0)
+    // Over kept tokens, of `ratio` above.
+    double ratio_mean = 0, ratio_min = 0, ratio_max = 0;
+    double ppo_kl = 0;  // mean over kept tokens of (lp_anchor - lp_theta)
 };
 
 // seq_advantages: one value per sequence (size S), broadcast to its tokens.
 // weights: per token, or empty for all 1. keep: per token, or empty for all kept.
 // Throws std::invalid_argument on inconsistent sizes or negative eps.
-PolicyLossResult policy_loss(const PolicyLossSettings& settings,
-                             std::span<const float> lp_theta,
-                             std::span<const float> lp_anchor,
-                             std::span<const double> seq_advantages,
-                             std::span<const double> weights,
-                             std::span<const std::uint8_t> keep,
+PolicyLossResult policy_loss(const PolicyLossSettings& settings, std::span<const float> lp_theta,
+                             std::span<const float> lp_anchor, std::span<const double> seq_advantages,
+                             std::span<const double> weights, std::span<const std::uint8_t> keep,
                              std::span<const int> seq_offsets);
 
 }  // namespace mlk

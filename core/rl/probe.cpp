@@ -58,7 +58,8 @@ nlohmann::json probe_dump_json(const ProbeResult& r) {
             const size_t row = (size_t)t.seq[i] * r.batch.T + t.pos[i];
             for (int l = 0; l < r.model.num_layers; ++l) {
                 const auto& ids = r.roll.sequences[t.seq[i]].expert_ids[l];
-                ro.push_back(std::vector<int32_t>(ids.begin() + (size_t)t.pos[i] * k, ids.begin() + (size_t)(t.pos[i] + 1) * k));
+                ro.push_back(
+                    std::vector<int32_t>(ids.begin() + (size_t)t.pos[i] * k, ids.begin() + (size_t)(t.pos[i] + 1) * k));
                 const auto& used = r.train.used_expert_ids[l];
                 tr.push_back(std::vector<int32_t>(used.begin() + row * k, used.begin() + (row + 1) * k));
             }

@@ -32,8 +32,8 @@ double RlSession::metric(const StepRecord& r, const std::string& name) {
     return std::numeric_limits<double>::quiet_NaN();
 }
 
-RlSession::RlSession(const Config& cfg, std::vector<float> params, Store* store, int64_t run_id,
-                     std::string ckpt_root, int64_t first_step, AdamW optimizer)
+RlSession::RlSession(const Config& cfg, std::vector<float> params, Store* store, int64_t run_id, std::string ckpt_root,
+                     int64_t first_step, AdamW optimizer)
     : cfg_(cfg),
       model_(model_config_of(cfg)),
       layout_(make_param_layout(model_)),
@@ -104,9 +104,8 @@ StepRecord RlSession::step(const std::function<void(Phase)>& on_phase) {
                 [&](MeasurePhase p) { phase(p == MeasurePhase::rollout ? Phase::rollout : Phase::recompute); });
     const Scores scores = score(prompts, m.roll);
     // recompute = standard PPO: no correction applied; the ratios are still reported.
-    const CorrectionResult corr =
-        compute_correction(correction_settings(), m.tokens.lp_train, m.tokens.lp_roll, m.tokens.valid,
-                           m.tokens.seq_offsets);
+    const CorrectionResult corr = compute_correction(correction_settings(), m.tokens.lp_train, m.tokens.lp_roll,
+                                                     m.tokens.valid, m.tokens.seq_offsets);
     phase(Phase::training);
     const TrainOutcome trained = train_policy(m, scores, corr);
 
@@ -164,10 +163,10 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
     const std::vector<float>& lp_anchor = bypass ? tv.lp_roll : tv.lp_train;
     const Exec train_ex{kernel_family(cfg_), cfg_.train.precision};
     const float inv_temp = 1.0f / (float)cfg_.rollout.temperature;
-    const PolicyLossSettings pls{cfg_.rl.loss, cfg_.rl.eps_low, cfg_.rl.eps_high, cfg_.rl.gspo_eps_low,
-                                 cfg_.rl.gspo_eps_high, cfg_.rl.loss_agg};
-    const AdamWSettings aw{cfg_.optim.lr,           cfg_.optim.beta1,        cfg_.optim.beta2,
-                           cfg_.optim.eps,          cfg_.optim.weight_decay, cfg_.optim.grad_clip};
+    const PolicyLossSettings pls{cfg_.rl.loss,         cfg_.rl.eps_low,       cfg_.rl.eps_high,
+                                 cfg_.rl.gspo_eps_low, cfg_.rl.gspo_eps_high, cfg_.rl.loss_agg};
+    const AdamWSettings aw{cfg_.optim.lr,  cfg_.optim.beta1,        cfg_.optim.beta2,
+                           cfg_.optim.eps, cfg_.optim.weight_decay, cfg_.optim.grad_clip};
     const int mini = std::min(cfg_.rl.mini_steps, B);
     double loss_sum = 0, clip_sum = 0, norm_sum = 0, kl_sum = 0, lr_used = 0;
     for (int ms = 0; ms < mini; ++ms) {
@@ -187,8 +186,8 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
         std::vector<uint8_t> keep = slice(corr.keep, t0i, t1i);
         if (bypass && ms > 0) {
             const std::span<const float> roll_lp(tv.lp_roll.data() + t0i, t1i - t0i);
-            CorrectionResult c = compute_correction(correction_settings(), lp_theta, roll_lp,
-                                                    slice(tv.valid, t0i, t1i), offs);
+            CorrectionResult c =
+                compute_correction(correction_settings(), lp_theta, roll_lp, slice(tv.valid, t0i, t1i), offs);
             w = std::move(c.weights);
             keep = std::move(c.keep);
         }

@@ -28,7 +28,8 @@ uint64_t CounterRng::below(uint64_t n) {
     // Reject the top partial block so every residue is equally likely.
     const uint64_t limit = UINT64_MAX - (UINT64_MAX % n);
     uint64_t x;
-    do x = next(); while (x >= limit);
+    do x = next();
+    while (x >= limit);
     return x % n;
 }
 
@@ -66,8 +67,7 @@ public:
     explicit AdditionTask(int length) : Task(length) {}
     std::string name() const override { return "addition"; }
     std::string description() const override {
-        return "Add two integers of up to " + std::to_string(length()) +
-               " digits: \"12+7=\" -> \"19\"";
+        return "Add two integers of up to " + std::to_string(length()) + " digits: \"12+7=\" -> \"19\"";
     }
     int max_prompt_tokens() const override { return 1 + 2 * length() + 2; }
     int max_answer_tokens() const override { return length() + 1; }
@@ -126,8 +126,7 @@ protected:
 Task::Task(int length) : length_(length) {
     if (length < kMinLength || length > kMaxLength)
         throw std::invalid_argument("task length " + std::to_string(length) + " is outside [" +
-                                    std::to_string(kMinLength) + ", " +
-                                    std::to_string(kMaxLength) + "]");
+                                    std::to_string(kMinLength) + ", " + std::to_string(kMaxLength) + "]");
 }
 
 bool Task::eval_disjoint() const { return space_size() >= kMinSplitSpace; }
@@ -135,8 +134,7 @@ bool Task::eval_disjoint() const { return space_size() >= kMinSplitSpace; }
 Prompt Task::draw(uint64_t seed, uint64_t index, bool eval) const {
     // Key = hash of (task, length, stream, seed, index); attempt counts the
     // rejections of problems from the other side of the train/eval split.
-    const uint64_t stream = splitmix64(fnv1a(name()) ^ (static_cast<uint64_t>(length_) << 1) ^
-                                       (eval ? 1ull : 0ull));
+    const uint64_t stream = splitmix64(fnv1a(name()) ^ (static_cast<uint64_t>(length_) << 1) ^ (eval ? 1ull : 0ull));
     const uint64_t base = splitmix64(splitmix64(stream ^ seed) ^ index);
     const bool split = eval_disjoint();
     for (uint64_t attempt = 0; attempt < 100000; ++attempt) {
@@ -168,13 +166,11 @@ std::vector<Prompt> Task::eval_set(size_t size, uint64_t seed) const {
     return out;
 }
 
-double score_response(const std::vector<int32_t>& answer,
-                      const std::vector<int32_t>& response, bool partial_credit) {
+double score_response(const std::vector<int32_t>& answer, const std::vector<int32_t>& response, bool partial_credit) {
     const auto eos_it = std::find(response.begin(), response.end(), Vocab::eos);
     const size_t content = static_cast<size_t>(eos_it - response.begin());
     // Exact: content equals the answer, then eos or the end of the response.
-    if (content == answer.size() && std::equal(answer.begin(), answer.end(), response.begin()))
-        return 1.0;
+    if (content == answer.size() && std::equal(answer.begin(), answer.end(), response.begin())) return 1.0;
     if (!partial_credit) return 0.0;
     const size_t denom = std::max(answer.size(), content);
     if (denom == 0) return 0.0;
@@ -184,8 +180,7 @@ double score_response(const std::vector<int32_t>& answer,
     return static_cast<double>(right) / static_cast<double>(denom);
 }
 
-double Task::reward(const Prompt& prompt, const std::vector<int32_t>& response_tokens,
-                    bool partial_credit) const {
+double Task::reward(const Prompt& prompt, const std::vector<int32_t>& response_tokens, bool partial_credit) const {
     return score_response(prompt.answer_tokens, response_tokens, partial_credit);
 }
 

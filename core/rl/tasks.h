@@ -40,7 +40,7 @@
 namespace mlk {
 
 struct Prompt {
-    std::string task;                    // task name
+    std::string task;  // task name
     uint64_t seed = 0;
     uint64_t index = 0;
     bool eval = false;                   // drawn by eval_set()
@@ -86,14 +86,13 @@ public:
     std::vector<Prompt> eval_set(size_t size, uint64_t seed = kEvalSeed) const;
     bool eval_disjoint() const;
 
-    double reward(const Prompt& prompt, const std::vector<int32_t>& response_tokens,
-                  bool partial_credit = false) const;
+    double reward(const Prompt& prompt, const std::vector<int32_t>& response_tokens, bool partial_credit = false) const;
     // Supervised warm-up target: answer tokens followed by Vocab::eos.
     std::vector<int32_t> target(const Prompt& prompt) const;
 
     // Upper bounds over all prompts of this task and length.
-    virtual int max_prompt_tokens() const = 0;   // including bos
-    virtual int max_answer_tokens() const = 0;   // excluding eos
+    virtual int max_prompt_tokens() const = 0;  // including bos
+    virtual int max_answer_tokens() const = 0;  // excluding eos
     int max_total_tokens() const { return max_prompt_tokens() + max_answer_tokens() + 1; }
 
 protected:
@@ -118,7 +117,7 @@ std::unique_ptr<Task> make_task(std::string_view name, int length);
 std::vector<std::string> task_names();
 
 // Exact-match helper shared by tasks and tests: see the header comment.
-double score_response(const std::vector<int32_t>& answer_tokens,
-                      const std::vector<int32_t>& response_tokens, bool partial_credit);
+double score_response(const std::vector<int32_t>& answer_tokens, const std::vector<int32_t>& response_tokens,
+                      bool partial_credit);
 
 }  // namespace mlk

@@ -78,8 +78,9 @@ nlohmann::json export_json(Store& store, const std::vector<int64_t>& run_ids) {
     nlohmann::json runs = nlohmann::json::array();
     for (int64_t id : run_ids) {
         RunInfo info = info_or_throw(store, id);
-        nlohmann::json meta = {{"id", info.id},           {"name", info.name},     {"preset", info.preset},
-                               {"status", info.status},   {"created", info.created}, {"updated", info.updated},
+        nlohmann::json meta = {{"id", info.id},           {"name", info.name},
+                               {"preset", info.preset},   {"status", info.status},
+                               {"created", info.created}, {"updated", info.updated},
                                {"seed", info.seed},       {"app_version", info.app_version},
                                {"notes", info.notes},     {"steps", info.steps}};
         try {
@@ -91,8 +92,7 @@ nlohmann::json export_json(Store& store, const std::vector<int64_t>& run_ids) {
         nlohmann::json steps = nlohmann::json::array();
         for (size_t s = 0; s < t.steps.size(); ++s) {
             nlohmann::json row = {{"step", t.steps[s]}};
-            for (size_t n = 0; n < t.names.size(); ++n)
-                row[t.names[n]] = number_json(t.values[s][n]);
+            for (size_t n = 0; n < t.names.size(); ++n) row[t.names[n]] = number_json(t.values[s][n]);
             steps.push_back(std::move(row));
         }
         runs.push_back({{"run", meta}, {"steps", steps}});

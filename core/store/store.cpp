@@ -98,8 +98,7 @@ const std::vector<Migration>& migrations() {
 }
 
 // Tables keyed by (run_id, step, ...) that belong to a step.
-constexpr const char* kStepTables[] = {"metrics", "token_samples", "ft_curves", "router_hist",
-                                       "text_samples", "steps"};
+constexpr const char* kStepTables[] = {"metrics", "token_samples", "ft_curves", "router_hist", "text_samples", "steps"};
 
 std::string now_iso() {
     using namespace std::chrono;
@@ -108,8 +107,8 @@ std::string now_iso() {
     std::tm t{};
     gmtime_r(&secs, &t);
     char buf[80];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900,
-                  t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, static_cast<int>(ms % 1000));
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday,
+                  t.tm_hour, t.tm_min, t.tm_sec, static_cast<int>(ms % 1000));
     return buf;
 }
 
@@ -145,8 +144,7 @@ struct Store::Impl {
     std::mutex mu;
 
     [[noreturn]] void fail(const std::string& what) const {
-        throw StoreError("run store " + path + ": " + what + ": " +
-                         (db ? sqlite3_errmsg(db.get()) : "no connection"));
+        throw StoreError("run store " + path + ": " + what + ": " + (db ? sqlite3_errmsg(db.get()) : "no connection"));
     }
 
     void exec(const char* sql) {
@@ -227,9 +225,7 @@ private:
 // BEGIN IMMEDIATE (write) or BEGIN (read snapshot); rolls back unless committed.
 class Transaction {
 public:
-    Transaction(Store::Impl& impl, bool write) : impl_(impl) {
-        impl_.exec(write ? "BEGIN IMMEDIATE" : "BEGIN");
-    }
+    Transaction(Store::Impl& impl, bool write) : impl_(impl) { impl_.exec(write ? "BEGIN IMMEDIATE" : "BEGIN"); }
     ~Transaction() {
         if (!done_) sqlite3_exec(impl_.db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
     }
@@ -266,8 +262,7 @@ void check_header(const std::string& path) {
     std::error_code ec;
     const auto st = fs::status(path, ec);
     if (ec || !fs::exists(st)) return;  // created by open()
-    if (!fs::is_regular_file(st))
-        throw StoreError("run store " + path + ": not a regular file");
+    if (!fs::is_regular_file(st)) throw StoreError("run store " + path + ": not a regular file");
     const auto size = fs::file_size(path, ec);
     if (ec) throw StoreError("run store " + path + ": cannot read the file size: " + ec.message());
     if (size == 0) return;  // an empty file is an empty database
@@ -297,8 +292,8 @@ const char* run_status_name(RunStatus s) {
 }
 
 RunStatus parse_run_status(const std::string& s) {
-    for (RunStatus r : {RunStatus::running, RunStatus::paused, RunStatus::finished, RunStatus::failed,
-                        RunStatus::stopped})
+    for (RunStatus r :
+         {RunStatus::running, RunStatus::paused, RunStatus::finished, RunStatus::failed, RunStatus::stopped})
         if (s == run_status_name(r)) return r;
     throw StoreError("unknown run status '" + s + "' (allowed: running, paused, finished, failed, stopped)");
 }
@@ -336,8 +331,8 @@ Store Store::open(const std::string& path) {
     }
     if (version > schema_version())
         throw StoreError("run store " + path + ": schema version " + std::to_string(version) +
-                         " is newer than this build of Mismatch Lab understands (" +
-                         std::to_string(schema_version()) + "); file left unchanged");
+                         " is newer than this build of Mismatch Lab understands (" + std::to_string(schema_version()) +
+                         "); file left unchanged");
     if ((version > 0 && app_id != kApplicationId) || (version == 0 && objects > 0))
         throw StoreError("run store " + path +
                          ": a SQLite database but not a Mismatch Lab run store; file left unchanged");
@@ -368,15 +363,22 @@ Store Store::open(const std::string& path) {
 
 // ------------------------------------------------------------------ runs ---
 
-int64_t Store::create_run(const std::string& name, const std::string& preset,
-                          const std::string& config_json, uint64_t seed, RunStatus status) {
+int64_t Store::create_run(const std::string& name, const std::string& preset, const std::string& config_json,
+                          uint64_t seed, RunStatus status) {
     std::lock_guard lock(impl_->mu);
     const std::string now = now_iso();
     Query q(*impl_,
             "INSERT INTO runs(name, created, status, preset, config_json, seed, app_version, notes, updated) "
             "VALUES(?, ?, ?, ?, ?, ?, ?, '', ?)");
-    q.bind(1, name).bind(2, now).bind(3, run_status_name(status)).bind(4, preset).bind(5, config_json)
-        .bind(6, static_cast<int64_t>(seed)).bind(7, MLK_VERSION).bind(8, now).run();
+    q.bind(1, name)
+        .bind(2, now)
+        .bind(3, run_status_name(status))
+        .bind(4, preset)
+        .bind(5, config_json)
+        .bind(6, static_cast<int64_t>(seed))
+        .bind(7, MLK_VERSION)
+        .bind(8, now)
+        .run();
     return sqlite3_last_insert_rowid(impl_->db.get());
 }
 
@@ -392,8 +394,7 @@ void update_run_field(Store::Impl& impl, const char* sql, int64_t run_id, const 
 
 void Store::set_status(int64_t run_id, RunStatus status) {
     std::lock_guard lock(impl_->mu);
-    update_run_field(*impl_, "UPDATE runs SET status = ?, updated = ? WHERE id = ?", run_id,
-                     run_status_name(status));
+    update_run_field(*impl_, "UPDATE runs SET status = ?, updated = ? WHERE id = ?", run_id, run_status_name(status));
 }
 
 void Store::rename_run(int64_t run_id, const std::string& name) {
@@ -504,8 +505,15 @@ void Store::append_step(int64_t run_id, const StepRecord& rec) {
             Query q(im,
                     "INSERT INTO token_samples(run_id, step, idx, lp_roll, lp_train, seq, pos, token) "
                     "VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
-            q.bind(1, run_id).bind(2, rec.step).bind(3, t.idx).bind(4, t.lp_roll).bind(5, t.lp_train)
-                .bind(6, t.seq).bind(7, t.pos).bind(8, t.token).run();
+            q.bind(1, run_id)
+                .bind(2, rec.step)
+                .bind(3, t.idx)
+                .bind(4, t.lp_roll)
+                .bind(5, t.lp_train)
+                .bind(6, t.seq)
+                .bind(7, t.pos)
+                .bind(8, t.token)
+                .run();
         }
     }
     for (const FtPoint& p : rec.ft_curve) {
@@ -520,8 +528,14 @@ void Store::append_step(int64_t run_id, const StepRecord& rec) {
         Query q(im,
                 "INSERT INTO text_samples(run_id, step, idx, prompt, response, reward, tokens_json) "
                 "VALUES(?, ?, ?, ?, ?, ?, ?)");
-        q.bind(1, run_id).bind(2, rec.step).bind(3, t.idx).bind(4, t.prompt).bind(5, t.response)
-            .bind(6, t.reward).bind(7, t.tokens_json).run();
+        q.bind(1, run_id)
+            .bind(2, rec.step)
+            .bind(3, t.idx)
+            .bind(4, t.prompt)
+            .bind(5, t.response)
+            .bind(6, t.reward)
+            .bind(7, t.tokens_json)
+            .run();
     }
     {
         Query q(im, "UPDATE runs SET updated = ? WHERE id = ?");
@@ -578,7 +592,8 @@ std::vector<StoredStep> Store::steps_since(int64_t run_id, int64_t after_step) {
     while (q.row()) {
         const int64_t step = q.i64(0);
         if (out.empty() || out.back().step != step)
-            out.push_back(StoredStep{step, {}, q.is_null(3) ? std::numeric_limits<double>::quiet_NaN() : seconds_from_iso(q.text(3))});
+            out.push_back(StoredStep{
+                step, {}, q.is_null(3) ? std::numeric_limits<double>::quiet_NaN() : seconds_from_iso(q.text(3))});
         out.back().metrics.emplace_back(q.text(1), q.real(2));
     }
     return out;
@@ -629,9 +644,8 @@ std::vector<TokenSample> Store::token_samples(int64_t run_id, int64_t step) {
     q.bind(1, run_id).bind(2, step);
     std::vector<TokenSample> out;
     while (q.row())
-        out.push_back(TokenSample{static_cast<int32_t>(q.i64(0)), q.real(1), q.real(2),
-                                  static_cast<int32_t>(q.i64(3)), static_cast<int32_t>(q.i64(4)),
-                                  static_cast<int32_t>(q.i64(5))});
+        out.push_back(TokenSample{static_cast<int32_t>(q.i64(0)), q.real(1), q.real(2), static_cast<int32_t>(q.i64(3)),
+                                  static_cast<int32_t>(q.i64(4)), static_cast<int32_t>(q.i64(5))});
     return out;
 }
 
@@ -679,8 +693,7 @@ void Store::add_checkpoint(int64_t run_id, int64_t step, const std::string& path
 
 std::optional<Checkpoint> Store::last_checkpoint(int64_t run_id) {
     std::lock_guard lock(impl_->mu);
-    Query q(*impl_,
-            "SELECT step, path, created FROM checkpoints WHERE run_id = ? ORDER BY step DESC LIMIT 1");
+    Query q(*impl_, "SELECT step, path, created FROM checkpoints WHERE run_id = ? ORDER BY step DESC LIMIT 1");
     q.bind(1, run_id);
     if (!q.row()) return std::nullopt;
     return Checkpoint{q.i64(0), q.text(1), q.text(2)};

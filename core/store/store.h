@@ -38,24 +38,24 @@ const char* run_status_name(RunStatus s);
 RunStatus parse_run_status(const std::string& s);  // throws StoreError on an unknown name
 
 struct TokenSample {
-    int32_t idx = 0;       // index of the sample within the step
-    double lp_roll = 0;    // rollout log-prob of the token
-    double lp_train = 0;   // training log-prob of the token
-    int32_t seq = 0;       // sequence in the batch
-    int32_t pos = 0;       // position in the response
-    int32_t token = 0;     // token id
+    int32_t idx = 0;      // index of the sample within the step
+    double lp_roll = 0;   // rollout log-prob of the token
+    double lp_train = 0;  // training log-prob of the token
+    int32_t seq = 0;      // sequence in the batch
+    int32_t pos = 0;      // position in the response
+    int32_t token = 0;    // token id
     bool operator==(const TokenSample&) const = default;
 };
 
 struct FtPoint {
-    double t = 0;          // threshold t of F(t)
-    double frac = 0;       // fraction of tokens with max(rho, 1/rho) > t
+    double t = 0;     // threshold t of F(t)
+    double frac = 0;  // fraction of tokens with max(rho, 1/rho) > t
     bool operator==(const FtPoint&) const = default;
 };
 
 struct RouterBin {
-    int32_t d = 0;         // experts of the rollout top-k missing from the training top-k
-    int64_t count = 0;     // (token, layer) pairs with that d
+    int32_t d = 0;      // experts of the rollout top-k missing from the training top-k
+    int64_t count = 0;  // (token, layer) pairs with that d
     bool operator==(const RouterBin&) const = default;
 };
 
@@ -134,13 +134,12 @@ public:
     const std::string& path() const { return path_; }
 
     // Runs. Times are ISO-8601 UTC with milliseconds ("2025-01-31T12:00:00.123Z").
-    int64_t create_run(const std::string& name, const std::string& preset,
-                       const std::string& config_json, uint64_t seed,
-                       RunStatus status = RunStatus::running);
+    int64_t create_run(const std::string& name, const std::string& preset, const std::string& config_json,
+                       uint64_t seed, RunStatus status = RunStatus::running);
     void set_status(int64_t run_id, RunStatus status);
     void rename_run(int64_t run_id, const std::string& name);
     void set_notes(int64_t run_id, const std::string& notes);
-    void delete_run(int64_t run_id);  // the run and all its rows; no-op if absent
+    void delete_run(int64_t run_id);      // the run and all its rows; no-op if absent
     std::vector<RunSummary> list_runs();  // newest (highest id) first
     std::optional<RunInfo> run_info(int64_t run_id);
 
@@ -149,7 +148,7 @@ public:
     // StoreError for an unknown run.
     void append_step(int64_t run_id, const StepRecord& rec);
     std::optional<int64_t> last_step(int64_t run_id);
-    std::vector<int64_t> steps(int64_t run_id);  // ascending, every appended step
+    std::vector<int64_t> steps(int64_t run_id);             // ascending, every appended step
     std::vector<std::string> metric_names(int64_t run_id);  // sorted
     std::vector<std::pair<int64_t, double>> metric_series(int64_t run_id, const std::string& name);
     MetricTable all_metrics(int64_t run_id);

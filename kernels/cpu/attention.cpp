@@ -47,8 +47,8 @@ using namespace cpu;
 //  att (when non-null, saved for the backward) receives p_j * (1/sum) (fast:
 //  exp(s_j - m_final) * (1/l)) in fp32, zeros for j > t.
 // Threads split (b, h) pairs; nothing in a query depends on the split.
-void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k, const float* v,
-                       int B, int T, int H, int Hkv, int D) {
+void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k, const float* v, int B,
+                       int T, int H, int Hkv, int D) {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
     const IsaTable& I = isa_table();
     const int group = H / Hkv;
@@ -89,10 +89,8 @@ void attention_forward(const Exec& ex, float* out, float* att, const float* q, c
                     a.len = t + 1;
                     a.att = att ? att + (((int64_t)b * H + h) * T + t) * T : nullptr;
                 }
-                if (bi)
-                    I.attn_bi_queries(qs.data(), T);
-                else
-                    I.attn_fast_prefill_queries(qs.data(), T);
+                if (bi) I.attn_bi_queries(qs.data(), T);
+                else I.attn_fast_prefill_queries(qs.data(), T);
                 if (att)
                     for (int t = 0; t < T; ++t) std::fill(qs[t].att + t + 1, qs[t].att + T, 0.0f);
             }

@@ -27,10 +27,10 @@ namespace mlk::cpu {
 
 // ---- portable scalar exp / log (bit-identical to the vector versions) -------
 
-inline constexpr float kExpHi = 88.72283935546875f;    // above: +inf
-inline constexpr float kExpLo = -87.33654022216797f;   // below: 0 (flush)
+inline constexpr float kExpHi = 88.72283935546875f;   // above: +inf
+inline constexpr float kExpLo = -87.33654022216797f;  // below: 0 (flush)
 inline constexpr float kLog2e = 1.44269504088896341f;
-inline constexpr float kExpC1 = 0.693359375f;          // ln2 split (Cody-Waite)
+inline constexpr float kExpC1 = 0.693359375f;  // ln2 split (Cody-Waite)
 inline constexpr float kExpC2 = -2.12194440e-4f;
 inline constexpr float kExpP0 = 1.9875691500E-4f;
 inline constexpr float kExpP1 = 1.3981999507E-3f;
@@ -170,18 +170,18 @@ struct AttnQuery {
     const float* q = nullptr;   // [D]
     const float* Kt = nullptr;  // transposed keys [D][ldk], ldk a multiple of 64, zero padded
     int ldk = 0;
-    const float* k = nullptr;   // untransposed keys: key j at k + j*kstride (fast decode)
+    const float* k = nullptr;  // untransposed keys: key j at k + j*kstride (fast decode)
     int64_t kstride = 0;
-    const float* v = nullptr;   // value j at v + j*vstride
+    const float* v = nullptr;  // value j at v + j*vstride
     int64_t vstride = 0;
-    int len = 0;                // keys 0..len-1
+    int len = 0;  // keys 0..len-1
     int D = 0;
     float scale = 1.0f;
-    float* out = nullptr;       // [D], rounded to dt
+    float* out = nullptr;  // [D], rounded to dt
     Dtype dt = Dtype::f32;
-    float* att = nullptr;       // optional [len] probabilities
-    float* scratch = nullptr;   // own scratch: >= ldk (bi) / 2*ldk + 2*(ldk/16) + 1 (fast prefill) floats
-    int nsplit = 1;             // fast decode: number of KV splits
+    float* att = nullptr;      // optional [len] probabilities
+    float* scratch = nullptr;  // own scratch: >= ldk (bi) / 2*ldk + 2*(ldk/16) + 1 (fast prefill) floats
+    int nsplit = 1;            // fast decode: number of KV splits
 };
 
 // ---- the per-ISA table -------------------------------------------------------
@@ -189,23 +189,20 @@ struct IsaTable {
     const char* name;
     void (*gemm)(const GemmCall& g, int m0, int m1, int n0, int n1);
     // out[m, n] = round(tree_sum_s P[s][m, n] + bias[n]) for rows m0..m1-1.
-    void (*splitk_combine)(float* out, const float* P, int S, int64_t pstride, const float* bias, Dtype dt,
-                           int N, int m0, int m1);
+    void (*splitk_combine)(float* out, const float* P, int S, int64_t pstride, const float* bias, Dtype dt, int N,
+                           int m0, int m1);
     float (*row_sum)(Plan plan, const float* x, int64_t n);
-    void (*rmsnorm_rows)(Plan plan, float* out, float* rstd, const float* inp, const float* w, float eps,
-                         int C, Dtype dt, int m0, int m1);
-    void (*rmsnorm_bwd_rows)(float* dinp, const float* dout, const float* inp, const float* w,
-                             const float* rstd, int C, int m0, int m1);
-    void (*rmsnorm_bwd_dweight)(float* dw, const float* dout, const float* inp, const float* rstd, int M,
-                                int C, int c0, int c1);
-    void (*logsoftmax_rows)(Plan plan, float* lp, const float* z, float inv_temp, int V, Dtype dt, int m0,
-                            int m1);
-    void (*logsoftmax_bwd_rows)(float* dz, const float* dlp, const float* lp, float inv_temp, int V, int m0,
-                                int m1);
+    void (*rmsnorm_rows)(Plan plan, float* out, float* rstd, const float* inp, const float* w, float eps, int C,
+                         Dtype dt, int m0, int m1);
+    void (*rmsnorm_bwd_rows)(float* dinp, const float* dout, const float* inp, const float* w, const float* rstd, int C,
+                             int m0, int m1);
+    void (*rmsnorm_bwd_dweight)(float* dw, const float* dout, const float* inp, const float* rstd, int M, int C, int c0,
+                                int c1);
+    void (*logsoftmax_rows)(Plan plan, float* lp, const float* z, float inv_temp, int V, Dtype dt, int m0, int m1);
+    void (*logsoftmax_bwd_rows)(float* dz, const float* dlp, const float* lp, float inv_temp, int V, int m0, int m1);
     void (*entropy_rows)(Plan plan, float* ent, const float* lp, int V, Dtype dt, int m0, int m1);
     void (*swiglu)(float* out, const float* g, const float* u, Dtype dt, int64_t i0, int64_t i1);
-    void (*swiglu_bwd)(float* dg, float* du, const float* dout, const float* g, const float* u, int64_t i0,
-                       int64_t i1);
+    void (*swiglu_bwd)(float* dg, float* du, const float* dout, const float* g, const float* u, int64_t i0, int64_t i1);
     void (*add_round)(float* y, const float* x, Dtype dt, int64_t i0, int64_t i1);
     void (*copy_round)(float* dst, const float* src, Dtype dt, int64_t n);  // dst may equal src
     void (*accumulate)(float* dst, const float* src, int64_t n);            // dst += src

@@ -19,15 +19,15 @@ uint16_t f32_to_f16_bits(float x) {
     const uint32_t a = u & 0x7fffffffu;
     if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
     if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 (incl. inf)
-    if (a >= 0x38800000u) {                                                // normal half
+    if (a >= 0x38800000u) {                                              // normal half
         uint32_t r = a + 0x0fffu + ((a >> 13) & 1u);
         r -= (127u - 15u) << 23;
         return static_cast<uint16_t>(sign | (r >> 13));
     }
     const uint32_t e = a >> 23;
-    if (e < 102) return static_cast<uint16_t>(sign);  // < 2^-25: rounds to 0
+    if (e < 102) return static_cast<uint16_t>(sign);    // < 2^-25: rounds to 0
     const uint32_t mant = (a & 0x7fffffu) | 0x800000u;  // value = mant * 2^(e-150)
-    const uint32_t shift = 126u - e;                     // in units of 2^-24: mant >> shift
+    const uint32_t shift = 126u - e;                    // in units of 2^-24: mant >> shift
     uint32_t res = mant >> shift;
     const uint32_t rem = mant & ((1u << shift) - 1u);
     const uint32_t half = 1u << (shift - 1u);

@@ -116,10 +116,8 @@ std::shared_ptr<const RopeTable> rope_table(int D, float theta, int need) {
             t->cs[(size_t)p * D + half + i] = (float)std::sin(a);
         }
     std::shared_ptr<const RopeTable> ct = t;
-    if (slot)
-        *slot = ct;
-    else
-        tables.push_back(ct);
+    if (slot) *slot = ct;
+    else tables.push_back(ct);
     return ct;
 }
 

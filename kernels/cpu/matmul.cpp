@@ -125,8 +125,8 @@ void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w
 //    starting from the existing dw[k,n]; M is walked in blocks of 256 rows for
 //    cache reuse, the chain carried through C (stays one chain).
 //  * dbias[n]: dbias[n] + dout[0,n] + dout[1,n] + ... left to right.
-void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
-                     int M, int K, int N) {
+void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int M,
+                     int K, int N) {
     if (M <= 0 || N <= 0 || K < 0) return;
     const IsaTable& T = isa_table();
     if (dinp && K > 0) {

@@ -46,12 +46,13 @@ float bi16_sum_scalar(const float* x, int n) {
 // rmsnorm_forward: ss = sum_c x_c^2 as fma(x, x, lane) under the row plan
 // (bi16 / fast by M and threads); r = 1 / sqrtf(ss / C + eps);
 // out = round((x * r) * w). rstd = r.
-void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, const float* weight, float eps,
-                     int M, int C) {
+void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, const float* weight, float eps, int M,
+                     int C) {
     if (M <= 0 || C <= 0) return;
     const IsaTable& I = isa_table();
     const Plan plan = plan_for(ex, M);
-    for_rows(M, 4.0 * C, [&](int m0, int m1) { I.rmsnorm_rows(plan, out, rstd, inp, weight, eps, C, ex.dtype, m0, m1); });
+    for_rows(M, 4.0 * C,
+             [&](int m0, int m1) { I.rmsnorm_rows(plan, out, rstd, inp, weight, eps, C, ex.dtype, m0, m1); });
 }
 
 // rmsnorm_backward: per row, dot = bi16 over c of fma(g*w, x); dinp += (r*g)*w -
@@ -61,11 +62,13 @@ void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const floa
                       const float* rstd, int M, int C) {
     if (M <= 0 || C <= 0) return;
     const IsaTable& I = isa_table();
-    if (dinp) for_rows(M, 6.0 * C, [&](int m0, int m1) { I.rmsnorm_bwd_rows(dinp, dout, inp, weight, rstd, C, m0, m1); });
+    if (dinp)
+        for_rows(M, 6.0 * C, [&](int m0, int m1) { I.rmsnorm_bwd_rows(dinp, dout, inp, weight, rstd, C, m0, m1); });
     if (dweight) {
         const int nb = (C + 63) / 64;
         parallel_for(
-            nb, [&](int b, int e) { I.rmsnorm_bwd_dweight(dweight, dout, inp, rstd, M, C, b * 64, std::min(C, e * 64)); },
+            nb,
+            [&](int b, int e) { I.rmsnorm_bwd_dweight(dweight, dout, inp, rstd, M, C, b * 64, std::min(C, e * 64)); },
             nb > 1 && 3.0 * M * C >= kParallelWork && num_threads() > 1);
     }
 }

@@ -101,8 +101,7 @@ private:
                 parts = static_cast<uint32_t>((c >> 16) & 0xffffu);
                 part = static_cast<uint32_t>(c & 0xffffu);
                 if (part >= parts) return;
-                if (claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire))
-                    break;
+                if (claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
             }
             const int b = static_cast<int>(static_cast<int64_t>(ntasks_) * part / parts);
             const int e = static_cast<int>(static_cast<int64_t>(ntasks_) * (part + 1) / parts);

@@ -22,7 +22,6 @@ using namespace mlk;
 
 namespace {
 
-
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
     double s = 0;
     for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
@@ -79,8 +78,10 @@ const Exec kFast{Family::fast, Dtype::f32};
 
 TEST(KernelsGrad, Matmul) {
     for (auto [M, K, N] : {std::tuple{3, 5, 4}, std::tuple{70, 33, 52}}) {
-        auto xf = testdata::uniform((size_t)M * K, 1), wf = testdata::uniform((size_t)K * N, 2), bf = testdata::uniform(N, 3), rf = testdata::uniform((size_t)M * N, 4);
-        auto x = testdata::to_double(xf), w = testdata::to_double(wf), b = testdata::to_double(bf), r = testdata::to_double(rf);
+        auto xf = testdata::uniform((size_t)M * K, 1), wf = testdata::uniform((size_t)K * N, 2),
+             bf = testdata::uniform(N, 3), rf = testdata::uniform((size_t)M * N, 4);
+        auto x = testdata::to_double(xf), w = testdata::to_double(wf), b = testdata::to_double(bf),
+             r = testdata::to_double(rf);
         std::vector<double> dx(x.size(), 0), dw(w.size(), 0), db(N, 0);
         ref::matmul_backward<double>(dx.data(), dw.data(), db.data(), r.data(), x.data(), w.data(), M, K, N);
         if (M * K < 100) {
@@ -105,7 +106,8 @@ TEST(KernelsGrad, Matmul) {
 
 TEST(KernelsGrad, Rmsnorm) {
     const int M = 4, C = 37;
-    auto xf = testdata::uniform((size_t)M * C, 11, -2, 2), wf = testdata::uniform(C, 12, 0.5, 1.5), rf = testdata::uniform((size_t)M * C, 13);
+    auto xf = testdata::uniform((size_t)M * C, 11, -2, 2), wf = testdata::uniform(C, 12, 0.5, 1.5),
+         rf = testdata::uniform((size_t)M * C, 13);
     auto x = testdata::to_double(xf), w = testdata::to_double(wf), r = testdata::to_double(rf);
     std::vector<double> out((size_t)M * C), rs(M), dx(x.size(), 0), dw(C, 0);
     ref::rmsnorm_forward<double>(out.data(), rs.data(), x.data(), w.data(), 1e-6, M, C);
@@ -148,8 +150,10 @@ TEST(KernelsGrad, Rope) {
 TEST(KernelsGrad, Attention) {
     const int B = 2, T = 5, H = 4, Hkv = 2, D = 4;
     const size_t nq = (size_t)B * T * H * D, nk = (size_t)B * T * Hkv * D;
-    auto qf = testdata::uniform(nq, 31, -1.5, 1.5), kf = testdata::uniform(nk, 32, -1.5, 1.5), vf = testdata::uniform(nk, 33), rf = testdata::uniform(nq, 34);
-    auto q = testdata::to_double(qf), k = testdata::to_double(kf), v = testdata::to_double(vf), r = testdata::to_double(rf);
+    auto qf = testdata::uniform(nq, 31, -1.5, 1.5), kf = testdata::uniform(nk, 32, -1.5, 1.5),
+         vf = testdata::uniform(nk, 33), rf = testdata::uniform(nq, 34);
+    auto q = testdata::to_double(qf), k = testdata::to_double(kf), v = testdata::to_double(vf),
+         r = testdata::to_double(rf);
     std::vector<double> out(nq), att((size_t)B * H * T * T), dq(nq, 0), dk(nk, 0), dv(nk, 0);
     ref::attention_forward<double>(out.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);
     ref::attention_backward<double>(dq.data(), dk.data(), dv.data(), r.data(), att.data(), q.data(), k.data(), v.data(),
@@ -165,8 +169,10 @@ TEST(KernelsGrad, Attention) {
     // float kernels on a larger problem (several tiles, GQA)
     for (auto [B2, T2] : {std::tuple{B, T}, std::tuple{2, 45}}) {
         const size_t nq2 = (size_t)B2 * T2 * H * D, nk2 = (size_t)B2 * T2 * Hkv * D;
-        auto q2 = testdata::uniform(nq2, 35, -1.5, 1.5), k2 = testdata::uniform(nk2, 36, -1.5, 1.5), v2 = testdata::uniform(nk2, 37), r2 = testdata::uniform(nq2, 38);
-        auto q2d = testdata::to_double(q2), k2d = testdata::to_double(k2), v2d = testdata::to_double(v2), r2d = testdata::to_double(r2);
+        auto q2 = testdata::uniform(nq2, 35, -1.5, 1.5), k2 = testdata::uniform(nk2, 36, -1.5, 1.5),
+             v2 = testdata::uniform(nk2, 37), r2 = testdata::uniform(nq2, 38);
+        auto q2d = testdata::to_double(q2), k2d = testdata::to_double(k2), v2d = testdata::to_double(v2),
+             r2d = testdata::to_double(r2);
         std::vector<double> o2(nq2), a2((size_t)B2 * H * T2 * T2), dq2(nq2, 0), dk2(nk2, 0), dv2(nk2, 0);
         ref::attention_forward<double>(o2.data(), a2.data(), q2d.data(), k2d.data(), v2d.data(), B2, T2, H, Hkv, D);
         ref::attention_backward<double>(dq2.data(), dk2.data(), dv2.data(), r2d.data(), a2.data(), q2d.data(),
@@ -189,7 +195,8 @@ TEST(KernelsGrad, Attention) {
 TEST(KernelsGrad, LogSoftmaxAndEntropy) {
     const int M = 3, V = 23;
     const double it = 1.0 / 0.8;
-    auto zf = testdata::uniform((size_t)M * V, 41, -3, 3), rf = testdata::uniform((size_t)M * V, 42), ef = testdata::uniform(M, 43);
+    auto zf = testdata::uniform((size_t)M * V, 41, -3, 3), rf = testdata::uniform((size_t)M * V, 42),
+         ef = testdata::uniform(M, 43);
     auto z = testdata::to_double(zf), r = testdata::to_double(rf), re = testdata::to_double(ef);
     std::vector<double> lp((size_t)M * V), dz(z.size(), 0);
     ref::logsoftmax_forward<double>(lp.data(), z.data(), it, M, V);

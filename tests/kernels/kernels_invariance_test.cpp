@@ -20,7 +20,6 @@ using namespace mlk;
 
 namespace {
 
-
 ::testing::AssertionResult bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
     if (a.size() != b.size()) return ::testing::AssertionFailure() << "size " << a.size() << " vs " << b.size();
     for (size_t i = 0; i < a.size(); ++i)
@@ -83,10 +82,8 @@ void expect_row_invariant(const char* what, int W, float lo, float hi,
         for (const Placement& p : kPlacements) {
             SCOPED_TRACE(testing::Message() << cpu::isa_name(c.isa) << " threads " << c.threads << " M " << p.M);
             auto got = run(batch_with(x, W, p.M, p.pos, lo, hi), p.M, p.pos);
-            if (base.empty())
-                base = got;
-            else
-                ASSERT_TRUE(bits_equal(got, base));
+            if (base.empty()) base = got;
+            else ASSERT_TRUE(bits_equal(got, base));
         }
     }
 }
@@ -172,7 +169,9 @@ TEST(KernelsInvariance, DecodeEqualsPrefillAtEveryPosition) {
         int B, T, H, Hkv, D;
         Dtype dt;
     };
-    const S shapes[] = {{3, 40, 4, 2, 16, Dtype::f32}, {2, 70, 2, 1, 32, Dtype::bf16}, {1, 129, 4, 4, 64, Dtype::f16},
+    const S shapes[] = {{3, 40, 4, 2, 16, Dtype::f32},
+                        {2, 70, 2, 1, 32, Dtype::bf16},
+                        {1, 129, 4, 4, 64, Dtype::f16},
                         {2, 17, 6, 3, 20, Dtype::f32}};
     for (auto s : shapes) {
         SCOPED_TRACE(testing::Message() << "B" << s.B << " T" << s.T << " H" << s.H << "/" << s.Hkv << " D" << s.D);
@@ -198,10 +197,8 @@ TEST(KernelsInvariance, DecodeEqualsPrefillAtEveryPosition) {
             std::vector<float> pre(nq);
             attention_forward({Family::batch_invariant, s.dt}, pre.data(), nullptr, q.data(), k.data(), v.data(), s.B,
                               s.T, s.H, s.Hkv, s.D);
-            if (base.empty())
-                base = pre;
-            else
-                ASSERT_TRUE(bits_equal(pre, base));
+            if (base.empty()) base = pre;
+            else ASSERT_TRUE(bits_equal(pre, base));
             // decode: sequence b is at position (t + 7*b) % T, so lengths differ inside a step
             for (int t = 0; t < s.T; ++t) {
                 std::vector<float> qt((size_t)s.B * s.H * s.D), ot(qt.size()), want(qt.size());
@@ -233,8 +230,8 @@ TEST(KernelsInvariance, RopeDecodeEqualsPrefill) {
     for (int t : {0, 1, 63, 64, 199}) {
         std::vector<float> row(x.begin() + (size_t)t * H * D, x.begin() + (size_t)(t + 1) * H * D);
         rope_forward(row.data(), &pos[t], 1, H, D, 10000.0f, Dtype::bf16);
-        EXPECT_TRUE(bits_equal(row, std::vector<float>(pre.begin() + (size_t)t * H * D,
-                                                        pre.begin() + (size_t)(t + 1) * H * D)));
+        EXPECT_TRUE(bits_equal(
+            row, std::vector<float>(pre.begin() + (size_t)t * H * D, pre.begin() + (size_t)(t + 1) * H * D)));
     }
 }
 
@@ -242,15 +239,18 @@ TEST(KernelsInvariance, RopeDecodeEqualsPrefill) {
 TEST(KernelsInvariance, BackwardIndependentOfThreads) {
     Restore restore;
     const int M = 300, K = 64, N = 192, B = 3, T = 50, H = 4, Hkv = 2, D = 16, V = 52, C = 64;
-    auto inp = testdata::uniform((size_t)M * K, 41), w = testdata::uniform((size_t)K * N, 42), dout = testdata::uniform((size_t)M * N, 43);
+    auto inp = testdata::uniform((size_t)M * K, 41), w = testdata::uniform((size_t)K * N, 42),
+         dout = testdata::uniform((size_t)M * N, 43);
     const size_t nq = (size_t)B * T * H * D, nk = (size_t)B * T * Hkv * D;
-    auto q = testdata::uniform(nq, 44, -2, 2), k = testdata::uniform(nk, 45, -2, 2), v = testdata::uniform(nk, 46), go = testdata::uniform(nq, 47);
+    auto q = testdata::uniform(nq, 44, -2, 2), k = testdata::uniform(nk, 45, -2, 2), v = testdata::uniform(nk, 46),
+         go = testdata::uniform(nq, 47);
     std::vector<float> att((size_t)B * H * T * T), out(nq);
     attention_forward(kBi, out.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);
     auto z = testdata::uniform((size_t)M * V, 48, -5, 5), glp = testdata::uniform((size_t)M * V, 49);
     std::vector<float> lp((size_t)M * V);
     logsoftmax_forward(kBi, lp.data(), z.data(), 1.0f, M, V);
-    auto xn = testdata::uniform((size_t)M * C, 50, -2, 2), wn = testdata::uniform(C, 51, 0.5, 1.5), gn = testdata::uniform((size_t)M * C, 52);
+    auto xn = testdata::uniform((size_t)M * C, 50, -2, 2), wn = testdata::uniform(C, 51, 0.5, 1.5),
+         gn = testdata::uniform((size_t)M * C, 52);
     std::vector<float> yn((size_t)M * C), rs(M);
     rmsnorm_forward(kBi, yn.data(), rs.data(), xn.data(), wn.data(), 1e-6f, M, C);
     std::vector<int32_t> tok(M);
@@ -263,8 +263,8 @@ TEST(KernelsInvariance, BackwardIndependentOfThreads) {
         matmul_backward(di.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), M, K, N);
         app(di), app(dw), app(db);
         std::vector<float> dq(nq, 0.0f), dk(nk, 0.0f), dv(nk, 0.0f);
-        attention_backward(dq.data(), dk.data(), dv.data(), go.data(), att.data(), q.data(), k.data(), v.data(), B,
-                           T, H, Hkv, D);
+        attention_backward(dq.data(), dk.data(), dv.data(), go.data(), att.data(), q.data(), k.data(), v.data(), B, T,
+                           H, Hkv, D);
         app(dq), app(dk), app(dv);
         std::vector<float> dz((size_t)M * V, 0.0f), dl = glp;
         logsoftmax_backward(dz.data(), dl.data(), lp.data(), 1.0f, M, V);
@@ -346,7 +346,8 @@ TEST(KernelsInvariance, FastFamilyChangesBitsWithBatch) {
         int32_t slot = 0, len = t + 1;
         attention_decode(fast, o.data(), q.data() + (size_t)t * H * D, k.data(), v.data(), &slot, &len,
                          (int64_t)T * Hkv * D, 1, H, Hkv, D);
-        diff += count_diff(o, std::vector<float>(pre.begin() + (size_t)t * H * D, pre.begin() + (size_t)(t + 1) * H * D));
+        diff +=
+            count_diff(o, std::vector<float>(pre.begin() + (size_t)t * H * D, pre.begin() + (size_t)(t + 1) * H * D));
     }
     EXPECT_GT(diff, 0u);
 }
@@ -378,7 +379,8 @@ TEST(KernelsInvariance, FastFamilySameBitsOnEveryIsa) {
         auto app = [&](const std::vector<float>& x) { r.insert(r.end(), x.begin(), x.end()); };
         for (int M : {1, 5, 8, 20, 100}) {
             const int K = 128, N = 52;
-            auto x = testdata::uniform((size_t)M * K, 81), w = testdata::uniform((size_t)K * N, 82), b = testdata::uniform(N, 83);
+            auto x = testdata::uniform((size_t)M * K, 81), w = testdata::uniform((size_t)K * N, 82),
+                 b = testdata::uniform(N, 83);
             std::vector<float> out((size_t)M * N);
             matmul_forward(fast, out.data(), x.data(), w.data(), b.data(), M, K, N);
             app(out);
@@ -389,7 +391,8 @@ TEST(KernelsInvariance, FastFamilySameBitsOnEveryIsa) {
             app(lp), app(ent), app(y);
         }
         const int B = 2, T = 70, H = 4, Hkv = 2, D = 16;
-        auto q = testdata::uniform((size_t)B * T * H * D, 84, -2, 2), k = testdata::uniform((size_t)B * T * Hkv * D, 85, -2, 2),
+        auto q = testdata::uniform((size_t)B * T * H * D, 84, -2, 2),
+             k = testdata::uniform((size_t)B * T * Hkv * D, 85, -2, 2),
              v = testdata::uniform((size_t)B * T * Hkv * D, 86);
         std::vector<float> o(q.size()), att((size_t)B * H * T * T);
         attention_forward(fast, o.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);
@@ -406,9 +409,7 @@ TEST(KernelsInvariance, FastFamilySameBitsOnEveryIsa) {
         cpu::force_isa(static_cast<cpu::Isa>(i));
         SCOPED_TRACE(cpu::isa_name(static_cast<cpu::Isa>(i)));
         auto got = run();
-        if (base.empty())
-            base = got;
-        else
-            EXPECT_TRUE(bits_equal(got, base));
+        if (base.empty()) base = got;
+        else EXPECT_TRUE(bits_equal(got, base));
     }
 }

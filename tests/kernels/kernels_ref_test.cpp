@@ -21,7 +21,6 @@ using namespace mlk;
 
 namespace {
 
-
 bool same_bits(float a, float b) { return float_bits(a) == float_bits(b); }
 
 // Runs f once per ISA path available here, with that path forced.
@@ -81,21 +80,21 @@ TEST(KernelsDtype, Bf16HandComputed) {
 TEST(KernelsDtype, F16HandComputed) {
     EXPECT_EQ(f32_to_f16_bits(1.0f), 0x3c00);
     EXPECT_EQ(f32_to_f16_bits(-2.5f), 0xc100);
-    EXPECT_EQ(f32_to_f16_bits(65504.0f), 0x7bff);            // largest finite
-    EXPECT_EQ(f32_to_f16_bits(65519.99f), 0x7bff);           // below the halfway point
-    EXPECT_EQ(f32_to_f16_bits(65520.0f), 0x7c00);            // halfway, 0x3ff odd -> overflow to inf
+    EXPECT_EQ(f32_to_f16_bits(65504.0f), 0x7bff);   // largest finite
+    EXPECT_EQ(f32_to_f16_bits(65519.99f), 0x7bff);  // below the halfway point
+    EXPECT_EQ(f32_to_f16_bits(65520.0f), 0x7c00);   // halfway, 0x3ff odd -> overflow to inf
     EXPECT_EQ(f32_to_f16_bits(1e9f), 0x7c00);
     EXPECT_EQ(f32_to_f16_bits(-std::numeric_limits<float>::infinity()), 0xfc00);
-    EXPECT_EQ(f32_to_f16_bits(1.0f + 0x1p-11f), 0x3c00);     // tie -> even
-    EXPECT_EQ(f32_to_f16_bits(1.0f + 3 * 0x1p-11f), 0x3c02); // tie -> even (up)
-    EXPECT_EQ(f32_to_f16_bits(0x1p-14f), 0x0400);            // smallest normal
-    EXPECT_EQ(f32_to_f16_bits(0x1p-24f), 0x0001);            // smallest subnormal
-    EXPECT_EQ(f32_to_f16_bits(0x1p-25f), 0x0000);            // tie between 0 and 2^-24 -> 0
+    EXPECT_EQ(f32_to_f16_bits(1.0f + 0x1p-11f), 0x3c00);      // tie -> even
+    EXPECT_EQ(f32_to_f16_bits(1.0f + 3 * 0x1p-11f), 0x3c02);  // tie -> even (up)
+    EXPECT_EQ(f32_to_f16_bits(0x1p-14f), 0x0400);             // smallest normal
+    EXPECT_EQ(f32_to_f16_bits(0x1p-24f), 0x0001);             // smallest subnormal
+    EXPECT_EQ(f32_to_f16_bits(0x1p-25f), 0x0000);             // tie between 0 and 2^-24 -> 0
     EXPECT_EQ(f32_to_f16_bits(1.5f * 0x1p-25f), 0x0001);
-    EXPECT_EQ(f32_to_f16_bits(3.0f * 0x1p-25f), 0x0002);     // 1.5 ulp: tie -> even 2
-    EXPECT_EQ(f32_to_f16_bits(5.0f * 0x1p-25f), 0x0002);     // 2.5 ulp: tie -> even 2
-    EXPECT_EQ(f32_to_f16_bits(0x1p-14f - 0x1p-25f), 0x0400); // rounds up into the normals
-    EXPECT_EQ(f32_to_f16_bits(-0x1p-30f), 0x8000);           // underflow keeps the sign
+    EXPECT_EQ(f32_to_f16_bits(3.0f * 0x1p-25f), 0x0002);      // 1.5 ulp: tie -> even 2
+    EXPECT_EQ(f32_to_f16_bits(5.0f * 0x1p-25f), 0x0002);      // 2.5 ulp: tie -> even 2
+    EXPECT_EQ(f32_to_f16_bits(0x1p-14f - 0x1p-25f), 0x0400);  // rounds up into the normals
+    EXPECT_EQ(f32_to_f16_bits(-0x1p-30f), 0x8000);            // underflow keeps the sign
     EXPECT_EQ(f16_bits_to_f32(0x0001), 0x1p-24f);
     EXPECT_EQ(f16_bits_to_f32(0x03ff), 1023 * 0x1p-24f);
     EXPECT_EQ(f16_bits_to_f32(0x7bff), 65504.0f);
@@ -158,8 +157,8 @@ TEST(KernelsMath, ExpLogAccuracy) {
 // ---------------------------------------------------------------------------
 
 TEST(KernelsRef, MatmulBatchInvariantIsBitwiseRef) {
-    const MatShape shapes[] = {{1, 64, 64}, {3, 64, 52}, {8, 128, 384}, {17, 33, 7}, {64, 192, 64},
-                               {70, 96, 128}, {5, 1, 16}, {2, 0, 9}, {13, 384, 128}, {1, 128, 16}};
+    const MatShape shapes[] = {{1, 64, 64},   {3, 64, 52}, {8, 128, 384}, {17, 33, 7},    {64, 192, 64},
+                               {70, 96, 128}, {5, 1, 16},  {2, 0, 9},     {13, 384, 128}, {1, 128, 16}};
     for_each_isa([&] {
         for (auto s : shapes)
             for (bool with_bias : {false, true}) {
@@ -168,8 +167,8 @@ TEST(KernelsRef, MatmulBatchInvariantIsBitwiseRef) {
                 auto w = testdata::uniform((size_t)s.K * s.N, 2 + s.N);
                 auto b = testdata::uniform(s.N, 3);
                 std::vector<float> want((size_t)s.M * s.N), got(want.size(), -7.0f);
-                ref::matmul_forward<float>(want.data(), x.data(), w.data(), with_bias ? b.data() : nullptr, s.M,
-                                           s.K, s.N);
+                ref::matmul_forward<float>(want.data(), x.data(), w.data(), with_bias ? b.data() : nullptr, s.M, s.K,
+                                           s.N);
                 matmul_forward({Family::batch_invariant, Dtype::f32}, got.data(), x.data(), w.data(),
                                with_bias ? b.data() : nullptr, s.M, s.K, s.N);
                 for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(same_bits(got[i], want[i])) << i;
@@ -184,9 +183,8 @@ TEST(KernelsRef, MatmulBatchInvariantIsBitwiseRef) {
 }
 
 TEST(KernelsRef, MatmulFastCloseToRef) {
-    const MatShape shapes[] = {{1, 64, 64},  {4, 128, 128}, {8, 384, 128}, {6, 64, 52},  {9, 96, 128},
-                               {33, 64, 8},  {64, 128, 16}, {130, 64, 192}, {256, 128, 52}, {1, 17, 5},
-                               {3, 1, 33},   {7, 0, 4}};
+    const MatShape shapes[] = {{1, 64, 64},   {4, 128, 128},  {8, 384, 128},  {6, 64, 52}, {9, 96, 128}, {33, 64, 8},
+                               {64, 128, 16}, {130, 64, 192}, {256, 128, 52}, {1, 17, 5},  {3, 1, 33},   {7, 0, 4}};
     for_each_isa([&] {
         for (auto s : shapes) {
             SCOPED_TRACE(testing::Message() << s.M << "x" << s.K << "x" << s.N);
@@ -369,22 +367,23 @@ namespace {
 struct AttShape {
     int B, T, H, Hkv, D;
 };
-const AttShape kAttShapes[] = {{2, 9, 4, 2, 16}, {1, 70, 2, 1, 32}, {3, 17, 2, 2, 8}, {1, 1, 1, 1, 16},
-                               {2, 33, 4, 4, 64}, {1, 20, 6, 3, 20}};
+const AttShape kAttShapes[] = {{2, 9, 4, 2, 16}, {1, 70, 2, 1, 32}, {3, 17, 2, 2, 8},
+                               {1, 1, 1, 1, 16}, {2, 33, 4, 4, 64}, {1, 20, 6, 3, 20}};
 }  // namespace
 
 TEST(KernelsRef, AttentionPrefillAndDecodeCloseToRef) {
     for_each_isa([&] {
         for (Family fam : kFamilies)
             for (auto s : kAttShapes) {
-                SCOPED_TRACE(testing::Message() << fname(fam) << " B" << s.B << " T" << s.T << " H" << s.H << "/"
-                                                << s.Hkv << " D" << s.D);
+                SCOPED_TRACE(testing::Message()
+                             << fname(fam) << " B" << s.B << " T" << s.T << " H" << s.H << "/" << s.Hkv << " D" << s.D);
                 const size_t nq = (size_t)s.B * s.T * s.H * s.D, nk = (size_t)s.B * s.T * s.Hkv * s.D;
-                auto q = testdata::uniform(nq, 81 + s.T, -2, 2), k = testdata::uniform(nk, 82 + s.D, -2, 2), v = testdata::uniform(nk, 83);
+                auto q = testdata::uniform(nq, 81 + s.T, -2, 2), k = testdata::uniform(nk, 82 + s.D, -2, 2),
+                     v = testdata::uniform(nk, 83);
                 std::vector<double> want(nq), watt((size_t)s.B * s.H * s.T * s.T);
                 auto qd = testdata::to_double(q), kd = testdata::to_double(k), vd = testdata::to_double(v);
-                ref::attention_forward<double>(want.data(), watt.data(), qd.data(), kd.data(), vd.data(), s.B, s.T,
-                                               s.H, s.Hkv, s.D);
+                ref::attention_forward<double>(want.data(), watt.data(), qd.data(), kd.data(), vd.data(), s.B, s.T, s.H,
+                                               s.Hkv, s.D);
                 std::vector<float> out(nq), att(watt.size(), -1.0f);
                 attention_forward({fam, Dtype::f32}, out.data(), att.data(), q.data(), k.data(), v.data(), s.B, s.T,
                                   s.H, s.Hkv, s.D);
@@ -425,7 +424,8 @@ TEST(KernelsRef, AttentionPrefillAndDecodeCloseToRef) {
 TEST(KernelsRef, AttentionDecodeLongContext) {
     const int H = 4, Hkv = 2, D = 32, L = 700;
     const int64_t cs = (int64_t)L * Hkv * D;
-    auto kc = testdata::uniform((size_t)cs, 91, -2, 2), vc = testdata::uniform((size_t)cs, 92), q = testdata::uniform((size_t)H * D, 93, -2, 2);
+    auto kc = testdata::uniform((size_t)cs, 91, -2, 2), vc = testdata::uniform((size_t)cs, 92),
+         q = testdata::uniform((size_t)H * D, 93, -2, 2);
     // reference: prefill of a batch of one over the first L positions, last row
     std::vector<double> qfull((size_t)L * H * D, 0.0), out((size_t)L * H * D);
     std::copy(q.begin(), q.end(), qfull.begin() + (size_t)(L - 1) * H * D);
@@ -435,7 +435,8 @@ TEST(KernelsRef, AttentionDecodeLongContext) {
         for (Family fam : kFamilies) {
             std::vector<float> o((size_t)H * D);
             int32_t slot = 0, len = L;
-            attention_decode({fam, Dtype::f32}, o.data(), q.data(), kc.data(), vc.data(), &slot, &len, cs, 1, H, Hkv, D);
+            attention_decode({fam, Dtype::f32}, o.data(), q.data(), kc.data(), vc.data(), &slot, &len, cs, 1, H, Hkv,
+                             D);
             for (int i = 0; i < H * D; ++i) ASSERT_NEAR(o[i], out[(size_t)(L - 1) * H * D + i], 3e-6) << fname(fam);
         }
     });
@@ -449,7 +450,8 @@ TEST(KernelsRef, NarrowStorageIsRoundedFp32) {
             for (Dtype dt : {Dtype::bf16, Dtype::f16}) {
                 SCOPED_TRACE(testing::Message() << fname(fam) << " " << dtype_name(dt));
                 auto check = [&](const std::vector<float>& narrow, const std::vector<float>& wide) {
-                    for (size_t i = 0; i < wide.size(); ++i) ASSERT_TRUE(same_bits(narrow[i], round_to(wide[i], dt))) << i;
+                    for (size_t i = 0; i < wide.size(); ++i)
+                        ASSERT_TRUE(same_bits(narrow[i], round_to(wide[i], dt))) << i;
                 };
                 const int M = 9, C = 52;
                 auto x = testdata::uniform((size_t)M * C, 101, -3, 3), w = testdata::uniform(C, 102, 0.5, 1.5);
@@ -467,7 +469,8 @@ TEST(KernelsRef, NarrowStorageIsRoundedFp32) {
                 swiglu_forward({fam, dt}, b.data(), x.data(), w.data(), C);
                 check(std::vector<float>(b.begin(), b.begin() + C), std::vector<float>(a.begin(), a.begin() + C));
                 const int B = 2, T = 20, H = 2, D = 16;
-                auto q = testdata::uniform((size_t)B * T * H * D, 103), k = testdata::uniform((size_t)B * T * H * D, 104),
+                auto q = testdata::uniform((size_t)B * T * H * D, 103),
+                     k = testdata::uniform((size_t)B * T * H * D, 104),
                      v = testdata::uniform((size_t)B * T * H * D, 105);
                 std::vector<float> oa(q.size()), ob(q.size());
                 attention_forward({fam, Dtype::f32}, oa.data(), nullptr, q.data(), k.data(), v.data(), B, T, H, H, D);

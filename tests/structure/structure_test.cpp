@@ -30,20 +30,19 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"core/rl", {"kernels", "core/config", "core/model", "core/engines", "core/metrics", "core/store"}},
     {"widgets/data", {"kernels", "core/config", "core/model", "core/engines", "core/metrics", "core/store", "core/rl"}},
     {"widgets/charts",
-     {"kernels", "core/config", "core/model", "core/engines", "core/metrics", "core/store", "core/rl",
-      "widgets/data"}},
+     {"kernels", "core/config", "core/model", "core/engines", "core/metrics", "core/store", "core/rl", "widgets/data"}},
     {"widgets/report",
-     {"kernels", "core/config", "core/model", "core/engines", "core/metrics", "core/store", "core/rl",
-      "widgets/data", "widgets/charts"}},
+     {"kernels", "core/config", "core/model", "core/engines", "core/metrics", "core/store", "core/rl", "widgets/data",
+      "widgets/charts"}},
     {"widgets/panels",
-     {"kernels", "core/config", "core/model", "core/engines", "core/metrics", "core/store", "core/rl",
-      "widgets/data", "widgets/charts"}},
+     {"kernels", "core/config", "core/model", "core/engines", "core/metrics", "core/store", "core/rl", "widgets/data",
+      "widgets/charts"}},
     {"app/cli",
-     {"kernels", "core/config", "core/model", "core/engines", "core/metrics", "core/store", "core/rl",
-      "widgets/data", "widgets/charts", "widgets/report"}},
+     {"kernels", "core/config", "core/model", "core/engines", "core/metrics", "core/store", "core/rl", "widgets/data",
+      "widgets/charts", "widgets/report"}},
     {"app/gui",
-     {"kernels", "core/config", "core/model", "core/engines", "core/metrics", "core/store", "core/rl",
-      "widgets/data", "widgets/charts", "widgets/report", "widgets/panels"}},
+     {"kernels", "core/config", "core/model", "core/engines", "core/metrics", "core/store", "core/rl", "widgets/data",
+      "widgets/charts", "widgets/report", "widgets/panels"}},
 };
 
 // Source files allowed past kMaxLines: tables, whose length is their content.
@@ -93,7 +92,8 @@ TEST(Structure, IncludesGoOnlyDownward) {
             if (!fs::exists(kRoot / inc)) continue;  // generated or a test's own helper
             const std::string to = layer_of(inc);
             if (to.empty() || to == from) continue;
-            EXPECT_TRUE(kMayInclude.at(from).count(to)) << f << " (" << from << ") includes " << inc << " (" << to << ")";
+            EXPECT_TRUE(kMayInclude.at(from).count(to))
+                << f << " (" << from << ") includes " << inc << " (" << to << ")";
         }
     }
 }

@@ -77,15 +77,16 @@ QWidget* ChartGrid::buildToolbar() {
     m_xAxisChoice = new QComboBox(bar);
     m_xAxisChoice->addItem(tr("step"));
     m_xAxisChoice->addItem(tr("wall time"));
-    m_xAxisChoice->setToolTip(tr("x of every chart: the training step, or the wall-clock time since each run's "
-                                 "first step (a paused or resumed run shows a gap, never a zig-zag)"));
-    connect(m_xAxisChoice, &QComboBox::currentIndexChanged, this, [this](int index) {
-        setXAxis(index == 1 ? MetricChart::XAxis::wallTime : MetricChart::XAxis::step);
-    });
+    m_xAxisChoice->setToolTip(
+        tr("x of every chart: the training step, or the wall-clock time since each run's "
+           "first step (a paused or resumed run shows a gap, never a zig-zag)"));
+    connect(m_xAxisChoice, &QComboBox::currentIndexChanged, this,
+            [this](int index) { setXAxis(index == 1 ? MetricChart::XAxis::wallTime : MetricChart::XAxis::step); });
 
     m_groupSeedsBox = new QCheckBox(tr("Group seeds"), bar);
-    m_groupSeedsBox->setToolTip(tr("Runs whose configurations differ only in the seed: one mean line in a "
-                                   "min\u2013max band of their smoothed values, one legend entry"));
+    m_groupSeedsBox->setToolTip(
+        tr("Runs whose configurations differ only in the seed: one mean line in a "
+           "min\u2013max band of their smoothed values, one legend entry"));
     connect(m_groupSeedsBox, &QCheckBox::toggled, this, &ChartGrid::setGroupSeeds);
 
     auto* reset = new QPushButton(tr("Reset zoom"), bar);
@@ -150,7 +151,8 @@ void ChartGrid::removeChart(MetricChart* chart) {
 }
 
 MetricChart* ChartGrid::chartFor(const QString& metric) const {
-    const auto it = std::find_if(m_charts.begin(), m_charts.end(), [&](MetricChart* c) { return c->metric() == metric; });
+    const auto it =
+        std::find_if(m_charts.begin(), m_charts.end(), [&](MetricChart* c) { return c->metric() == metric; });
     return it == m_charts.end() ? nullptr : *it;
 }
 

@@ -32,7 +32,7 @@ class ChartGrid : public QWidget {
 public:
     explicit ChartGrid(RunDataStore* data, QWidget* parent = nullptr);
 
-    static QStringList defaultMetrics();  // reward_mean, k3_kl, grad_norm, F@2
+    static QStringList defaultMetrics();          // reward_mean, k3_kl, grad_norm, F@2
     static QStringList defaultLogScaleMetrics();  // charts that start on a log y axis
 
     // Adds a chart of metric (or returns the one already there).
@@ -57,7 +57,7 @@ public:
     void setSmoothing(double weight);
     double smoothing() const { return m_smoothing; }
     void setXAxis(MetricChart::XAxis axis);  // every chart; resets the shared zoom
-    void setGroupSeeds(bool on);              // see MetricChart::setGroupSeeds
+    void setGroupSeeds(bool on);             // see MetricChart::setGroupSeeds
     bool groupSeeds() const { return m_groupSeeds; }
     MetricChart::XAxis xAxis() const { return m_xAxis; }
     void setColumns(int columns);

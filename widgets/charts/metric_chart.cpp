@@ -131,8 +131,9 @@ MetricChart::MetricChart(RunDataStore* data, const QString& metric, QWidget* par
         if (isVisible()) redrawNow();
     });
     connect(m_data, &RunDataStore::dataChanged, this, [this](const QList<qint64>& runIds) {
-        const bool concernsUs = !m_visibleFilter ||
-                                std::any_of(runIds.begin(), runIds.end(), [this](qint64 id) { return m_visibleFilter->contains(id); });
+        const bool concernsUs = !m_visibleFilter || std::any_of(runIds.begin(), runIds.end(), [this](qint64 id) {
+            return m_visibleFilter->contains(id);
+        });
         if (concernsUs) scheduleRedraw();
     });
     connect(m_data, &RunDataStore::runsChanged, this, &MetricChart::scheduleRedraw);
@@ -188,8 +189,8 @@ void MetricChart::installYAxis() {
     m_yAxis->setVisible(false);  // see buildChart
     for (auto& [id, trace] : m_traces) {
         if (!trace.raw) continue;
-        for (QXYSeries* s : {static_cast<QXYSeries*>(trace.legend),
-                             static_cast<QXYSeries*>(trace.nan), static_cast<QXYSeries*>(trace.inf)}) {
+        for (QXYSeries* s : {static_cast<QXYSeries*>(trace.legend), static_cast<QXYSeries*>(trace.nan),
+                             static_cast<QXYSeries*>(trace.inf)}) {
             // Emptied first: points prepared for the other scale (zeros on a
             // linear axis) must never meet the log axis. The caller redraws.
             s->clear();
@@ -350,7 +351,8 @@ void MetricChart::syncGroups(const QList<RunMeta>& metas) {
         group.name = tr("%1 \u00B7 %n seeds", "", int(members.size())).arg(first.name);
         group.legend->setName(group.name);
         group.legend->setPen(QPen(group.colour, kLineWidth));
-        const bool allHidden = std::all_of(members.begin(), members.end(), [this](qint64 id) { return m_hiddenRuns.contains(id); });
+        const bool allHidden =
+            std::all_of(members.begin(), members.end(), [this](qint64 id) { return m_hiddenRuns.contains(id); });
         QColor label = palette().color(QPalette::WindowText);
         if (allHidden) label.setAlpha(90);
         for (QLegendMarker* marker : chart()->legend()->markers(group.legend)) marker->setLabelBrush(label);
@@ -367,7 +369,8 @@ void MetricChart::toggleGroupHidden(const QString& key) {
     if (it == m_groups.end()) return;
     const QList<qint64> members = it->second.members;
     // One click hides the whole group, or shows it again when all is hidden.
-    const bool hide = !std::all_of(members.begin(), members.end(), [this](qint64 id) { return m_hiddenRuns.contains(id); });
+    const bool hide =
+        !std::all_of(members.begin(), members.end(), [this](qint64 id) { return m_hiddenRuns.contains(id); });
     for (qint64 id : members)
         if (m_hiddenRuns.contains(id) != hide) emit runLegendClicked(id);
 }
@@ -518,7 +521,8 @@ void MetricChart::redrawNow() {
 
 int MetricChart::bucketsPerRun(int pixels) const {
     if (m_pointBudget <= 0) return pixels;
-    const auto shown = std::count_if(m_traces.begin(), m_traces.end(), [this](const auto& t) { return isShown(t.second); });
+    const auto shown =
+        std::count_if(m_traces.begin(), m_traces.end(), [this](const auto& t) { return isShown(t.second); });
     // Up to 4 points per bucket and run. Below the budget every pixel column
     // keeps its own min/max; above it columns are merged, never below
     // kMinBuckets, so many runs cost the same as a few.
@@ -541,7 +545,8 @@ std::vector<MetricChart::ThinnedTrace> MetricChart::thinShownTraces(XRange x, in
         auto& cached = trace.thinning;
         if (!cached || !(cached->x == x) || cached->buckets != buckets || cached->points != data.size() ||
             cached->log != m_logScale || cached->axis != m_xAxisKind) {
-            Trace::Thinning fresh{x, buckets, data.size(), m_logScale, m_xAxisKind, thinMinMax(xs, data.values, x, buckets), {}, 0};
+            Trace::Thinning fresh{
+                x, buckets, data.size(), m_logScale, m_xAxisKind, thinMinMax(xs, data.values, x, buckets), {}, 0};
             // Weight 0: the smoothed line is the raw data, drawn once.
             fresh.smooth = m_smoothing > 0 ? thinMinMax(xs, trace.smoothed, x, buckets) : fresh.raw;
             if (m_logScale) {
@@ -761,10 +766,12 @@ void MetricChart::paintAxes(QPainter* painter, AxisLayer layer) {
         for (const bool major : {false, true}) {
             painter->setPen(QPen(major ? kGridColour : kMinorGridColour, 0));
             for (const AxisTick& tick : m_yTicks)
-                if (tick.major == major) painter->drawLine(QPointF(left, pixelY(tick.value)), QPointF(right, pixelY(tick.value)));
+                if (tick.major == major)
+                    painter->drawLine(QPointF(left, pixelY(tick.value)), QPointF(right, pixelY(tick.value)));
         }
         painter->setPen(QPen(kGridColour, 0));
-        for (const AxisTick& tick : m_xTicks) painter->drawLine(QPointF(pixelX(tick.value), top), QPointF(pixelX(tick.value), bottom));
+        for (const AxisTick& tick : m_xTicks)
+            painter->drawLine(QPointF(pixelX(tick.value), top), QPointF(pixelX(tick.value), bottom));
         painter->restore();
         return;
     }
@@ -780,8 +787,8 @@ void MetricChart::paintAxes(QPainter* painter, AxisLayer layer) {
         painter->drawLine(QPointF(left - kTickLength, y), QPointF(left, y));
         const QStaticText& text = labelText(tickLabel(tick.value, false));
         painter->setPen(kLabelColour);
-        painter->drawStaticText(QPointF(left - kTickLength - kLabelGap - text.size().width(), y - text.size().height() / 2),
-                                text);
+        painter->drawStaticText(
+            QPointF(left - kTickLength - kLabelGap - text.size().width(), y - text.size().height() / 2), text);
     }
     for (const AxisTick& tick : m_xTicks) {
         const double x = pixelX(tick.value);
@@ -830,13 +837,15 @@ void MetricChart::updateNote() {
         parts << (m_valuesAtFloor == 1 ? tr("1 value <= 0 shown at floor %1")
                                        : tr("%1 values <= 0 shown at floor %2").arg(m_valuesAtFloor))
                      .arg(m_floor, 0, 'g', 3);
-    if (m_nonFiniteCount > 0) parts << tr("%1 NaN/Inf marked at the plot edge (\u25C6 NaN, \u25B2 Inf)").arg(m_nonFiniteCount);
+    if (m_nonFiniteCount > 0)
+        parts << tr("%1 NaN/Inf marked at the plot edge (\u25C6 NaN, \u25B2 Inf)").arg(m_nonFiniteCount);
     if (m_xAxisKind == XAxis::wallTime) {
         const auto untimed = std::count_if(m_traces.begin(), m_traces.end(), [this](const auto& t) {
             const Trace& trace = t.second;
             return trace.raw && !m_hiddenRuns.contains(trace.runId) && trace.elapsed.size() != trace.cursor.data.size();
         });
-        if (untimed > 0) parts << tr("%n run(s) without step times (older database) not shown by wall time", "", int(untimed));
+        if (untimed > 0)
+            parts << tr("%n run(s) without step times (older database) not shown by wall time", "", int(untimed));
     }
     const QString note = parts.join(QStringLiteral("; "));
     if (note == m_noteText) return;
@@ -845,8 +854,9 @@ void MetricChart::updateNote() {
     // chart title is rich text.)
     QString title = m_metric.toHtmlEscaped();
     if (!note.isEmpty())
-        title = QStringLiteral("<div align=\"center\">%1<br><span style=\"font-size:7pt; font-weight:normal; "
-                               "color:#b04a00\">%2</span></div>")
+        title = QStringLiteral(
+                    "<div align=\"center\">%1<br><span style=\"font-size:7pt; font-weight:normal; "
+                    "color:#b04a00\">%2</span></div>")
                     .arg(title, note.toHtmlEscaped());
     chart()->setTitle(title);
 }
@@ -1071,7 +1081,8 @@ MetricChart::LineMapping MetricChart::lineMapping(QPointF origin, double scale) 
 void MetricChart::mapPoints(const QList<QPointF>& points, const LineMapping& m, QPolygonF& out) {
     out.resize(points.size());
     QPointF* o = out.data();
-    for (const QPointF& p : points) *o++ = QPointF(m.x0 + p.x() * m.sx, m.y0 - (m.log ? std::log10(p.y()) : p.y()) * m.sy);
+    for (const QPointF& p : points)
+        *o++ = QPointF(m.x0 + p.x() * m.sx, m.y0 - (m.log ? std::log10(p.y()) : p.y()) * m.sy);
 }
 
 MetricChart::DrawnLine MetricChart::prepareLine(const QList<QPointF>& points, const LineMapping& mapping) {
@@ -1115,8 +1126,8 @@ void MetricChart::renderLinesImage(QRect area, double dpr) {
     const LineMapping mapping = lineMapping(area.topLeft(), dpr);
     for (auto& [id, trace] : m_traces) {
         // Geometry only for the runs whose series or mapping changed.
-        if (!isShown(trace) || (trace.drawnVersion == trace.seriesVersion && trace.drawnArea == area &&
-                                trace.drawnMapping == mapping))
+        if (!isShown(trace) ||
+            (trace.drawnVersion == trace.seriesVersion && trace.drawnArea == area && trace.drawnMapping == mapping))
             continue;
         trace.drawnVersion = trace.seriesVersion;
         trace.drawnArea = area;
@@ -1361,8 +1372,9 @@ void MetricChart::contextMenuEvent(QContextMenuEvent* event) {
 
 void MetricChart::askSmoothing() {
     bool ok = false;
-    const double weight = QInputDialog::getDouble(this, tr("Smoothing"), tr("EMA weight (0 = raw data, 0.99 = very smooth):"),
-                                                  m_smoothing, 0, kMaxSmoothingWeight, 3, &ok);
+    const double weight =
+        QInputDialog::getDouble(this, tr("Smoothing"), tr("EMA weight (0 = raw data, 0.99 = very smooth):"),
+                                m_smoothing, 0, kMaxSmoothingWeight, 3, &ok);
     if (ok) setSmoothing(weight);
 }
 

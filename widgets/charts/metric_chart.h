@@ -124,7 +124,7 @@ public:
     QAbstractAxis* yAxis() const { return m_yAxis; }
     int valuesAtFloor() const { return m_valuesAtFloor; }  // shown run values <= 0 (log scale only)
     int nonFiniteCount() const { return m_nonFiniteCount; }
-    QString noteText() const { return m_noteText; }  // "" when there is nothing to note
+    QString noteText() const { return m_noteText; }      // "" when there is nothing to note
     QStringList tickLabels(Qt::Orientation axis) const;  // the labels painted on that axis now
     // Scene position of a data point (step, value) as the lines are drawn.
     QPointF toScene(double x, double y) const;
@@ -216,8 +216,8 @@ private:
     struct SeedGroup {
         QString name;
         QColor colour;
-        QList<qint64> members;  // in this chart, hidden ones included
-        QList<qint64> aggregated;  // the members not hidden
+        QList<qint64> members;               // in this chart, hidden ones included
+        QList<qint64> aggregated;            // the members not hidden
         std::vector<std::size_t> signature;  // what the aggregate was computed from
         SeedAggregate aggregate;
         QList<QPointF> mean, lo, hi;  // thinned, in axis values
@@ -266,7 +266,7 @@ private:
     LineMapping lineMapping(QPointF origin, double scale) const;
     static void mapPoints(const QList<QPointF>& points, const LineMapping& mapping, QPolygonF& out);
     bool canDrawLines() const;
-    void paintPlot(QPainter* painter);  // grid, lines, axes: what MetricLinesItem draws
+    void paintPlot(QPainter* painter);     // grid, lines, axes: what MetricLinesItem draws
     enum class AxisLayer { grid, frame };  // under the lines; over them (axis lines, ticks, labels)
     void paintAxes(QPainter* painter, AxisLayer layer);
     QString tickLabel(double value, bool xAxis) const;
@@ -311,7 +311,7 @@ private:
     std::vector<AxisTick> m_xTicks, m_yTicks;
     double m_xTickInterval = 1;
     double m_yTickInterval = 1;  // linear y only
-    double m_timeUnit = 1;  // seconds per x label unit on a wall-time axis
+    double m_timeUnit = 1;       // seconds per x label unit on a wall-time axis
     QFont m_axisFont;
     QHash<QString, QStaticText> m_labelCache;
 

@@ -124,10 +124,8 @@ QAbstractAxis* make_axis(Scale scale, double lo, double hi, bool integer, const 
     } else if (integer && isX) {
         a->setLabelFormat(QStringLiteral("%d"));
         const double span = hi - lo;
-        if (span <= 10 && std::floor(lo) == lo && std::floor(hi) == hi)
-            a->setTickCount(std::max(2, (int)span + 1));
-        else
-            a->applyNiceNumbers();
+        if (span <= 10 && std::floor(lo) == lo && std::floor(hi) == hi) a->setTickCount(std::max(2, (int)span + 1));
+        else a->applyNiceNumbers();
     } else {
         a->setLabelFormat(QStringLiteral("%.3g"));
         a->setTickCount(6);
@@ -330,8 +328,9 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
             s->replace(floorPts);
             attach(s);
             hidden.push_back(s);
-            out.notes << QStringLiteral("%1: %2 value(s) \u2264 0 at %3 %4 drawn as open circles at the floor %5 "
-                                        "(log scale cannot show them).")
+            out.notes << QStringLiteral(
+                             "%1: %2 value(s) \u2264 0 at %3 %4 drawn as open circles at the floor %5 "
+                             "(log scale cannot show them).")
                              .arg(r.name, QString::number(floorXs.size()), xWord, list_x(floorXs, spec.integerX),
                                   short_number(floorY));
         }

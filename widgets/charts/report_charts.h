@@ -36,7 +36,7 @@ struct XY {
 
 // One run's data on a chart.
 struct ChartRun {
-    QString name;   // legend text
+    QString name;  // legend text
     QColor color;
     std::vector<XY> points;  // x ascending for line charts; y may be NaN, +-Inf, <= 0
 };
@@ -49,24 +49,24 @@ struct ChartSpec {
     QString yLabel;
     Scale xScale = Scale::linear;  // log x: x must be > 0
     Scale yScale = Scale::linear;
-    bool lines = true;             // false: scatter only
-    bool diagonal = false;         // draw y = x over the x range (probability scatter)
-    bool integerX = true;          // x labels as integers (steps)
+    bool lines = true;      // false: scatter only
+    bool diagonal = false;  // draw y = x over the x range (probability scatter)
+    bool integerX = true;   // x labels as integers (steps)
     // Fixed ranges (both ends) instead of the data's; NaN = from the data.
     double xMin = std::numeric_limits<double>::quiet_NaN(), xMax = std::numeric_limits<double>::quiet_NaN();
     double yMin = std::numeric_limits<double>::quiet_NaN(), yMax = std::numeric_limits<double>::quiet_NaN();
-    QSize size{640, 260};          // logical pixels (the <img> width/height)
-    qreal pixelRatio = 2.0;        // image pixels per logical pixel
+    QSize size{640, 260};    // logical pixels (the <img> width/height)
+    qreal pixelRatio = 2.0;  // image pixels per logical pixel
 };
 
 struct RenderedChart {
-    QByteArray png;      // PNG bytes of the whole chart
-    QSize size;          // logical size
-    QStringList notes;   // one sentence per special case (NaN/Inf, values at the floor, no data)
+    QByteArray png;     // PNG bytes of the whole chart
+    QSize size;         // logical size
+    QStringList notes;  // one sentence per special case (NaN/Inf, values at the floor, no data)
     double floor = std::numeric_limits<double>::quiet_NaN();  // log y: where values <= 0 were drawn
-    int finitePoints = 0;   // points drawn at their value (or at the floor)
-    int floorPoints = 0;    // of those, values <= 0 drawn at the floor
-    int edgePoints = 0;     // NaN/Inf drawn as edge markers
+    int finitePoints = 0;                                     // points drawn at their value (or at the floor)
+    int floorPoints = 0;                                      // of those, values <= 0 drawn at the floor
+    int edgePoints = 0;                                       // NaN/Inf drawn as edge markers
 };
 
 // Line or scatter chart of several runs with a legend.

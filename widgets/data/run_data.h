@@ -29,7 +29,7 @@ struct RunMeta {
     QString name;
     QString status;  // run_status_name(): "running", "finished", ...
     QString preset;
-    QColor colour;   // invalid in addRun() = the run's default colour
+    QColor colour;  // invalid in addRun() = the run's default colour
     // Equal for runs whose configurations differ in the seed only (the
     // canonical config JSON without "seed"); "" = unknown, never grouped.
     QString seedGroup;

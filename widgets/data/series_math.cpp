@@ -137,8 +137,11 @@ std::vector<QLine> columnSpans(std::span<const QPointF> pixels) {
     const auto clampCoordinate = [](double v) { return std::clamp(v, -kLimit, kLimit); };
     const auto roundToInt = [](double v) { return static_cast<int>(v + (kLimit + 0.5)) - static_cast<int>(kLimit); };
     const auto columnOf = [](double x) { return static_cast<int>(x + kLimit) - static_cast<int>(kLimit); };
-    const auto pointAt = [&](std::size_t i) { return QPointF(clampCoordinate(pixels[i].x()), clampCoordinate(pixels[i].y())); };
-    spans.reserve(static_cast<std::size_t>(std::abs(columnOf(pointAt(pixels.size() - 1).x()) - columnOf(pointAt(0).x()))) + 1);
+    const auto pointAt = [&](std::size_t i) {
+        return QPointF(clampCoordinate(pixels[i].x()), clampCoordinate(pixels[i].y()));
+    };
+    spans.reserve(
+        static_cast<std::size_t>(std::abs(columnOf(pointAt(pixels.size() - 1).x()) - columnOf(pointAt(0).x()))) + 1);
     QPointF from = pointAt(0);
     int column = columnOf(from.x());
     double lo = from.y(), hi = lo;
@@ -235,7 +238,8 @@ std::optional<YRange> robustYRange(std::span<const double> ys, const RobustRange
     double hi = toAxis(quantileInPlace(samples, options.highQuantile));
     const double span = hi - lo;
     // The extremes that are still inside the fences.
-    const double lowFence = fromAxis(lo - options.tailFence * span), highFence = fromAxis(hi + options.tailFence * span);
+    const double lowFence = fromAxis(lo - options.tailFence * span),
+                 highFence = fromAxis(hi + options.tailFence * span);
     double lowest = fromAxis(lo), highest = fromAxis(hi);
     for (const double v : samples) {
         if (v >= lowFence && v < lowest) lowest = v;
@@ -288,7 +292,8 @@ std::vector<NonFinitePoint> nonFinitePoints(std::span<const double> xs, std::spa
     for (std::size_t i = 0; i < n; ++i) {
         const double y = ys[i];
         if (std::isnan(y)) out.push_back({i, xs[i], NonFiniteKind::nan});
-        else if (std::isinf(y)) out.push_back({i, xs[i], y > 0 ? NonFiniteKind::positiveInf : NonFiniteKind::negativeInf});
+        else if (std::isinf(y))
+            out.push_back({i, xs[i], y > 0 ? NonFiniteKind::positiveInf : NonFiniteKind::negativeInf});
     }
     return out;
 }

@@ -20,10 +20,10 @@ namespace mlk {
 // Running state, so a live series is smoothed incrementally: appending k
 // points costs O(k), not O(n).
 struct EmaState {
-    double accumulated = 0;   // the biased EMA, started at 0
-    double weightPower = 1;   // weight^count, kept as a product (no pow per point)
-    std::size_t count = 0;    // finite values folded in so far
-    double firstValue = 0;    // while every finite value equals this one...
+    double accumulated = 0;     // the biased EMA, started at 0
+    double weightPower = 1;     // weight^count, kept as a product (no pow per point)
+    std::size_t count = 0;      // finite values folded in so far
+    double firstValue = 0;      // while every finite value equals this one...
     bool constantSoFar = true;  // ...the output is that value exactly
 };
 

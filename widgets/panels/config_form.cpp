@@ -64,8 +64,7 @@ QString richTooltip(const ConfigKey& k) {
     const QStringList lines = qs(k.tooltip()).split(QLatin1Char('\n'));
     QString html = QStringLiteral("<p style='white-space:normal'><b>%1</b> <span style='color:#666'>(%2)</span></p>")
                        .arg(qs(k.label).toHtmlEscaped(), qs(k.key).toHtmlEscaped());
-    for (int i = 0; i < lines.size(); ++i)
-        html += QStringLiteral("<p>%1</p>").arg(lines[i].toHtmlEscaped());
+    for (int i = 0; i < lines.size(); ++i) html += QStringLiteral("<p>%1</p>").arg(lines[i].toHtmlEscaped());
     return html;
 }
 
@@ -169,24 +168,26 @@ void ConfigForm::buildUi() {
     presetDesc_->setObjectName(QStringLiteral("presetDescription"));
     presetDesc_->setWordWrap(true);
     presetDesc_->setTextFormat(Qt::RichText);
-    presetDesc_->setStyleSheet(QStringLiteral("color: palette(text); background: palette(alternate-base); "
-                                              "padding: 4px; border-radius: 3px;"));
+    presetDesc_->setStyleSheet(
+        QStringLiteral("color: palette(text); background: palette(alternate-base); "
+                       "padding: 4px; border-radius: 3px;"));
     outer->addWidget(presetDesc_);
 
-    connect(presetCombo_, &QComboBox::activated, this, [this](int i) {
-        setPreset(presetCombo_->itemData(i).toString());
-    });
+    connect(presetCombo_, &QComboBox::activated, this,
+            [this](int i) { setPreset(presetCombo_->itemData(i).toString()); });
 
     // ---- JSON buttons -----------------------------------------------------
     auto* btnRow = new QHBoxLayout;
     auto* copyBtn = new QPushButton(tr("Copy JSON"), this);
     copyBtn->setObjectName(QStringLiteral("copyJson"));
-    copyBtn->setToolTip(tr("Copy the whole configuration (seed included) as JSON: the shareable form that "
-                           "reproduces a run exactly."));
+    copyBtn->setToolTip(
+        tr("Copy the whole configuration (seed included) as JSON: the shareable form that "
+           "reproduces a run exactly."));
     auto* pasteBtn = new QPushButton(tr("Paste JSON"), this);
     pasteBtn->setObjectName(QStringLiteral("pasteJson"));
-    pasteBtn->setToolTip(tr("Replace the configuration by the JSON on the clipboard (nested or dotted keys; "
-                            "missing keys take their defaults). Nothing changes if it is invalid."));
+    pasteBtn->setToolTip(
+        tr("Replace the configuration by the JSON on the clipboard (nested or dotted keys; "
+           "missing keys take their defaults). Nothing changes if it is invalid."));
     auto* resetBtn = new QPushButton(tr("Reset"), this);
     resetBtn->setObjectName(QStringLiteral("resetPreset"));
     resetBtn->setToolTip(tr("Reload the selected preset, discarding edits."));
@@ -394,15 +395,13 @@ void ConfigForm::onEdited(const QString& key) {
                 int64_t x = 0;
                 if (!parseInt(le->text(), x))
                     f.textError = QStringLiteral("%1: enter %2 in %3").arg(key, what, qs(f.meta->range_text()));
-                else
-                    config_set(cfg_, k, x);
+                else config_set(cfg_, k, x);
             } else {
                 double x = 0;
                 if (!parseDouble(le->text(), x))
                     f.textError = QStringLiteral("%1: enter %2 in %3 (e.g. 0.5 or 1e-4)")
                                       .arg(key, what, qs(f.meta->range_text()));
-                else
-                    config_set(cfg_, k, x);
+                else config_set(cfg_, k, x);
             }
         }
     } catch (const ConfigError& e) {
@@ -432,8 +431,7 @@ QStringList ConfigForm::keysInMessage(const QString& message) {
         if (!t.contains(QLatin1Char('.')) && !lastPrefix.isEmpty()) {
             int p = m.capturedStart(0) - 1;
             while (p >= 0 && message[p] == QLatin1Char(' ')) --p;
-            if (p >= 0 && message[p] == QLatin1Char('/') &&
-                (p == 0 || !message[p - 1].isDigit())) {
+            if (p >= 0 && message[p] == QLatin1Char('/') && (p == 0 || !message[p - 1].isDigit())) {
                 const QString full = lastPrefix + QLatin1Char('.') + t;
                 if (find_config_key(full.toStdString()) && !found.contains(full)) found << full;
             }
@@ -515,14 +513,15 @@ void ConfigForm::applyMarks() {
             f.editor->setToolTip(f.baseTooltip);
         } else {
             f.marker->setPixmap(f.state == QLatin1String("error") ? err : warn);
-            const QString color = f.state == QLatin1String("error") ? QStringLiteral("#b71c1c")
-                                                                    : QStringLiteral("#8a6100");
+            const QString color =
+                f.state == QLatin1String("error") ? QStringLiteral("#b71c1c") : QStringLiteral("#8a6100");
             QString msgHtml;
             for (const QString& m : f.message.split(QLatin1Char('\n')))
-                msgHtml += QStringLiteral("<p style='color:%1'>%2 %3</p>")
-                               .arg(color, f.state == QLatin1String("error") ? QStringLiteral("\u2716")
-                                                                             : QStringLiteral("\u26A0"),
-                                    m.toHtmlEscaped());
+                msgHtml +=
+                    QStringLiteral("<p style='color:%1'>%2 %3</p>")
+                        .arg(color,
+                             f.state == QLatin1String("error") ? QStringLiteral("\u2716") : QStringLiteral("\u26A0"),
+                             m.toHtmlEscaped());
             f.marker->setToolTip(msgHtml);
             f.editor->setToolTip(msgHtml + QStringLiteral("<hr/>") + f.baseTooltip);
         }
@@ -649,10 +648,9 @@ bool ConfigForm::fromJson(const QString& text, QString* error) {
 
 void ConfigForm::copyJsonToClipboard() {
     if (auto* cb = QGuiApplication::clipboard()) cb->setText(toJson());
-    showBanner(tr("Copied the whole configuration (%1 keys, seed %2) as JSON.")
-                   .arg(config_schema().size())
-                   .arg(cfg_.seed),
-               false);
+    showBanner(
+        tr("Copied the whole configuration (%1 keys, seed %2) as JSON.").arg(config_schema().size()).arg(cfg_.seed),
+        false);
     const QString shown = bannerText_;
     QTimer::singleShot(4000, this, [this, shown] {
         if (bannerText_ == shown) hideBanner();

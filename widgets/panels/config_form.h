@@ -113,9 +113,9 @@ private:
 
     void buildUi();
     QWidget* makeEditor(Field& f);
-    void loadEditors();                      // cfg_ -> editors, signals blocked
-    void onEdited(const QString& key);       // editor -> cfg_, then revalidate
-    void revalidate();                       // marks, status, validity signal
+    void loadEditors();                 // cfg_ -> editors, signals blocked
+    void onEdited(const QString& key);  // editor -> cfg_, then revalidate
+    void revalidate();                  // marks, status, validity signal
     void applyMarks();
     void updateSectionHeaders();
     void updatePresetInfo();

@@ -54,8 +54,8 @@ protected:
     bool event(QEvent* e) override {
         if (e->type() == QEvent::ToolTip) {
             auto* he = static_cast<QHelpEvent*>(e);
-            const QPoint docPos = he->pos() + QPoint(horizontalScrollBar()->value(), verticalScrollBar()->value()) -
-                                  viewport()->pos();
+            const QPoint docPos =
+                he->pos() + QPoint(horizontalScrollBar()->value(), verticalScrollBar()->value()) - viewport()->pos();
             const int pos = document()->documentLayout()->hitTest(docPos, Qt::ExactHit);
             QString tip;
             if (pos >= 0) {
@@ -497,7 +497,8 @@ void DrillDown::redrawFt() {
     if (ftClamped_)
         notes << QStringLiteral("<span style='color:#b71c1c'>%1</span>")
                      .arg(tr("%n point(s) with F(t) = 0 drawn at the floor %1 (a log axis cannot show 0); "
-                             "open squares mark them.", nullptr, ftClamped_)
+                             "open squares mark them.",
+                             nullptr, ftClamped_)
                               .arg(num(ftFloor_)));
     if (skipped) notes << tr("%n non-finite point(s) not drawn.", nullptr, skipped);
     if (notes.isEmpty() && !ftRaw_.empty())
@@ -582,11 +583,11 @@ void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
     for (int i = 0; i < 7; ++i) {
         const QColor c = diffColour(stops[i]);
         h += QStringLiteral("<span style='background-color:%1; color:%2; font-family:monospace'>&nbsp;%3&nbsp;</span> ")
-                 .arg(c.name(), i >= 5 ? QStringLiteral("#fff") : QStringLiteral("#000"),
-                      QString::fromUtf8(names[i]));
+                 .arg(c.name(), i >= 5 ? QStringLiteral("#fff") : QStringLiteral("#000"), QString::fromUtf8(names[i]));
     }
-    h += QStringLiteral(" &nbsp; <span style='text-decoration:underline'>%1</span><span "
-                        "style='color:#6a1b9a; font-weight:bold'>\u207F</span> = %2</p>")
+    h += QStringLiteral(
+             " &nbsp; <span style='text-decoration:underline'>%1</span><span "
+             "style='color:#6a1b9a; font-weight:bold'>\u207F</span> = %2</p>")
              .arg(tr("token"), tr("n router flips (MoE)"));
     h += QStringLiteral("<hr/>");
 
@@ -597,8 +598,9 @@ void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
         h += QStringLiteral("<p style='margin-top:8px; margin-bottom:2px'><b>%1</b> &nbsp; %2 <b>%3</b></p>")
                  .arg(tr("Sample %1").arg(s.idx), tr("reward"),
                       std::isfinite(s.reward) ? QString::number(s.reward, 'f', 2) : num(s.reward));
-        h += QStringLiteral("<p style='margin:2px'>%1 <span style='font-family:monospace; background-color:#f1f1f1'>"
-                            "%2</span></p>")
+        h += QStringLiteral(
+                 "<p style='margin:2px'>%1 <span style='font-family:monospace; background-color:#f1f1f1'>"
+                 "%2</span></p>")
                  .arg(tr("Prompt:"), qs(s.prompt).toHtmlEscaped());
         nlohmann::json toks;
         bool ok = true;
@@ -627,8 +629,8 @@ void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
             };
             const double lr = numOf("lp_roll"), lt = numOf("lp_train");
             const int flips = t.contains("flips") && t["flips"].is_number() ? t["flips"].get<int>() : 0;
-            const QString text = t.contains("text") && t["text"].is_string() ? qs(t["text"].get<std::string>())
-                                                                            : QStringLiteral("?");
+            const QString text =
+                t.contains("text") && t["text"].is_string() ? qs(t["text"].get<std::string>()) : QStringLiteral("?");
             const double d = std::abs(lt - lr);
             if (std::isfinite(d)) maxD = std::max(maxD, d);
             const QColor bg = diffColour(d);

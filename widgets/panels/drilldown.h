@@ -59,16 +59,16 @@ public:
 
     // ---- for tests and exports ----
     int scatterPointCount() const;
-    QList<QPointF> scatterPoints() const;    // (rollout prob, training prob)
-    QList<QPointF> ftPoints() const;         // as drawn (zeros clamped when log y)
+    QList<QPointF> scatterPoints() const;  // (rollout prob, training prob)
+    QList<QPointF> ftPoints() const;       // as drawn (zeros clamped when log y)
     int ftClampedCount() const { return ftClamped_; }
     double ftFloor() const { return ftFloor_; }
-    QList<qreal> histogramValues() const;    // bar heights, by d ascending
-    QStringList histogramCategories() const; // "0", "1", ...
+    QList<qreal> histogramValues() const;     // bar heights, by d ascending
+    QStringList histogramCategories() const;  // "0", "1", ...
     bool routerEmpty() const { return routerEmpty_; }
     QString samplesHtml() const { return samplesHtml_; }
-    QString samplesText() const;             // plain text of the samples view
-    QString noteText() const;                // notes of every view, joined
+    QString samplesText() const;  // plain text of the samples view
+    QString noteText() const;     // notes of every view, joined
 
     QTabWidget* tabs() const { return tabs_; }
     // The four views (tabs), for screenshots.

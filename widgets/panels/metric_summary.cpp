@@ -31,7 +31,8 @@ public:
         if (!that) return QTableWidgetItem::operator<(other);
         const bool mine = std::isfinite(m_value), theirs = std::isfinite(that->m_value);
         if (mine != theirs) {
-            const bool ascending = !tableWidget() || tableWidget()->horizontalHeader()->sortIndicatorOrder() == Qt::AscendingOrder;
+            const bool ascending =
+                !tableWidget() || tableWidget()->horizontalHeader()->sortIndicatorOrder() == Qt::AscendingOrder;
             return ascending ? mine : !mine;  // the non-finite one ends up last
         }
         return mine && m_value < that->m_value;
@@ -66,10 +67,11 @@ MetricSummary::MetricSummary(QWidget* parent) : QWidget(parent) {
     m_table->setObjectName(QStringLiteral("metricSummary"));
     m_table->setHorizontalHeaderLabels({tr("Run"), tr("Final"), tr("at step"), tr("Best"), tr("at step"),
                                         tr("Mean of last %1").arg(kLastN), tr("NaN/Inf")});
-    m_table->horizontalHeaderItem(ColBest)->setToolTip(tr("Highest value, or lowest for metrics where lower is better "
-                                                          "(KL, F(t), gradient norm, losses, times)"));
-    m_table->horizontalHeaderItem(ColMeanLast)->setToolTip(
-        tr("Mean of the finite values of the last %1 stored steps").arg(kLastN));
+    m_table->horizontalHeaderItem(ColBest)->setToolTip(
+        tr("Highest value, or lowest for metrics where lower is better "
+           "(KL, F(t), gradient norm, losses, times)"));
+    m_table->horizontalHeaderItem(ColMeanLast)
+        ->setToolTip(tr("Mean of the finite values of the last %1 stored steps").arg(kLastN));
     m_table->horizontalHeaderItem(ColNonFinite)->setToolTip(tr("Steps whose value is NaN or infinite"));
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionMode(QAbstractItemView::NoSelection);
@@ -122,12 +124,18 @@ void MetricSummary::reload() {
             const auto step = [](int64_t s) { return s >= 0 ? double(s) : std::numeric_limits<double>::quiet_NaN(); };
             const auto text = [&](double v) { return any ? numberText(v) : QStringLiteral("\u2014"); };
             m_table->setItem(r, ColFinal, new NumberItem(st.final_value, text(st.final_value)));
-            m_table->setItem(r, ColFinalStep, new NumberItem(step(st.final_step), any ? QString::number(st.final_step) : QStringLiteral("\u2014")));
+            m_table->setItem(
+                r, ColFinalStep,
+                new NumberItem(step(st.final_step), any ? QString::number(st.final_step) : QStringLiteral("\u2014")));
             const bool best = st.best_step >= 0;
-            m_table->setItem(r, ColBest, new NumberItem(st.best, best ? numberText(st.best) : QStringLiteral("\u2014")));
-            m_table->setItem(r, ColBestStep, new NumberItem(step(st.best_step), best ? QString::number(st.best_step) : QStringLiteral("\u2014")));
+            m_table->setItem(r, ColBest,
+                             new NumberItem(st.best, best ? numberText(st.best) : QStringLiteral("\u2014")));
+            m_table->setItem(
+                r, ColBestStep,
+                new NumberItem(step(st.best_step), best ? QString::number(st.best_step) : QStringLiteral("\u2014")));
             QString mean = text(st.mean_last);
-            if (any && st.last_n_finite < st.last_n) mean += tr(" (%1 of %2 finite)").arg(st.last_n_finite).arg(st.last_n);
+            if (any && st.last_n_finite < st.last_n)
+                mean += tr(" (%1 of %2 finite)").arg(st.last_n_finite).arg(st.last_n);
             m_table->setItem(r, ColMeanLast, new NumberItem(st.mean_last, mean));
             m_table->setItem(r, ColNonFinite, new NumberItem(st.nonfinite(), QString::number(st.nonfinite())));
         }

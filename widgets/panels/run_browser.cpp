@@ -232,7 +232,8 @@ void RunBrowser::buildUi() {
     lowerTabs_->addTab(diffPane, tr("Config diff"));
     lowerTabs_->addTab(summary_, tr("Metric summary"));
     lowerTabs_->setTabToolTip(1, tr("Final, best and mean-of-last-%1 of one metric for the selected runs "
-                                    "(every run when none is selected)").arg(MetricSummary::kLastN));
+                                    "(every run when none is selected)")
+                                     .arg(MetricSummary::kLastN));
     connect(lowerTabs_, &QTabWidget::currentChanged, this, [this] { updateSummary(); });
 
     split->addWidget(tablePane);
@@ -394,11 +395,9 @@ void RunBrowser::populate() {
             idItem->setToolTip(isBase ? tr("Baseline of the config diff") : QString());
             set(ColColour, QString(), QVariant::fromValue<double>(static_cast<double>(id)));
             auto* nameItem = set(ColName, qs(s.name));
-            nameItem->setToolTip(row.notes.empty()
-                                     ? tr("Double-click to rename; right-click for notes")
-                                     : tr("Notes: %1").arg(qs(row.notes)));
-            nameItem->setIcon(row.notes.empty() ? QIcon()
-                                                : style()->standardIcon(QStyle::SP_FileDialogContentsView));
+            nameItem->setToolTip(row.notes.empty() ? tr("Double-click to rename; right-click for notes")
+                                                   : tr("Notes: %1").arg(qs(row.notes)));
+            nameItem->setIcon(row.notes.empty() ? QIcon() : style()->standardIcon(QStyle::SP_FileDialogContentsView));
             auto* st = set(ColStatus, qs(s.status));
             st->setForeground(statusColour(s.status));
             set(ColPreset, qs(s.preset));
@@ -621,9 +620,9 @@ int RunBrowser::deleteRuns(const QList<int64_t>& ids) {
             what = tr("Delete %n runs with all their steps, samples and checkpoint records?", nullptr,
                       static_cast<int>(ids.size()));
         }
-        const auto answer = QMessageBox::question(this, tr("Delete runs"), what + QStringLiteral("\n\n") +
-                                                                               tr("This cannot be undone."),
-                                                  QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+        const auto answer =
+            QMessageBox::question(this, tr("Delete runs"), what + QStringLiteral("\n\n") + tr("This cannot be undone."),
+                                  QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
         if (answer != QMessageBox::Yes) return 0;
     }
     QList<int64_t> done;
@@ -793,10 +792,8 @@ void RunBrowser::showContextMenu(const QPoint& pos) {
                 emit colourChangeRequested(id, runColour(id));
             });
         menu.addSeparator();
-        if (baseline_ == id)
-            menu.addAction(tr("Unpin baseline"), this, [this] { setBaseline(std::nullopt); });
-        else
-            menu.addAction(tr("Pin as baseline"), this, [this, id] { setBaseline(id); });
+        if (baseline_ == id) menu.addAction(tr("Unpin baseline"), this, [this] { setBaseline(std::nullopt); });
+        else menu.addAction(tr("Pin as baseline"), this, [this, id] { setBaseline(id); });
         menu.addSeparator();
     }
     if (!sel.isEmpty())

@@ -40,8 +40,19 @@ namespace mlk {
 class RunBrowser : public QWidget {
     Q_OBJECT
 public:
-    enum Column { ColId, ColColour, ColName, ColStatus, ColPreset, ColSteps, ColFinalReward, ColBestReward,
-                  ColMeanK3, ColCreated, ColumnCount };
+    enum Column {
+        ColId,
+        ColColour,
+        ColName,
+        ColStatus,
+        ColPreset,
+        ColSteps,
+        ColFinalReward,
+        ColBestReward,
+        ColMeanK3,
+        ColCreated,
+        ColumnCount
+    };
 
     explicit RunBrowser(QWidget* parent = nullptr);
     ~RunBrowser() override;

@@ -139,9 +139,7 @@ QString notes_html(const QStringList& notes) {
     return h + QStringLiteral("</p>\n");
 }
 
-QString swatch(const QColor& c) {
-    return QStringLiteral("<span style=\"color:%1\">\u25a0</span>").arg(c.name());
-}
+QString swatch(const QColor& c) { return QStringLiteral("<span style=\"color:%1\">\u25a0</span>").arg(c.name()); }
 
 std::string range_text(const std::vector<int64_t>& steps) {
     if (steps.empty()) return "none";
@@ -307,7 +305,7 @@ struct Builder {
     std::vector<RunData> runs;
     std::vector<std::string> metrics;  // summary / chart metrics
     Report out;
-    QString files_html, files_pdf;     // the data-files paragraph of each flavour
+    QString files_html, files_pdf;  // the data-files paragraph of each flavour
 
     Builder(Store& s, const ReportRequest& r) : store(s), req(r) {}
 
@@ -402,7 +400,8 @@ void Builder::resolve() {
 
 QString Builder::head() {
     const QDateTime date = req.date ? *req.date : QDateTime::currentDateTime();
-    QString h = QStringLiteral("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"/>\n<title>%1</title>\n").arg(esc(out.title));
+    QString h = QStringLiteral("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"/>\n<title>%1</title>\n")
+                    .arg(esc(out.title));
     h += QStringLiteral(
         "<style type=\"text/css\">\n"
         "body { font-family: 'DejaVu Sans', 'Helvetica', sans-serif; font-size: 9pt; color: #202020; }\n"
@@ -436,17 +435,21 @@ QString Builder::head() {
 QString Builder::runs_section() {
     const bool many = runs.size() > 1;
     QString h = QStringLiteral("<h2>Runs</h2>\n") + table_open();
-    h += QStringLiteral("<tr><th></th><th>id</th><th>name</th>%1<th>preset</th><th>status</th>"
-                        "<th>steps</th><th>seed</th><th>created (UTC)</th><th>app version</th></tr>\n")
+    h += QStringLiteral(
+             "<tr><th></th><th>id</th><th>name</th>%1<th>preset</th><th>status</th>"
+             "<th>steps</th><th>seed</th><th>created (UTC)</th><th>app version</th></tr>\n")
              .arg(many ? QStringLiteral("<th>role</th>") : QString());
     for (size_t i = 0; i < runs.size(); ++i) {
         const RunInfo& r = runs[i].info;
         QString created = qs(r.created.substr(0, 19));
         created.replace(QLatin1Char('T'), QLatin1Char(' '));
-        h += QStringLiteral("<tr><td>%1</td><td class=\"num\">%2</td><td>%3</td>%4<td>%5</td><td>%6</td>"
-                            "<td class=\"num\">%7</td><td class=\"num\">%8</td><td class=\"key\">%9</td><td>%10</td></tr>\n")
+        h += QStringLiteral(
+                 "<tr><td>%1</td><td class=\"num\">%2</td><td>%3</td>%4<td>%5</td><td>%6</td>"
+                 "<td class=\"num\">%7</td><td class=\"num\">%8</td><td class=\"key\">%9</td><td>%10</td></tr>\n")
                  .arg(swatch(runs[i].color), QString::number(r.id), esc(r.name),
-                      !many ? QString() : i == 0 ? QStringLiteral("<td>baseline</td>") : QStringLiteral("<td>compared</td>"),
+                      !many    ? QString()
+                      : i == 0 ? QStringLiteral("<td>baseline</td>")
+                               : QStringLiteral("<td>compared</td>"),
                       esc(r.preset), esc(r.status), QString::number(r.steps), QString::number(r.seed), esc(created),
                       esc(r.app_version));
     }
@@ -462,7 +465,9 @@ QString Builder::summary_section() {
     // Verdicts.
     h += table_open() + QStringLiteral("<tr><th>run</th><th>collapse</th><th>divergence</th></tr>\n");
     auto verdict = [](const Detection& d) {
-        const QString cls = !d.evaluated ? QStringLiteral("na") : d.detected ? QStringLiteral("yes") : QStringLiteral("no");
+        const QString cls = !d.evaluated ? QStringLiteral("na")
+                            : d.detected ? QStringLiteral("yes")
+                                         : QStringLiteral("no");
         const QString word = !d.evaluated ? QStringLiteral("not evaluated")
                              : d.detected ? QStringLiteral("DETECTED")
                                           : QStringLiteral("none");
@@ -477,17 +482,19 @@ QString Builder::summary_section() {
         h += QStringLiteral("<tr><td>%1&#160;%2</td><td>%3</td><td>%4</td></tr>\n")
                  .arg(swatch(r.color), esc(r.label), verdict(c), verdict(d));
     }
-    h += QStringLiteral("</table>\n<p class=\"note\">Collapse: the mean reward over 10 steps falls below 50% of "
-                        "its best 10-step mean after that best exceeded 0.1 (windows with fewer than 5 finite "
-                        "values skipped; needs at least 10 steps). Divergence: grad_norm or k3_kl NaN/infinite, "
-                        "or k3_kl above 10\u00d7 its early median (median of the first min(10, n/2) steps, "
-                        "checked on later steps; skipped when that median is 0).</p>\n");
+    h += QStringLiteral(
+        "</table>\n<p class=\"note\">Collapse: the mean reward over 10 steps falls below 50% of "
+        "its best 10-step mean after that best exceeded 0.1 (windows with fewer than 5 finite "
+        "values skipped; needs at least 10 steps). Divergence: grad_norm or k3_kl NaN/infinite, "
+        "or k3_kl above 10\u00d7 its early median (median of the first min(10, n/2) steps, "
+        "checked on later steps; skipped when that median is 0).</p>\n");
 
     // Metric table.
     h += table_open() +
-         QStringLiteral("<thead><tr><th>metric</th><th>run</th><th class=\"key\">final</th><th class=\"key\">step</th>"
-                        "<th class=\"key\">best</th><th class=\"key\">step</th><th class=\"key\">mean of last %1</th>"
-                        "<th class=\"key\">NaN/Inf</th></tr></thead>\n")
+         QStringLiteral(
+             "<thead><tr><th>metric</th><th>run</th><th class=\"key\">final</th><th class=\"key\">step</th>"
+             "<th class=\"key\">best</th><th class=\"key\">step</th><th class=\"key\">mean of last %1</th>"
+             "<th class=\"key\">NaN/Inf</th></tr></thead>\n")
              .arg(kLastN);
     for (const auto& m : metrics) {
         const bool higher = metric_higher_is_better(m);
@@ -496,11 +503,14 @@ QString Builder::summary_section() {
             const Series& s = series_of(r, store, m);
             h += QStringLiteral("<tr>");
             if (i == 0)
-                h += QStringLiteral("<td rowspan=\"%1\" class=\"key\"><b>%2</b><br/><span class=\"na\">best = %3</span></td>")
+                h += QStringLiteral(
+                         "<td rowspan=\"%1\" class=\"key\"><b>%2</b><br/><span class=\"na\">best = %3</span></td>")
                          .arg(runs.size())
                          .arg(esc(m), higher ? QStringLiteral("max") : QStringLiteral("min"));
             if (s.empty()) {
-                h += QStringLiteral("<td class=\"key\">%1</td><td colspan=\"6\"><span class=\"na\">not stored for this run</span></td></tr>\n")
+                h += QStringLiteral(
+                         "<td class=\"key\">%1</td><td colspan=\"6\"><span class=\"na\">not stored for this "
+                         "run</span></td></tr>\n")
                          .arg(esc(r.label));
                 continue;
             }
@@ -508,8 +518,10 @@ QString Builder::summary_section() {
             QString mean = num(st.mean_last);
             if (st.last_n_finite < st.last_n)
                 mean += QStringLiteral(" (%1 of %2 finite)").arg(st.last_n_finite).arg(st.last_n);
-            h += QStringLiteral("<td class=\"key\">%1</td><td class=\"num\">%2</td><td class=\"num\">%3</td><td class=\"num\">%4</td>"
-                                "<td class=\"num\">%5</td><td class=\"num\">%6</td><td class=\"num\">%7</td></tr>\n")
+            h += QStringLiteral(
+                     "<td class=\"key\">%1</td><td class=\"num\">%2</td><td class=\"num\">%3</td><td "
+                     "class=\"num\">%4</td>"
+                     "<td class=\"num\">%5</td><td class=\"num\">%6</td><td class=\"num\">%7</td></tr>\n")
                      .arg(esc(r.label), num(st.final_value), QString::number(st.final_step),
                           st.best_step >= 0 ? num(st.best) : QStringLiteral("\u2014"),
                           st.best_step >= 0 ? QString::number(st.best_step) : QStringLiteral("\u2014"), mean,
@@ -524,9 +536,10 @@ QString Builder::summary_section() {
 
 QString Builder::charts_section() {
     QString h = QStringLiteral("<h2 style=\"page-break-before: always\">Key charts</h2>\n");
-    h += QStringLiteral("<p class=\"note\">Every run overlaid, one colour per run (see the legend). NaN/Inf values "
-                        "are drawn as triangles at the plot edge; on log scales values &lt;= 0 are drawn as open "
-                        "circles at a floor. Both are listed under the chart.</p>\n");
+    h += QStringLiteral(
+        "<p class=\"note\">Every run overlaid, one colour per run (see the legend). NaN/Inf values "
+        "are drawn as triangles at the plot edge; on log scales values &lt;= 0 are drawn as open "
+        "circles at a floor. Both are listed under the chart.</p>\n");
     for (const auto& m : metrics) {
         std::vector<report::ChartRun> cr;
         for (auto& r : runs) {
@@ -540,7 +553,8 @@ QString Builder::charts_section() {
         spec.yScale = metric_prefers_log(m) ? report::Scale::log : report::Scale::linear;
         spec.size = QSize(kPageWidth, 250);
         report::RenderedChart c = report::render_xy_chart(spec, cr);
-        h += QStringLiteral("<p class=\"chart\" align=\"center\">%1</p>\n").arg(img_tag(c, QStringLiteral("chart of ") + qs(m)));
+        h += QStringLiteral("<p class=\"chart\" align=\"center\">%1</p>\n")
+                 .arg(img_tag(c, QStringLiteral("chart of ") + qs(m)));
         h += notes_html(c.notes);
         ++out.images;
     }
@@ -552,8 +566,7 @@ QString Builder::drill_section() {
     for (const auto& r : runs)
         if (r.drill_step) distinct.insert(*r.drill_step);
     QString heading;
-    if (distinct.size() == 1)
-        heading = QStringLiteral("Drill-down at step %1").arg(*distinct.begin());
+    if (distinct.size() == 1) heading = QStringLiteral("Drill-down at step %1").arg(*distinct.begin());
     else
         heading = req.step ? QStringLiteral("Drill-down at step %1 (nearest stored step per run)").arg(*req.step)
                            : QStringLiteral("Drill-down at each run's last step");
@@ -607,10 +620,12 @@ QString Builder::drill_section() {
         spec.size = QSize(kPageWidth, 240);
         report::RenderedChart c = report::render_xy_chart(spec, cr);
         if (dropped > 0)
-            c.notes << QStringLiteral("F(t) is 0 for every run beyond t = %1: %2 zero point(s) at larger t (up to %3) "
-                                      "are not drawn.")
+            c.notes << QStringLiteral(
+                           "F(t) is 0 for every run beyond t = %1: %2 zero point(s) at larger t (up to %3) "
+                           "are not drawn.")
                            .arg(QString::number(cut, 'g', 6), QString::number(dropped), QString::number(tmax, 'g', 6));
-        h += QStringLiteral("<h3>F(t) curve</h3>\n<p class=\"chart\" align=\"center\">%1</p>\n").arg(img_tag(c, QStringLiteral("F(t) curve")));
+        h += QStringLiteral("<h3>F(t) curve</h3>\n<p class=\"chart\" align=\"center\">%1</p>\n")
+                 .arg(img_tag(c, QStringLiteral("F(t) curve")));
         h += notes_html(c.notes);
         ++out.images;
     }
@@ -630,8 +645,9 @@ QString Builder::drill_section() {
         h += QStringLiteral("<h3>Router-diff histogram</h3>\n");
         router_shown = !hists.empty();
         if (hists.empty()) {
-            h += QStringLiteral("<p class=\"note\">No router histogram at this step: no run of the report has MoE "
-                                "layers (dense models route nothing).</p>\n");
+            h += QStringLiteral(
+                "<p class=\"note\">No router histogram at this step: no run of the report has MoE "
+                "layers (dense models route nothing).</p>\n");
         } else {
             QStringList cats;
             for (int d = 0; d <= maxd; ++d) cats << QString::number(d);
@@ -659,17 +675,18 @@ QString Builder::drill_section() {
             spec.yLabel = QStringLiteral("% of pairs");
             spec.size = QSize(kPageWidth, 230);
             report::RenderedChart c = report::render_bar_chart(spec, cats, bars);
-            h += QStringLiteral("<p class=\"chart\" align=\"center\">%1</p>\n").arg(img_tag(c, QStringLiteral("router-diff histogram")));
+            h += QStringLiteral("<p class=\"chart\" align=\"center\">%1</p>\n")
+                     .arg(img_tag(c, QStringLiteral("router-diff histogram")));
             h += notes_html(c.notes);
             h += counts;
             ++out.images;
             QStringList dense;
             for (auto& r : runs)
-                if (std::none_of(hists.begin(), hists.end(), [&](auto& p) { return p.first == &r; }))
-                    dense << r.label;
+                if (std::none_of(hists.begin(), hists.end(), [&](auto& p) { return p.first == &r; })) dense << r.label;
             if (!dense.isEmpty())
-                h += QStringLiteral("<p class=\"note\">No router histogram stored for %1 (dense model or no "
-                                    "MoE data at this step).</p>\n")
+                h += QStringLiteral(
+                         "<p class=\"note\">No router histogram stored for %1 (dense model or no "
+                         "MoE data at this step).</p>\n")
                          .arg(esc(dense.join(QStringLiteral(", "))));
         }
     }
@@ -679,9 +696,10 @@ QString Builder::drill_section() {
     // rather than leaving its heading alone at the bottom.
     h += QStringLiteral("<h3%1>Training vs rollout probability of the sampled tokens</h3>\n")
              .arg(router_shown ? QStringLiteral(" style=\"page-break-before: always\"") : QString());
-    h += QStringLiteral("<p class=\"note\">Each point is one stored token sample: x = rollout probability "
-                        "exp(lp_roll), y = training probability exp(lp_train). On the dashed diagonal the two "
-                        "engines agree.</p>\n");
+    h += QStringLiteral(
+        "<p class=\"note\">Each point is one stored token sample: x = rollout probability "
+        "exp(lp_roll), y = training probability exp(lp_train). On the dashed diagonal the two "
+        "engines agree.</p>\n");
     h += QStringLiteral("<table class=\"layout\" border=\"0\" cellspacing=\"0\" cellpadding=\"2\" width=\"100%\">\n");
     int col = 0;
     const int cellW = kPageWidth / 2 - 6;
@@ -715,14 +733,15 @@ QString Builder::drill_section() {
         report::RenderedChart rc = report::render_xy_chart(spec, {c});
         h += img_tag(rc, QStringLiteral("probability scatter of ") + r.label);
         ++out.images;
-        if (toks.empty())
-            h += QStringLiteral("<p class=\"note\">No token samples stored at this step.</p>");
+        if (toks.empty()) h += QStringLiteral("<p class=\"note\">No token samples stored at this step.</p>");
         else
-            h += QStringLiteral("<p class=\"note\">%1 tokens; max |p_train \u2212 p_roll| = %2; max |lp_train \u2212 "
-                                "lp_roll| = %3%4</p>")
+            h += QStringLiteral(
+                     "<p class=\"note\">%1 tokens; max |p_train \u2212 p_roll| = %2; max |lp_train \u2212 "
+                     "lp_roll| = %3%4</p>")
                      .arg(toks.size())
                      .arg(num(maxdp), num(maxr),
-                          nonfinite ? QStringLiteral("; %1 non-finite sample(s) at the edge").arg(nonfinite) : QString());
+                          nonfinite ? QStringLiteral("; %1 non-finite sample(s) at the edge").arg(nonfinite)
+                                    : QString());
         h += notes_html(rc.notes);
         h += QStringLiteral("</td>");
         if (++col == 2) h += QStringLiteral("</tr>\n"), col = 0;
@@ -736,16 +755,19 @@ QString Builder::config_section() {
     QString h = QStringLiteral("<h2 style=\"page-break-before: always\">Configuration</h2>\n");
     for (const auto& r : runs)
         if (!r.cfg)
-            h += QStringLiteral("<p class=\"note\">The stored configuration of %1 could not be read (%2); its raw "
-                                "JSON:</p>\n<pre>%3</pre>\n")
+            h += QStringLiteral(
+                     "<p class=\"note\">The stored configuration of %1 could not be read (%2); its raw "
+                     "JSON:</p>\n<pre>%3</pre>\n")
                      .arg(esc(r.label), esc(r.cfg_error), esc(r.info.config_json));
     const Config defaults;
     if (runs.size() == 1) {
         if (!runs[0].cfg) return h;
         const Config& c = *runs[0].cfg;
-        h += QStringLiteral("<p class=\"note\">Every setting of the run; values that differ from the defaults are in "
-                            "bold with the default beside them.</p>\n");
-        h += table_open() + QStringLiteral("<thead><tr><th>key</th><th>setting</th><th>value</th><th>default</th></tr></thead>\n");
+        h += QStringLiteral(
+            "<p class=\"note\">Every setting of the run; values that differ from the defaults are in "
+            "bold with the default beside them.</p>\n");
+        h += table_open() +
+             QStringLiteral("<thead><tr><th>key</th><th>setting</th><th>value</th><th>default</th></tr></thead>\n");
         std::string section;
         for (const auto& k : config_schema()) {
             if (k.section != section) {
@@ -755,8 +777,7 @@ QString Builder::config_section() {
             const std::string v = config_value_text(c, k.key), dv = config_value_text(defaults, k.key);
             const bool differs = v != dv;
             h += QStringLiteral("<tr><td class=\"key\">%1</td><td>%2</td><td>%3</td><td>%4</td></tr>\n")
-                     .arg(esc(k.key), esc(k.label),
-                          differs ? QStringLiteral("<b>%1</b>").arg(esc(v)) : esc(v),
+                     .arg(esc(k.key), esc(k.label), differs ? QStringLiteral("<b>%1</b>").arg(esc(v)) : esc(v),
                           differs ? esc(dv) : QString());
         }
         h += QStringLiteral("</table>\n");
@@ -769,18 +790,21 @@ QString Builder::config_section() {
         if (keys.empty()) {
             h += QStringLiteral("<p>Every compared run has the baseline's configuration (seed included).</p>\n");
         } else {
-            h += QStringLiteral("<p class=\"note\">Only the %1 key(s) where some run differs from the baseline; a "
-                                "value equal to the baseline's is shown as =.</p>\n")
+            h += QStringLiteral(
+                     "<p class=\"note\">Only the %1 key(s) where some run differs from the baseline; a "
+                     "value equal to the baseline's is shown as =.</p>\n")
                      .arg(keys.size());
             h += table_open() + QStringLiteral("<tr><th>key</th><th>setting</th>");
             for (size_t i = 0; i < runs.size(); ++i)
                 h += QStringLiteral("<th>%1&#160;%2%3</th>")
-                         .arg(swatch(runs[i].color), esc(runs[i].label), i == 0 ? QStringLiteral(" (baseline)") : QString());
+                         .arg(swatch(runs[i].color), esc(runs[i].label),
+                              i == 0 ? QStringLiteral(" (baseline)") : QString());
             h += QStringLiteral("</tr>\n");
             for (const auto& k : config_schema()) {
                 if (!keys.count(k.key)) continue;
                 const std::string base = config_value_text(*runs[0].cfg, k.key);
-                h += QStringLiteral("<tr><td class=\"key\">%1</td><td>%2</td><td>%3</td>").arg(esc(k.key), esc(k.label), esc(base));
+                h += QStringLiteral("<tr><td class=\"key\">%1</td><td>%2</td><td>%3</td>")
+                         .arg(esc(k.key), esc(k.label), esc(base));
                 for (size_t i = 1; i < runs.size(); ++i) {
                     if (!runs[i].cfg) {
                         h += QStringLiteral("<td>?</td>");
@@ -807,19 +831,19 @@ QString Builder::config_section() {
 }
 
 QString Builder::environment_section() {
-    QString h = QStringLiteral("<h2>Environment</h2>\n<p class=\"note\">The machine and build that generated this "
-                               "report; each run's own application version is in the Runs table.</p>\n");
+    QString h = QStringLiteral(
+        "<h2>Environment</h2>\n<p class=\"note\">The machine and build that generated this "
+        "report; each run's own application version is in the Runs table.</p>\n");
     h += table_open();
     auto row = [&](const QString& k, const QString& v) {
         h += QStringLiteral("<tr><th width=\"28%\">%1</th><td>%2</td></tr>\n").arg(esc(k), esc(v));
     };
     row(QStringLiteral("Application"), QStringLiteral("Mismatch Lab ") + QStringLiteral(MLK_VERSION));
     row(QStringLiteral("CPU"), cpu_model());
-    row(QStringLiteral("Threads"),
-        QStringLiteral("%1 hardware threads; kernel pool %2; SIMD path %3")
-            .arg(std::thread::hardware_concurrency())
-            .arg(num_threads())
-            .arg(QString::fromLatin1(cpu::isa_name(cpu::active_isa()))));
+    row(QStringLiteral("Threads"), QStringLiteral("%1 hardware threads; kernel pool %2; SIMD path %3")
+                                       .arg(std::thread::hardware_concurrency())
+                                       .arg(num_threads())
+                                       .arg(QString::fromLatin1(cpu::isa_name(cpu::active_isa()))));
     const QString kv = QSysInfo::kernelVersion();
     const QStringList kp = kv.split(QLatin1Char('.'));
     QString kernelType = QSysInfo::kernelType();
@@ -829,24 +853,29 @@ QString Builder::environment_section() {
         QStringLiteral("%1 %2 (%3)").arg(kernelType, kp.size() >= 2 ? kp[0] + "." + kp[1] : kv, kv));
     row(QStringLiteral("Operating system"), QSysInfo::prettyProductName());
     row(QStringLiteral("Build"), build_description());
-    row(QStringLiteral("Libraries"), QStringLiteral("Qt %1, SQLite %2").arg(QString::fromLatin1(qVersion()),
-                                                                         QString::fromLatin1(sqlite3_libversion())));
+    row(QStringLiteral("Libraries"),
+        QStringLiteral("Qt %1, SQLite %2")
+            .arg(QString::fromLatin1(qVersion()), QString::fromLatin1(sqlite3_libversion())));
     h += QStringLiteral("</table>\n");
     h += QStringLiteral("<h3>Precisions and kernels per run</h3>\n") + table_open() +
-         QStringLiteral("<tr><th>run</th><th>model</th><th>rollout precision</th><th>training precision</th>"
-                        "<th>batch-invariant kernels</th><th>kernel threads</th><th>routing replay</th></tr>\n");
+         QStringLiteral(
+             "<tr><th>run</th><th>model</th><th>rollout precision</th><th>training precision</th>"
+             "<th>batch-invariant kernels</th><th>kernel threads</th><th>routing replay</th></tr>\n");
     for (const auto& r : runs) {
         if (!r.cfg) {
-            h += QStringLiteral("<tr><td>%1</td><td colspan=\"6\">configuration unreadable</td></tr>\n").arg(esc(r.label));
+            h += QStringLiteral("<tr><td>%1</td><td colspan=\"6\">configuration unreadable</td></tr>\n")
+                     .arg(esc(r.label));
             continue;
         }
         const Config& c = *r.cfg;
-        h += QStringLiteral("<tr><td>%1</td><td>%2-%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td><td>%8</td></tr>\n")
-                 .arg(esc(r.label), esc(std::string(enum_name(c.model.kind))), esc(std::string(enum_name(c.model.size))),
-                      esc(std::string(enum_name(c.rollout.precision))), esc(std::string(enum_name(c.train.precision))),
-                      c.kernels.batch_invariant ? QStringLiteral("on") : QStringLiteral("off"),
-                      c.kernels.threads == 0 ? QStringLiteral("all cores") : QString::number(c.kernels.threads),
-                      esc(std::string(enum_name(c.moe.routing_replay))));
+        h +=
+            QStringLiteral(
+                "<tr><td>%1</td><td>%2-%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td><td>%8</td></tr>\n")
+                .arg(esc(r.label), esc(std::string(enum_name(c.model.kind))), esc(std::string(enum_name(c.model.size))),
+                     esc(std::string(enum_name(c.rollout.precision))), esc(std::string(enum_name(c.train.precision))),
+                     c.kernels.batch_invariant ? QStringLiteral("on") : QStringLiteral("off"),
+                     c.kernels.threads == 0 ? QStringLiteral("all cores") : QString::number(c.kernels.threads),
+                     esc(std::string(enum_name(c.moe.routing_replay))));
     }
     h += QStringLiteral("</table>\n");
     return h;
@@ -854,8 +883,9 @@ QString Builder::environment_section() {
 
 QString Builder::appendix_section() {
     QString h = QStringLiteral("<h2 style=\"page-break-before: always\">Appendix: per-step data</h2>\n");
-    h += QStringLiteral("<p class=\"note\">Every stored step and metric, 6 significant digits (the attached CSV "
-                        "files hold full precision). NaN: stored NaN or a metric absent at that step.</p>\n");
+    h += QStringLiteral(
+        "<p class=\"note\">Every stored step and metric, 6 significant digits (the attached CSV "
+        "files hold full precision). NaN: stored NaN or a metric absent at that step.</p>\n");
     for (size_t ri = 0; ri < runs.size(); ++ri) {
         RunData& r = runs[ri];
         h += QStringLiteral("<h3>%1&#160;%2</h3>\n").arg(swatch(r.color), esc(r.label));
@@ -871,7 +901,9 @@ QString Builder::appendix_section() {
                 if (t.names[n] == cols[c]) at[c] = (int)n;
         for (size_t c0 = 0; c0 < cols.size(); c0 += kAppendixColumns) {
             const size_t c1 = std::min(cols.size(), c0 + kAppendixColumns);
-            h += QStringLiteral("<table class=\"data\" border=\"1\" cellspacing=\"0\" cellpadding=\"2\" width=\"100%\">\n<thead><tr><th>step</th>");
+            h += QStringLiteral(
+                "<table class=\"data\" border=\"1\" cellspacing=\"0\" cellpadding=\"2\" "
+                "width=\"100%\">\n<thead><tr><th>step</th>");
             for (size_t c = c0; c < c1; ++c) h += QStringLiteral("<th>%1</th>").arg(breakable(cols[c]));
             h += QStringLiteral("</tr></thead>\n");
             for (size_t s = 0; s < t.steps.size(); ++s) {
@@ -899,10 +931,12 @@ void Builder::attachments() {
         out.attachments.push_back({"run-" + std::to_string(r.info.id) + "-" + sanitize_file_part(r.info.name) + ".csv",
                                    "text/csv", QByteArray::fromStdString(csv)});
     }
-    out.attachments.push_back({"runs.json", "application/json", QByteArray::fromStdString(export_json(store, ids).dump(1) + "\n")});
+    out.attachments.push_back(
+        {"runs.json", "application/json", QByteArray::fromStdString(export_json(store, ids).dump(1) + "\n")});
     files_html = QStringLiteral("<p class=\"note\">Data files (full resolution, embedded in this page): ");
-    files_pdf = QStringLiteral("<p class=\"note\">Data files attached to this PDF (full resolution; open the "
-                               "viewer's attachment panel or run pdfdetach): ");
+    files_pdf = QStringLiteral(
+        "<p class=\"note\">Data files attached to this PDF (full resolution; open the "
+        "viewer's attachment panel or run pdfdetach): ");
     for (size_t i = 0; i < out.attachments.size(); ++i) {
         const auto& a = out.attachments[i];
         const QString sep = i ? QStringLiteral(", ") : QString();
@@ -923,8 +957,8 @@ Report build_report(Store& store, const ReportRequest& req) {
     b.resolve();
     b.attachments();
     const QString marker = QStringLiteral("<!--MLK-DATA-FILES-->");
-    QString body = b.head() + b.runs_section() + marker + b.summary_section() + b.charts_section() +
-                   b.drill_section() + b.config_section() + b.environment_section();
+    QString body = b.head() + b.runs_section() + marker + b.summary_section() + b.charts_section() + b.drill_section() +
+                   b.config_section() + b.environment_section();
     if (req.appendix) body += b.appendix_section();
     body += QStringLiteral("</body>\n</html>\n");
     b.out.pdf_html = body;
@@ -971,12 +1005,9 @@ void save_report_pdf(const Report& r, const std::string& path) {
 
 void save_report(const Report& r, const std::string& path) {
     const QString p = qs(path).toLower();
-    if (p.endsWith(QLatin1String(".pdf")))
-        save_report_pdf(r, path);
-    else if (p.endsWith(QLatin1String(".html")) || p.endsWith(QLatin1String(".htm")))
-        save_report_html(r, path);
-    else
-        throw ReportInputError("--out: '" + path + "' must end in .html, .htm or .pdf");
+    if (p.endsWith(QLatin1String(".pdf"))) save_report_pdf(r, path);
+    else if (p.endsWith(QLatin1String(".html")) || p.endsWith(QLatin1String(".htm"))) save_report_html(r, path);
+    else throw ReportInputError("--out: '" + path + "' must end in .html, .htm or .pdf");
 }
 
 }  // namespace mlk

@@ -48,13 +48,13 @@ public:
 };
 
 struct ReportRequest {
-    std::vector<int64_t> runs;          // report order; duplicates are ignored
-    std::optional<int64_t> baseline;    // default runs[0]; added (first) when not in runs
-    std::optional<int64_t> step;        // drill-down step; default: each run's last stored step
-    std::vector<std::string> metrics;   // extra metrics for the summary and the charts
-    std::string title;                  // default "Run report: NAME" / "Comparison: A vs B, C"
-    std::optional<QDateTime> date;      // default now (tests pin it)
-    bool appendix = true;               // raw per-step tables at the end
+    std::vector<int64_t> runs;         // report order; duplicates are ignored
+    std::optional<int64_t> baseline;   // default runs[0]; added (first) when not in runs
+    std::optional<int64_t> step;       // drill-down step; default: each run's last stored step
+    std::vector<std::string> metrics;  // extra metrics for the summary and the charts
+    std::string title;                 // default "Run report: NAME" / "Comparison: A vs B, C"
+    std::optional<QDateTime> date;     // default now (tests pin it)
+    bool appendix = true;              // raw per-step tables at the end
 };
 
 // The four metrics every report summarises and charts.
@@ -69,23 +69,24 @@ bool metric_higher_is_better(const std::string& name);
 bool metric_prefers_log(const std::string& name);
 
 struct MetricStats {
-    int count = 0;        // stored values (steps)
-    int nonfinite = 0;    // of which NaN / +-Inf
+    int count = 0;                                                  // stored values (steps)
+    int nonfinite = 0;                                              // of which NaN / +-Inf
     double final_value = std::numeric_limits<double>::quiet_NaN();  // value at the last stored step
     int64_t final_step = -1;
     double best = std::numeric_limits<double>::quiet_NaN();  // max or min (metric_higher_is_better) of finite values
     int64_t best_step = -1;
-    double mean_last = std::numeric_limits<double>::quiet_NaN();  // mean of the finite values of the last `last_n` steps
-    int last_n = 0;          // steps in that window (min(last_n, count))
-    int last_n_finite = 0;   // finite values in it
+    double mean_last =
+        std::numeric_limits<double>::quiet_NaN();  // mean of the finite values of the last `last_n` steps
+    int last_n = 0;                                // steps in that window (min(last_n, count))
+    int last_n_finite = 0;                         // finite values in it
 };
 MetricStats metric_stats(const Series& s, bool higher_is_better, int last_n = 10);
 
 struct Detection {
     bool evaluated = false;  // enough data to decide
     bool detected = false;
-    int64_t step = -1;       // first step at which the rule held
-    std::string detail;      // one sentence, shown in the report
+    int64_t step = -1;   // first step at which the rule held
+    std::string detail;  // one sentence, shown in the report
 };
 Detection detect_collapse(const Series& reward_mean);
 Detection detect_divergence(const Series& grad_norm, const Series& k3_kl);

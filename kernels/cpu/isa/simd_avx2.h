@@ -49,8 +49,8 @@ struct V {
     }
 
     static __m256 exp8(__m256 xv) {
-        __m256 n = _mm256_round_ps(_mm256_mul_ps(xv, _mm256_set1_ps(kLog2e)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256 n =
+            _mm256_round_ps(_mm256_mul_ps(xv, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kExpC1), xv);
         r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kExpC2), r);
         __m256 y = _mm256_set1_ps(kExpP0);
@@ -99,8 +99,8 @@ struct V {
             __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
             __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
             r = _mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u));
-            __m256i qnan = _mm256_and_si256(_mm256_or_si256(u, _mm256_set1_epi32(0x400000)),
-                                            _mm256_set1_epi32((int)0xffff0000u));
+            __m256i qnan =
+                _mm256_and_si256(_mm256_or_si256(u, _mm256_set1_epi32(0x400000)), _mm256_set1_epi32((int)0xffff0000u));
             __m256 isnan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
             return _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(qnan), isnan);
         }

@@ -52,8 +52,8 @@ struct V {
         __m512 res = _mm512_mul_ps(_mm512_mul_ps(y, s1), s2);
         res = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xv, _mm512_set1_ps(kExpHi), _CMP_GT_OQ), res,
                                    _mm512_set1_ps(std::numeric_limits<float>::infinity()));
-        res = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xv, _mm512_set1_ps(kExpLo), _CMP_LT_OQ), res,
-                                   _mm512_setzero_ps());
+        res =
+            _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xv, _mm512_set1_ps(kExpLo), _CMP_LT_OQ), res, _mm512_setzero_ps());
         res = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xv, xv, _CMP_UNORD_Q), res, xv);
         return {res};
     }
@@ -76,8 +76,8 @@ struct V {
             __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
             __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
             r = _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
-            __m512i qnan = _mm512_and_si512(_mm512_or_si512(u, _mm512_set1_epi32(0x400000)),
-                                            _mm512_set1_epi32((int)0xffff0000u));
+            __m512i qnan =
+                _mm512_and_si512(_mm512_or_si512(u, _mm512_set1_epi32(0x400000)), _mm512_set1_epi32((int)0xffff0000u));
             __mmask16 isnan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
             return {_mm512_castsi512_ps(_mm512_mask_blend_epi32(isnan, r, qnan))};
         }

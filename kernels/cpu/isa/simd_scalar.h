@@ -30,12 +30,9 @@ struct V {
         _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) r.f[i] = (m >> i) & 1u ? p[i] : 0.0f;
         return r;
     }
-    void store(float* p) const {
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) p[i] = f[i];
-    }
+    void store(float* p) const { _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) p[i] = f[i]; }
     void storem(float* p, Mask m) const {
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i)
-            if ((m >> i) & 1u) p[i] = f[i];
+        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) if ((m >> i) & 1u) p[i] = f[i];
     }
     static V gatherm(const float* base, int stride, Mask m) {
         V r;
@@ -43,11 +40,11 @@ struct V {
         return r;
     }
 
-#define MLK_V_BINOP(op)                                     \
-    friend V operator op(const V& a, const V& b) {          \
-        V r;                                                \
+#define MLK_V_BINOP(op)                                                                  \
+    friend V operator op(const V& a, const V& b) {                                       \
+        V r;                                                                             \
         _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) r.f[i] = a.f[i] op b.f[i]; \
-        return r;                                           \
+        return r;                                                                        \
     }
     MLK_V_BINOP(+)
     MLK_V_BINOP(-)

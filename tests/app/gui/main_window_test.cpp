@@ -148,9 +148,9 @@ private slots:
         QSignalSpy finished(&w, &MainWindow::runFinished);
         w.startRun();
         QTRY_VERIFY_WITH_TIMEOUT(w.isBusy(), 60000);
-        QTRY_VERIFY_WITH_TIMEOUT(!w.data()->runIds().isEmpty() &&
-                                     w.data()->series(w.data()->runIds().last(), "reward_mean").size() >= 2,
-                                 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            !w.data()->runIds().isEmpty() && w.data()->series(w.data()->runIds().last(), "reward_mean").size() >= 2,
+            60000);
         const qint64 id = w.data()->runIds().last();
         w.togglePause();
         QTest::qWait(300);  // the step in flight completes
@@ -175,10 +175,13 @@ private slots:
         // in mismatch-lab-bench-latency).
         QList<QThread*> producers;
         std::mutex mu;
-        connect(w.worker(), &RunWorker::stepCompleted, w.data(), [&](qint64, int, int, double) {
-            std::lock_guard lock(mu);
-            producers << QThread::currentThread();
-        }, Qt::DirectConnection);
+        connect(
+            w.worker(), &RunWorker::stepCompleted, w.data(),
+            [&](qint64, int, int, double) {
+                std::lock_guard lock(mu);
+                producers << QThread::currentThread();
+            },
+            Qt::DirectConnection);
         QSignalSpy finished(&w, &MainWindow::runFinished);
         w.startRun();
         QVERIFY(finished.wait(120000));

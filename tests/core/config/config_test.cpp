@@ -49,24 +49,57 @@ uint64_t bits(double x) {
 TEST(Config, DefaultsMatchTheSpecification) {
     const json expected = {
         {"seed", 1},
-        {"task.name", "addition"}, {"task.length", 3}, {"task.partial_credit", false}, {"task.eval_size", 64},
-        {"model.kind", "dense"}, {"model.size", "tiny"},
-        {"kernels.batch_invariant", false}, {"kernels.threads", 0},
-        {"rollout.precision", "bf16"}, {"rollout.temperature", 1.0}, {"rollout.top_k", 0}, {"rollout.top_p", 1.0},
-        {"rollout.max_new_tokens", 10}, {"rollout.max_batch", 0}, {"rollout.logprobs", "processed"},
+        {"task.name", "addition"},
+        {"task.length", 3},
+        {"task.partial_credit", false},
+        {"task.eval_size", 64},
+        {"model.kind", "dense"},
+        {"model.size", "tiny"},
+        {"kernels.batch_invariant", false},
+        {"kernels.threads", 0},
+        {"rollout.precision", "bf16"},
+        {"rollout.temperature", 1.0},
+        {"rollout.top_k", 0},
+        {"rollout.top_p", 1.0},
+        {"rollout.max_new_tokens", 10},
+        {"rollout.max_batch", 0},
+        {"rollout.logprobs", "processed"},
         {"train.precision", "fp32"},
         {"moe.routing_replay", "off"},
-        {"rl.steps", 150}, {"rl.prompts_per_step", 32}, {"rl.samples_per_prompt", 8}, {"rl.estimator", "grpo"},
-        {"rl.grpo_std_norm", true}, {"rl.loss", "ppo"}, {"rl.eps_low", 0.2}, {"rl.eps_high", 0.2},
-        {"rl.gspo_eps_low", 3e-4}, {"rl.gspo_eps_high", 4e-4}, {"rl.mini_steps", 1}, {"rl.loss_agg", "token-mean"},
+        {"rl.steps", 150},
+        {"rl.prompts_per_step", 32},
+        {"rl.samples_per_prompt", 8},
+        {"rl.estimator", "grpo"},
+        {"rl.grpo_std_norm", true},
+        {"rl.loss", "ppo"},
+        {"rl.eps_low", 0.2},
+        {"rl.eps_high", 0.2},
+        {"rl.gspo_eps_low", 3e-4},
+        {"rl.gspo_eps_high", 4e-4},
+        {"rl.mini_steps", 1},
+        {"rl.loss_agg", "token-mean"},
         {"rl.old_policy", "recompute"},
-        {"correction.is_level", "off"}, {"correction.is_mode", "truncate"}, {"correction.is_lower", 0.0},
-        {"correction.is_upper", 2.0}, {"correction.rs_level", "off"}, {"correction.rs_lower", 0.5},
-        {"correction.rs_upper", 2.0}, {"correction.veto_threshold", 0.0}, {"correction.veto_kind", "ratio"},
+        {"correction.is_level", "off"},
+        {"correction.is_mode", "truncate"},
+        {"correction.is_lower", 0.0},
+        {"correction.is_upper", 2.0},
+        {"correction.rs_level", "off"},
+        {"correction.rs_lower", 0.5},
+        {"correction.rs_upper", 2.0},
+        {"correction.veto_threshold", 0.0},
+        {"correction.veto_kind", "ratio"},
         {"correction.batch_normalize", false},
-        {"optim.lr", 5e-4}, {"optim.warmup_steps", 0}, {"optim.grad_clip", 1.0}, {"optim.weight_decay", 0.0},
-        {"optim.beta1", 0.9}, {"optim.beta2", 0.99}, {"optim.eps", 1e-8},
-        {"base.sft_steps", 3000}, {"base.lr", 3e-3}, {"base.batch_size", 32}, {"base.target_reward", 0.25},
+        {"optim.lr", 5e-4},
+        {"optim.warmup_steps", 0},
+        {"optim.grad_clip", 1.0},
+        {"optim.weight_decay", 0.0},
+        {"optim.beta1", 0.9},
+        {"optim.beta2", 0.99},
+        {"optim.eps", 1e-8},
+        {"base.sft_steps", 3000},
+        {"base.lr", 3e-3},
+        {"base.batch_size", 32},
+        {"base.target_reward", 0.25},
         {"run.checkpoint_every", 10},
     };
     const json flat = config_to_flat_json(Config{});
@@ -78,9 +111,8 @@ TEST(Config, DefaultsMatchTheSpecification) {
 }
 
 TEST(Config, SchemaIsComplete) {
-    const std::vector<std::string> sections = {"Task",        "Model",      "Rollout engine", "Kernels",
-                                               "MoE & R3",    "Policy loss", "Correction",     "Optimizer",
-                                               "Base policy", "Run"};
+    const std::vector<std::string> sections = {"Task",        "Model",      "Rollout engine", "Kernels",     "MoE & R3",
+                                               "Policy loss", "Correction", "Optimizer",      "Base policy", "Run"};
     EXPECT_EQ(config_sections(), sections);
     std::set<std::string> keys;
     for (const auto& k : config_schema()) {
@@ -143,8 +175,7 @@ TEST(Config, NestedAndDottedFormsMix) {
     EXPECT_EQ(config_from_json({{"correction.is_upper", 3}}).correction.is_upper, 3.0);
     EXPECT_EQ(config_from_json({{"task.length", 4.0}}).task.length, 4);
     // The same key twice (nested and dotted) is refused.
-    expect_error({{"rollout", {{"precision", "fp16"}}}, {"rollout.precision", "bf16"}},
-                 {"rollout.precision", "twice"});
+    expect_error({{"rollout", {{"precision", "fp16"}}}, {"rollout.precision", "bf16"}}, {"rollout.precision", "twice"});
     // Merging keeps the base.
     Config base;
     base.seed = 99;

@@ -114,12 +114,10 @@ TEST_F(CheckpointTest, RoundTripIsBitwiseForEveryPreset) {
         opt.m = random_arena(layout.total, seed++);
         opt.v = random_arena(layout.total, seed++);
         for (auto& x : opt.v) x = x * x;
-        const json meta = {{"step", 40},
-                           {"run", "run-7"},
-                           {"reward", 0.1 + 0.2},
-                           {"config", {{"rollout", {{"precision", "bf16"}}}, {"list", {1, 2.5, "x", nullptr}}}},
-                           {"format", "mine"},
-                           {"mlk.private", true}};
+        const json meta = {
+            {"step", 40},          {"run", "run-7"},
+            {"reward", 0.1 + 0.2}, {"config", {{"rollout", {{"precision", "bf16"}}}, {"list", {1, 2.5, "x", nullptr}}}},
+            {"format", "mine"},    {"mlk.private", true}};
         const std::string d = dir(preset);
         save_checkpoint(d, cfg, layout, params.data(), meta, &opt);
         EXPECT_TRUE(fs::exists(d + "/model.safetensors"));
@@ -185,8 +183,7 @@ TEST_F(CheckpointTest, FileFormatAndHuggingFaceNames) {
     EXPECT_EQ(shape("model.layers.0.mlp.experts.3.down_proj.weight"), (std::vector<int64_t>{D, Fm}));
     EXPECT_EQ(shape("model.layers.0.mlp.experts.3.gate_proj.weight"), (std::vector<int64_t>{Fm, D}));
     EXPECT_EQ(shape("model.layers.3.mlp.gate.weight"), (std::vector<int64_t>{cfg.num_experts, D}));
-    EXPECT_EQ(shape("model.layers.0.self_attn.q_proj.weight"),
-              (std::vector<int64_t>{cfg.num_heads * cfg.head_dim, D}));
+    EXPECT_EQ(shape("model.layers.0.self_attn.q_proj.weight"), (std::vector<int64_t>{cfg.num_heads * cfg.head_dim, D}));
     EXPECT_EQ(shape("model.layers.0.self_attn.k_proj.weight"),
               (std::vector<int64_t>{cfg.num_kv_heads * cfg.head_dim, D}));
     EXPECT_EQ(shape("model.layers.0.self_attn.q_norm.weight"), (std::vector<int64_t>{cfg.head_dim}));

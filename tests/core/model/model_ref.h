@@ -19,8 +19,8 @@ inline std::vector<double> ref_model_logp(const ModelConfig& c, const std::vecto
                                           std::vector<std::vector<int32_t>>* routes, bool fixed_routes) {
     const ParamLayout L = make_param_layout(c);
     auto W = [&](const std::string& n) { return P.data() + L.find(n)->offset; };
-    const int M = B * T, D = c.hidden_size, H = c.num_heads, Hkv = c.num_kv_heads, hd = c.head_dim,
-              V = c.vocab_size, k = c.num_experts_per_tok;
+    const int M = B * T, D = c.hidden_size, H = c.num_heads, Hkv = c.num_kv_heads, hd = c.head_dim, V = c.vocab_size,
+              k = c.num_experts_per_tok;
     std::vector<int32_t> pos(M);
     for (int m = 0; m < M; ++m) pos[m] = m % T;
     std::vector<double> x((size_t)M * D), ln((size_t)M * D);
@@ -94,7 +94,8 @@ inline std::vector<double> ref_model_logp(const ModelConfig& c, const std::vecto
     ref::logsoftmax_forward(lp.data(), logits.data(), inv_temp, M, V);
     std::vector<double> out(M, 0.0);
     for (int b = 0; b < B; ++b)
-        for (int t = 1; t < T; ++t) out[(size_t)b * T + t] = lp[((size_t)b * T + t - 1) * V + tokens[(size_t)b * T + t]];
+        for (int t = 1; t < T; ++t)
+            out[(size_t)b * T + t] = lp[((size_t)b * T + t - 1) * V + tokens[(size_t)b * T + t]];
     return out;
 }
 

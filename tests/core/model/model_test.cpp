@@ -43,7 +43,8 @@ TEST_P(ModelTest, ForwardMatchesDoubleReference) {
     SeqBatch batch = random_batch(3, 14, 11);
 
     std::vector<std::vector<int32_t>> routes;
-    auto ref = reftest::ref_model_logp(cfg, to_double(params), batch.tokens, batch.B, batch.T, 1.0 / 0.8, &routes, false);
+    auto ref =
+        reftest::ref_model_logp(cfg, to_double(params), batch.tokens, batch.B, batch.T, 1.0 / 0.8, &routes, false);
     for (Family fam : {Family::fast, Family::batch_invariant}) {
         TrainEngine eng(cfg);
         // The reference's own routes, replayed, so a near-tie cannot pick a

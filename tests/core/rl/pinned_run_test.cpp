@@ -160,8 +160,7 @@ json record_probe() {
     ProbeResult r = run_probe(c, params);
     const json summary = probe_summary_json(r);
     json out = json::object();
-    for (const auto& [k, v] : summary.items())
-        out[k] = v.is_number_float() ? json(bits(v.get<double>())) : v;
+    for (const auto& [k, v] : summary.items()) out[k] = v.is_number_float() ? json(bits(v.get<double>())) : v;
     return out;
 }
 

@@ -105,15 +105,16 @@ TEST(ProbeCli, JsonHasEveryKey) {
     CliResult r = cli("probe --preset moe-tiny --json --set rl.prompts_per_step=4");
     ASSERT_EQ(r.code, 0) << r.out;
     auto j = nlohmann::json::parse(r.out);
-    for (const char* key : {"k3_kl", "kl", "logp_abs_diff_mean", "logp_abs_diff_max", "F@1.1", "F@1.5", "F@2", "F@5",
-                            "F@10", "router_diff_router", "router_diff_token", "router_diff_sequence", "tokens",
-                            "bitwise_equal"})
+    for (const char* key :
+         {"k3_kl", "kl", "logp_abs_diff_mean", "logp_abs_diff_max", "F@1.1", "F@1.5", "F@2", "F@5", "F@10",
+          "router_diff_router", "router_diff_token", "router_diff_sequence", "tokens", "bitwise_equal"})
         EXPECT_TRUE(j.contains(key)) << key;
     EXPECT_GT(j["router_diff_router"].get<double>(), 0.0);
 }
 
 TEST(ProbeCli, BatchInvariantJsonIsBitwise) {
-    CliResult r = cli("probe --preset dense-tiny --json --set kernels.batch_invariant=true --set rollout.precision=fp32");
+    CliResult r =
+        cli("probe --preset dense-tiny --json --set kernels.batch_invariant=true --set rollout.precision=fp32");
     ASSERT_EQ(r.code, 0) << r.out;
     auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["bitwise_equal"], true);

@@ -131,8 +131,7 @@ int integrity_ok(const std::string& path) {
     sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
     sqlite3_stmt* st = nullptr;
     sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, nullptr);
-    int ok = sqlite3_step(st) == SQLITE_ROW &&
-             std::string((const char*)sqlite3_column_text(st, 0)) == "ok";
+    int ok = sqlite3_step(st) == SQLITE_ROW && std::string((const char*)sqlite3_column_text(st, 0)) == "ok";
     sqlite3_finalize(st);
     sqlite3_close(db);
     return ok;
@@ -196,7 +195,8 @@ TEST(Rl, SigkillLosesNoCompletedStepAndResumeContinues) {
 
     auto r = cli("resume " + std::to_string(id) + " --db " + db);
     ASSERT_EQ(r.code, 0) << r.out;
-    const std::string from = ck->step < 0 ? "from its base policy" : "from the checkpoint of step " + std::to_string(ck->step + 1);
+    const std::string from =
+        ck->step < 0 ? "from its base policy" : "from the checkpoint of step " + std::to_string(ck->step + 1);
     EXPECT_NE(r.out.find(from), std::string::npos) << r.out;
     EXPECT_EQ(store.steps(id).size(), 120u);
     EXPECT_EQ(store.run_info(id)->status, "finished");
@@ -281,13 +281,33 @@ TEST(Rl, ExportRoundTripsStoredMetricsExactly) {
 }
 
 TEST(Rl, EveryPresetIsValidAndDescribed) {
-    const std::set<std::string> required = {
-        "miles-moe-tis2-mis-bn", "miles-moe-tis1.5-mis-bn", "miles-moe-tis1.5-mis", "miles-moe-tis1.5",
-        "miles-dense-baseline", "miles-dense-token-is", "miles-dense-token-is-mis", "miles-dense-token-is-mis-bn",
-        "swift-token-truncate", "swift-token-mask", "swift-sequence-truncate", "swift-sequence-mask",
-        "verl-seq-mis", "verl-geo-rs", "verl-icepop", "verl-k3-rs",
-        "r3-grpo", "r3-grpo-r3", "r3-tis", "r3-tis-r3", "r3-gspo", "r3-gspo-r3", "r3-grpo-8mini", "r3-grpo-8mini-r3",
-        "batch-invariance-off", "batch-invariance-on", "truly-on-policy"};
+    const std::set<std::string> required = {"miles-moe-tis2-mis-bn",
+                                            "miles-moe-tis1.5-mis-bn",
+                                            "miles-moe-tis1.5-mis",
+                                            "miles-moe-tis1.5",
+                                            "miles-dense-baseline",
+                                            "miles-dense-token-is",
+                                            "miles-dense-token-is-mis",
+                                            "miles-dense-token-is-mis-bn",
+                                            "swift-token-truncate",
+                                            "swift-token-mask",
+                                            "swift-sequence-truncate",
+                                            "swift-sequence-mask",
+                                            "verl-seq-mis",
+                                            "verl-geo-rs",
+                                            "verl-icepop",
+                                            "verl-k3-rs",
+                                            "r3-grpo",
+                                            "r3-grpo-r3",
+                                            "r3-tis",
+                                            "r3-tis-r3",
+                                            "r3-gspo",
+                                            "r3-gspo-r3",
+                                            "r3-grpo-8mini",
+                                            "r3-grpo-8mini-r3",
+                                            "batch-invariance-off",
+                                            "batch-invariance-on",
+                                            "truly-on-policy"};
     std::set<std::string> have;
     for (const Preset& p : presets()) {
         have.insert(p.name);

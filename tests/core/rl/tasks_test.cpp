@@ -203,16 +203,16 @@ TEST(Tasks, RewardsByHand) {
         double exact, partial;
     };
     const std::vector<Case> cases = {
-        {{t1, t9, E}, 1, 1},            // exact
-        {{t1, t9}, 1, 1},               // ran out of tokens right after the answer
-        {{t1, t9, E, t5, t5}, 1, 1},    // tokens after eos are ignored
-        {{t1, t8, E}, 0, 0.5},          // one of two digits right
-        {{t1, E}, 0, 0.5},              // too short: 1 right / max(2, 1)
-        {{t1, t9, t9, E}, 0, 2.0 / 3},  // too long: 2 right / max(2, 3)
-        {{t1, t9, t5}, 0, 2.0 / 3},     // no eos and an extra digit
-        {{t9, t1, E}, 0, 0},            // right digits, wrong positions
-        {{E}, 0, 0},                    // empty answer
-        {{}, 0, 0},                     // no tokens at all
+        {{t1, t9, E}, 1, 1},              // exact
+        {{t1, t9}, 1, 1},                 // ran out of tokens right after the answer
+        {{t1, t9, E, t5, t5}, 1, 1},      // tokens after eos are ignored
+        {{t1, t8, E}, 0, 0.5},            // one of two digits right
+        {{t1, E}, 0, 0.5},                // too short: 1 right / max(2, 1)
+        {{t1, t9, t9, E}, 0, 2.0 / 3},    // too long: 2 right / max(2, 3)
+        {{t1, t9, t5}, 0, 2.0 / 3},       // no eos and an extra digit
+        {{t9, t1, E}, 0, 0},              // right digits, wrong positions
+        {{E}, 0, 0},                      // empty answer
+        {{}, 0, 0},                       // no tokens at all
         {{Vocab::bos, t1, t9, E}, 0, 0},  // shifted by a stray token
         {{Vocab::pad, t9, E}, 0, 0.5},
     };

@@ -26,8 +26,7 @@ class StoreTest : public ::testing::Test {
 protected:
     void SetUp() override {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fs::temp_directory_path() /
-               ("mlk_store_test_" + std::to_string(getpid()) + "_" + info->name());
+        dir_ = fs::temp_directory_path() / ("mlk_store_test_" + std::to_string(getpid()) + "_" + info->name());
         fs::remove_all(dir_);
         fs::create_directories(dir_);
     }
@@ -356,13 +355,11 @@ TEST_F(StoreTest, RenameNotesStatusListDelete) {
     EXPECT_EQ(s.list_runs().size(), 1u);
     // Every row of b is gone, a is untouched.
     Raw raw(s.path());
-    for (const char* t : {"metrics", "token_samples", "ft_curves", "router_hist", "text_samples", "checkpoints",
-                          "steps"}) {
-        EXPECT_EQ(raw.scalar(std::string("SELECT COUNT(*) FROM ") + t + " WHERE run_id = " + std::to_string(b)),
-                  "0")
+    for (const char* t :
+         {"metrics", "token_samples", "ft_curves", "router_hist", "text_samples", "checkpoints", "steps"}) {
+        EXPECT_EQ(raw.scalar(std::string("SELECT COUNT(*) FROM ") + t + " WHERE run_id = " + std::to_string(b)), "0")
             << t;
-        EXPECT_NE(raw.scalar(std::string("SELECT COUNT(*) FROM ") + t + " WHERE run_id = " + std::to_string(a)),
-                  "0")
+        EXPECT_NE(raw.scalar(std::string("SELECT COUNT(*) FROM ") + t + " WHERE run_id = " + std::to_string(a)), "0")
             << t;
     }
     s.delete_run(b);  // deleting again is a no-op
@@ -533,8 +530,7 @@ TEST_F(StoreTest, RefusesNewerSchemaAndForeignDatabases) {
     }
     {
         Raw raw(newer);
-        raw.exec("PRAGMA journal_mode=DELETE; PRAGMA user_version = " +
-                 std::to_string(Store::schema_version() + 1));
+        raw.exec("PRAGMA journal_mode=DELETE; PRAGMA user_version = " + std::to_string(Store::schema_version() + 1));
     }
     const std::string before = read_bytes(newer);
     try {
@@ -610,9 +606,11 @@ TEST_F(StoreTest, SurvivesSigkillMidAppend) {
             }
         }
         Raw raw(path);
-        for (const auto& [t, per_step] : std::vector<std::pair<std::string, int>>{
-                 {"metrics", kMetrics}, {"token_samples", kTokens}, {"ft_curves", 5}, {"router_hist", 3},
-                 {"text_samples", 2}}) {
+        for (const auto& [t, per_step] : std::vector<std::pair<std::string, int>>{{"metrics", kMetrics},
+                                                                                  {"token_samples", kTokens},
+                                                                                  {"ft_curves", 5},
+                                                                                  {"router_hist", 3},
+                                                                                  {"text_samples", 2}}) {
             EXPECT_EQ(raw.scalar("SELECT COUNT(*) FROM (SELECT step, COUNT(*) c FROM " + t +
                                  " GROUP BY step HAVING c != " + std::to_string(per_step) + ")"),
                       "0")

@@ -123,7 +123,7 @@ private slots:
             xs.push_back(i);
             ys.push_back(u(rng));
         }
-        ys[1234] = 50;   // spikes must survive thinning
+        ys[1234] = 50;  // spikes must survive thinning
         ys[8765] = -50;
         const int width = 100;
         const XRange all{0, 9999};
@@ -138,11 +138,13 @@ private slots:
         std::map<int, std::vector<QPointF>> buckets;
         for (QPointF p : thin) buckets[std::min(width - 1, int(p.x() / all.span() * width))].push_back(p);
         for (const auto& [b, points] : buckets) {
-            QVERIFY2(points.size() <= 4, qPrintable(QStringLiteral("bucket %1 has %2 points").arg(b).arg(points.size())));
+            QVERIFY2(points.size() <= 4,
+                     qPrintable(QStringLiteral("bucket %1 has %2 points").arg(b).arg(points.size())));
             // Each bucket's true min and max are among its kept points.
             double lo = kInf, hi = -kInf;
             for (std::size_t i = 0; i < xs.size(); ++i)
-                if (std::min(width - 1, int(xs[i] / all.span() * width)) == b) lo = std::min(lo, ys[i]), hi = std::max(hi, ys[i]);
+                if (std::min(width - 1, int(xs[i] / all.span() * width)) == b)
+                    lo = std::min(lo, ys[i]), hi = std::max(hi, ys[i]);
             QVERIFY(std::any_of(points.begin(), points.end(), [&](QPointF p) { return p.y() == lo; }));
             QVERIFY(std::any_of(points.begin(), points.end(), [&](QPointF p) { return p.y() == hi; }));
         }
@@ -225,7 +227,12 @@ private slots:
             QCOMPARE(span.x1(), c);
             QCOMPARE(span.x2(), c);
             QVERIFY2(std::abs(span.y1() - lo) <= 0.5 + 1e-9 && std::abs(span.y2() - hi) <= 0.5 + 1e-9,
-                     qPrintable(QStringLiteral("column %1: span %2..%3, line %4..%5").arg(c).arg(span.y1()).arg(span.y2()).arg(lo).arg(hi)));
+                     qPrintable(QStringLiteral("column %1: span %2..%3, line %4..%5")
+                                    .arg(c)
+                                    .arg(span.y1())
+                                    .arg(span.y2())
+                                    .arg(lo)
+                                    .arg(hi)));
         }
         // A far outlier is clamped (to a million pixels off), not wrapped around.
         const std::vector<QPointF> outlier{{0.5, 10}, {1.5, -1e300}, {2.5, 10}};
@@ -374,7 +381,8 @@ private slots:
         QVERIFY(chart.nanMarkers(1)->isVisible());
         for (const QPointF& p : chart.nanMarkers(1)->points()) QVERIFY(p.y() > axis->min() && p.y() < axis->max());
         QCOMPARE(chart.valuesAtFloor(), 3);
-        QVERIFY2(chart.noteText().contains(QStringLiteral("3 values <= 0 shown at floor")), qPrintable(chart.noteText()));
+        QVERIFY2(chart.noteText().contains(QStringLiteral("3 values <= 0 shown at floor")),
+                 qPrintable(chart.noteText()));
         QVERIFY(chart.noteText().contains(QStringLiteral("NaN")));
 
         // Back to linear: the zeros are zeros again.
@@ -550,7 +558,8 @@ private slots:
         for (int i = 0; i < 4000; ++i) band.push_back(i % 2 ? 0.2 : 0.3);
         feed(data, 1, "reward_mean", band);  // dense: column spans, a solid band
         data.addRun({2, QStringLiteral("sparse"), QStringLiteral("finished"), QString(), {}});
-        for (int64_t step = 0; step <= 4000; step += 500) data.appendStep(2, stepOf(step, {{"reward_mean", 0.32}}));  // a polyline
+        for (int64_t step = 0; step <= 4000; step += 500)
+            data.appendStep(2, stepOf(step, {{"reward_mean", 0.32}}));  // a polyline
         data.setColour(1, QColor(200, 0, 0));
         data.setColour(2, QColor(0, 0, 200));
         MetricChart chart(&data, QStringLiteral("reward_mean"));
@@ -603,7 +612,8 @@ private slots:
         showAndSettle(chart, QSize(600, 400));
         chart.setLogScale(true);
         QStringList y = chart.tickLabels(Qt::Vertical);
-        for (const char* decade : {"1e-05", "0.0001", "0.001"}) QVERIFY2(y.contains(QString::fromLatin1(decade)), qPrintable(y.join(' ')));
+        for (const char* decade : {"1e-05", "0.0001", "0.001"})
+            QVERIFY2(y.contains(QString::fromLatin1(decade)), qPrintable(y.join(' ')));
         const QStringList x = chart.tickLabels(Qt::Horizontal);
         QVERIFY2(x.contains(QStringLiteral("0")) && x.contains(QStringLiteral("3")), qPrintable(x.join(' ')));
         chart.setLogScale(false);
@@ -655,11 +665,13 @@ private slots:
         for (int i = 0; i < 5; ++i) QCOMPARE(points[i].x(), expected[std::size_t(i)]);
         QVERIFY(chart.shownXRange().lo == 0 && chart.shownXRange().hi >= 3620.5 && chart.shownXRange().hi <= 4000);
         QCOMPARE(chart.xAxisTitle(), QStringLiteral("wall time since the run's first step (min)"));
-        QVERIFY2(chart.tickLabels(Qt::Horizontal).contains(QStringLiteral("60")), qPrintable(chart.tickLabels(Qt::Horizontal).join(' ')));
+        QVERIFY2(chart.tickLabels(Qt::Horizontal).contains(QStringLiteral("60")),
+                 qPrintable(chart.tickLabels(Qt::Horizontal).join(' ')));
         // The run without step times is named, not drawn at a made-up time.
         QVERIFY(!chart.plottedRuns().isEmpty());
         QVERIFY(chart.rawSeries(untimed)->points().isEmpty());
-        QVERIFY2(chart.noteText().contains(QStringLiteral("1 run(s) without step times")), qPrintable(chart.noteText()));
+        QVERIFY2(chart.noteText().contains(QStringLiteral("1 run(s) without step times")),
+                 qPrintable(chart.noteText()));
         const QString hover = chart.hoverTextAt(chart.mapFromScene(chart.toScene(3620.5, 0.4)));
         QVERIFY2(hover.contains(QStringLiteral("step 4 at 3621 s")), qPrintable(hover));
 
@@ -674,7 +686,11 @@ private slots:
         RunDataStore data;
         // Runs 1-3: one configuration, three seeds; run 4 another one.
         for (qint64 run = 1; run <= 4; ++run) {
-            data.addRun({run, QStringLiteral("cfg-%1").arg(run), QStringLiteral("finished"), QString(), {},
+            data.addRun({run,
+                         QStringLiteral("cfg-%1").arg(run),
+                         QStringLiteral("finished"),
+                         QString(),
+                         {},
                          run <= 3 ? QStringLiteral("A") : QStringLiteral("B")});
             std::vector<StepRecord> records;
             for (int s = 0; s < 50; ++s) records.push_back(stepOf(s, {{"reward_mean", 0.1 * run + 0.001 * s}}));
@@ -707,7 +723,9 @@ private slots:
         const auto nearColour = [&](QPoint at, const QColor& want) {  // antialiased: within a pixel
             for (int dy = -1; dy <= 1; ++dy) {
                 const QColor c = image.pixelColor(at + QPoint(0, dy));
-                if (std::abs(c.red() - want.red()) + std::abs(c.green() - want.green()) + std::abs(c.blue() - want.blue()) < 90)
+                if (std::abs(c.red() - want.red()) + std::abs(c.green() - want.green()) +
+                        std::abs(c.blue() - want.blue()) <
+                    90)
                     return true;
             }
             return false;
@@ -734,7 +752,11 @@ private slots:
         // Two seeds of a truly on-policy configuration: K3 KL exactly 0.
         RunDataStore data;
         for (qint64 run = 1; run <= 2; ++run) {
-            data.addRun({run, QStringLiteral("on-policy %1").arg(run), QStringLiteral("finished"), QString(), {},
+            data.addRun({run,
+                         QStringLiteral("on-policy %1").arg(run),
+                         QStringLiteral("finished"),
+                         QString(),
+                         {},
                          QStringLiteral("same")});
             std::vector<StepRecord> records;
             for (int s = 0; s < 30; ++s) records.push_back(stepOf(s, {{"k3_kl", 0.0}}));
@@ -759,7 +781,8 @@ private slots:
         QStringList texts;
         for (QAction* a : menu->actions())
             if (!a->isSeparator()) texts << a->text();
-        for (const char* wanted : {"Log scale", "Smoothing\u2026", "Save as PNG\u2026", "Save as SVG\u2026", "Remove chart"})
+        for (const char* wanted :
+             {"Log scale", "Smoothing\u2026", "Save as PNG\u2026", "Save as SVG\u2026", "Remove chart"})
             QVERIFY2(texts.contains(QString::fromUtf8(wanted)), wanted);
         QAction* log = menu->actions().front();
         QSignalSpy removed(&chart, &MetricChart::removeRequested);
@@ -795,7 +818,8 @@ private slots:
         RunDataStore data;
         std::vector<StepRecord> records;
         for (int s = 0; s < 200; ++s)
-            records.push_back(stepOf(s, {{"reward_mean", s * 0.01}, {"k3_kl", 1e-4 * s}, {"grad_norm", 1.0}, {"F@2", 0.0}}));
+            records.push_back(
+                stepOf(s, {{"reward_mean", s * 0.01}, {"k3_kl", 1e-4 * s}, {"grad_norm", 1.0}, {"F@2", 0.0}}));
         data.addRun({1, QStringLiteral("a"), QStringLiteral("finished"), QString(), {}});
         data.appendSteps(1, records);
         ChartGrid grid(&data);
@@ -853,7 +877,8 @@ private slots:
         std::normal_distribution<double> noise;
         const char* names[] = {"baseline (bf16 rollout)", "batch-invariant + fp32", "R3 + TIS"};
         for (qint64 run = 1; run <= 3; ++run) {
-            data.addRun({run, QString::fromLatin1(names[run - 1]), QStringLiteral("finished"), QStringLiteral("tiny-moe"), {}});
+            data.addRun(
+                {run, QString::fromLatin1(names[run - 1]), QStringLiteral("finished"), QStringLiteral("tiny-moe"), {}});
             std::vector<StepRecord> records;
             for (int s = 0; s < 400; ++s) {
                 const double reward = 0.2 + 0.6 * (1 - std::exp(-s / (80.0 * run))) + 0.05 * noise(rng);
@@ -861,7 +886,9 @@ private slots:
                 if (run == 2 && s % 50 == 25) k3 = 1e-9 * (1 + std::abs(noise(rng)));
                 if (run == 2 && s % 97 == 0) k3 = kNaN;
                 const double grad = 1.0 + 0.3 * std::abs(noise(rng)) + (s == 200 && run == 1 ? 40 : 0);
-                records.push_back(stepOf(s, {{"reward_mean", reward}, {"k3_kl", k3}, {"grad_norm", grad},
+                records.push_back(stepOf(s, {{"reward_mean", reward},
+                                             {"k3_kl", k3},
+                                             {"grad_norm", grad},
                                              {"F@2", run == 2 ? 0.0 : 0.01 / run * std::exp(0.2 * noise(rng))}}));
             }
             data.appendSteps(run, records);
@@ -876,13 +903,20 @@ private slots:
         RunDataStore seeds;
         for (qint64 run = 1; run <= 6; ++run) {
             const bool r3 = run > 3;
-            seeds.addRun({run, QString::fromLatin1(r3 ? "R3, seed %1" : "no R3, seed %1").arg((run - 1) % 3 + 1),
-                          QStringLiteral("finished"), QString(), {}, QString::fromLatin1(r3 ? "r3" : "plain")});
+            seeds.addRun({run,
+                          QString::fromLatin1(r3 ? "R3, seed %1" : "no R3, seed %1").arg((run - 1) % 3 + 1),
+                          QStringLiteral("finished"),
+                          QString(),
+                          {},
+                          QString::fromLatin1(r3 ? "r3" : "plain")});
             std::vector<StepRecord> records;
             for (int s = 0; s < 300; ++s) {
-                const double reward = 0.2 + (r3 ? 0.5 : 0.35) * (1 - std::exp(-s / (60.0 + 20 * (run % 3)))) + 0.06 * noise(rng);
+                const double reward =
+                    0.2 + (r3 ? 0.5 : 0.35) * (1 - std::exp(-s / (60.0 + 20 * (run % 3)))) + 0.06 * noise(rng);
                 const double k3 = (r3 ? 2e-4 : 8e-4) * std::exp(0.3 * noise(rng));
-                records.push_back(stepOf(s, {{"reward_mean", reward}, {"k3_kl", k3}, {"grad_norm", 1.0 + 0.3 * std::abs(noise(rng))},
+                records.push_back(stepOf(s, {{"reward_mean", reward},
+                                             {"k3_kl", k3},
+                                             {"grad_norm", 1.0 + 0.3 * std::abs(noise(rng))},
                                              {"F@2", (r3 ? 0.0 : 0.01) * std::exp(0.2 * noise(rng))}}));
             }
             seeds.appendSteps(run, records);

@@ -71,7 +71,7 @@ private slots:
         QCOMPARE(reward.steps, (std::vector<double>{0, 1, 2, 3, 4}));
         QCOMPARE(reward.values[4], 0.4);
         QVERIFY(std::isnan(data.series(b, QStringLiteral("reward_mean")).values[3]));  // kept, not dropped
-        QCOMPARE(data.series(b, QStringLiteral("k3_kl")).size(), std::size_t(3));  // absent at step 3: no point
+        QCOMPARE(data.series(b, QStringLiteral("k3_kl")).size(), std::size_t(3));      // absent at step 3: no point
         // Each point carries its step's commit time, also where a metric skips a step.
         const std::vector<StoredStep> rows = writer.steps_since(b, -1);
         const MetricSeries rewardB = data.series(b, QStringLiteral("reward_mean"));
@@ -173,7 +173,8 @@ private slots:
         // A worker thread appends one step at a time while this thread reads.
         // (Counted with a direct connection: QSignalSpy is not for other threads.)
         std::atomic<int> workerSignals{0};
-        connect(&data, &RunDataStore::dataChanged, &data, [&] { ++workerSignals; }, Qt::DirectConnection);
+        connect(
+            &data, &RunDataStore::dataChanged, &data, [&] { ++workerSignals; }, Qt::DirectConnection);
         std::atomic<bool> done{false};
         std::thread worker([&] {
             for (int s = 6; s < 2006; ++s) data.appendStep(7, stepOf(s, {{"reward_mean", s}}));
@@ -182,7 +183,8 @@ private slots:
         SeriesCursor cursor;
         while (!done) {
             data.syncSeries(7, QStringLiteral("reward_mean"), cursor);
-            for (std::size_t i = 1; i < cursor.data.size(); ++i) QVERIFY(cursor.data.steps[i] > cursor.data.steps[i - 1]);
+            for (std::size_t i = 1; i < cursor.data.size(); ++i)
+                QVERIFY(cursor.data.steps[i] > cursor.data.steps[i - 1]);
         }
         worker.join();
         data.syncSeries(7, QStringLiteral("reward_mean"), cursor);

@@ -305,8 +305,7 @@ void ConfigFormTest::invalidCombinationMarksBothControls() {
 void ConfigFormTest::warningsMarkKeys() {
     QCOMPARE(ConfigForm::keysInMessage("correction.is_level / rs_level / veto_threshold have no effect with "
                                        "rl.old_policy=recompute"),
-             (QStringList{"rl.old_policy", "correction.is_level", "correction.rs_level",
-                          "correction.veto_threshold"}));
+             (QStringList{"rl.old_policy", "correction.is_level", "correction.rs_level", "correction.veto_threshold"}));
     ConfigForm form;
     Config c;
     c.correction.is_level = IsLevel::token;  // no effect with recompute: a warning, still valid
@@ -392,26 +391,22 @@ void ConfigFormTest::screenshot() {
     form.show();
     QTest::qWait(50);
     {
-
         const QPixmap shot = form.grab();  // rendered in every run; saved when asked
 
         QVERIFY(!shot.isNull() && shot.width() >= 200 && shot.height() >= 150);
 
         if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + "/form.png"));
-
     }
     ConfigForm plain;
     plain.resize(400, 900);
     plain.show();
     QTest::qWait(50);
     {
-
         const QPixmap shot = plain.grab();  // rendered in every run; saved when asked
 
         QVERIFY(!shot.isNull() && shot.width() >= 200 && shot.height() >= 150);
 
         if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + "/form_default.png"));
-
     }
 }
 

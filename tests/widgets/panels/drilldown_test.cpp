@@ -56,8 +56,7 @@ private:
     int64_t run_ = 0;
     std::vector<TokenSample> tokens_;
     std::vector<RouterBin> hist_ = {{0, 5120}, {1, 431}, {2, 37}, {3, 0}};
-    std::vector<FtPoint> ft_ = {{1.001, 0.62}, {1.01, 0.21}, {1.1, 0.034}, {1.5, 0.0021}, {2, 0},
-                                {5, 0}, {10, 0}};
+    std::vector<FtPoint> ft_ = {{1.001, 0.62}, {1.01, 0.21}, {1.1, 0.034}, {1.5, 0.0021}, {2, 0}, {5, 0}, {10, 0}};
     std::vector<std::vector<Tok>> texts_ = {
         {{"1", -0.01, -0.0102, 0}, {"9", -0.2, -0.35, 2}, {"<eos>", -1e-7, -1e-7, 0}},
         {{"4", -2.3, -2.29, 0}, {"2", -0.7, -0.5, 1}, {"&", -0.05, -0.05, 0}, {"<eos>", -0.001, -0.0011, 0}},
@@ -249,26 +248,22 @@ void DrillDownTest::screenshots() {
         dd.tabs()->setCurrentIndex(i);
         QTest::qWait(80);
         {
-
             const QPixmap shot = dd.grab();  // rendered in every run; saved when asked
 
             QVERIFY(!shot.isNull() && shot.width() >= 200 && shot.height() >= 150);
 
             if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + "/drill_" + names[i] + ".png"));
-
         }
     }
     dd.setRunStep(*store_, run_, 3);
     dd.tabs()->setCurrentIndex(2);
     QTest::qWait(80);
     {
-
         const QPixmap shot = dd.grab();  // rendered in every run; saved when asked
 
         QVERIFY(!shot.isNull() && shot.width() >= 200 && shot.height() >= 150);
 
         if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + "/drill_router_dense.png"));
-
     }
 }
 

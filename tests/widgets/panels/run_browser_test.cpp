@@ -132,7 +132,9 @@ void RunBrowserTest::selectionEmitsIds() {
     QSignalSpy spy(&br, &RunBrowser::selectionChanged);
     QTableWidget* t = br.table();
     const QList<int64_t> order = br.runIds();
-    auto rowRect = [&](int64_t id) { return t->visualItemRect(t->item(static_cast<int>(order.indexOf(id)), RunBrowser::ColName)); };
+    auto rowRect = [&](int64_t id) {
+        return t->visualItemRect(t->item(static_cast<int>(order.indexOf(id)), RunBrowser::ColName));
+    };
     QTest::mouseClick(t->viewport(), Qt::LeftButton, {}, rowRect(a_).center());
     QVERIFY(spy.count() >= 1);
     QCOMPARE(spy.last().at(0).value<QList<int64_t>>(), QList<int64_t>{a_});

@@ -308,9 +308,9 @@ void ReportTest::htmlFromRealRun() {
     const Config cfg = config_from_json(nlohmann::json::parse(info.config_json));
     for (const auto& k : config_schema()) {
         const QString v = QString::fromStdString(config_value_text(cfg, k.key)).toHtmlEscaped();
-        QRegularExpression row(QStringLiteral("<tr><td class=\"key\">%1</td><td>[^<]*</td><td>(<b>)?%2(</b>)?</td>")
-                                   .arg(QRegularExpression::escape(QString::fromStdString(k.key)),
-                                        QRegularExpression::escape(v)));
+        QRegularExpression row(
+            QStringLiteral("<tr><td class=\"key\">%1</td><td>[^<]*</td><td>(<b>)?%2(</b>)?</td>")
+                .arg(QRegularExpression::escape(QString::fromStdString(k.key)), QRegularExpression::escape(v)));
         QVERIFY2(row.match(html).hasMatch(), k.key.c_str());
     }
     // Summary values from the database.
@@ -321,7 +321,8 @@ void ReportTest::htmlFromRealRun() {
     QVERIFY(html.contains(QStringLiteral("<h2>Environment</h2>")));
     QVERIFY(html.contains(QStringLiteral("hardware threads")));
     // The embedded CSV equals export_csv.
-    QRegularExpression csv(QStringLiteral("href=\"data:text/csv;base64,([A-Za-z0-9+/=]+)\" download=\"run-%1-").arg(real_));
+    QRegularExpression csv(
+        QStringLiteral("href=\"data:text/csv;base64,([A-Za-z0-9+/=]+)\" download=\"run-%1-").arg(real_));
     auto m = csv.match(html);
     QVERIFY(m.hasMatch());
     QCOMPARE(QByteArray::fromBase64(m.captured(1).toLatin1()).toStdString(), export_csv(store, {real_}));
@@ -351,7 +352,8 @@ void ReportTest::comparisonContent() {
         for (const auto& d : config_diff(cfg(collapse_), cfg(id))) keys.insert(d.key);
     QVERIFY(keys.count("seed") && keys.count("kernels.batch_invariant") && keys.count("model.kind"));
     for (const auto& k : config_schema()) {
-        const bool shown = rep.html.contains(QStringLiteral("<tr><td class=\"key\">%1</td>").arg(QString::fromStdString(k.key)));
+        const bool shown =
+            rep.html.contains(QStringLiteral("<tr><td class=\"key\">%1</td>").arg(QString::fromStdString(k.key)));
         QVERIFY2(shown == (keys.count(k.key) > 0), k.key.c_str());
     }
     // Verdicts.
@@ -371,8 +373,8 @@ void ReportTest::comparisonContent() {
     QVERIFY(rep.html.contains(QStringLiteral("moe, NaN (#%1): 1 infinite value(s) at step 20").arg(nanmoe_)));
     QVERIFY(rep.html.contains(QStringLiteral("on-policy (#%1): 30 value(s) \u2264 0").arg(onpolicy_)));
     // Router counts of the chosen step, straight from the store.
-    QVERIFY(rep.html.contains(QStringLiteral("<td>moe, NaN (#%1)</td><td class=\"num\">910</td><td class=\"num\">80</td>")
-                                  .arg(nanmoe_)));
+    QVERIFY(rep.html.contains(
+        QStringLiteral("<td>moe, NaN (#%1)</td><td class=\"num\">910</td><td class=\"num\">80</td>").arg(nanmoe_)));
     QVERIFY(rep.html.contains(QStringLiteral("Drill-down at step 10")));
     // Attachments: one CSV per run + the JSON.
     QCOMPARE(rep.attachments.size(), size_t(4));
@@ -419,7 +421,8 @@ void ReportTest::pdfFromRealRunAndComparison() {
         auto pages = QRegularExpression(QStringLiteral("Pages:\\s+(\\d+)")).match(info);
         QVERIFY(pages.hasMatch());
         QVERIFY2(pages.captured(1).toInt() >= 3, qPrintable(info));
-        const QString text = QString::fromUtf8(tool(pdftotext, {QStringLiteral("-layout"), c.file, QStringLiteral("-")}, &ok));
+        const QString text =
+            QString::fromUtf8(tool(pdftotext, {QStringLiteral("-layout"), c.file, QStringLiteral("-")}, &ok));
         QVERIFY(ok);
         QVERIFY(text.contains(QStringLiteral("Summary")));
         for (const QString& v : summary_values(store, c.runs, c.metrics))
@@ -457,15 +460,15 @@ void ReportTest::pdfFromRealRunAndComparison() {
 void ReportTest::cliErrors() {
     const std::string out = dir_->filePath(QStringLiteral("x.html")).toStdString();
     const std::string id = std::to_string(real_);
-    QCOMPARE(run_cli({"999", "--db", db_, "--out", out}), 2);                               // unknown run id
+    QCOMPARE(run_cli({"999", "--db", db_, "--out", out}), 2);                                  // unknown run id
     QCOMPARE(run_cli({id, "--db", db_, "--out", dir_->filePath("x.docx").toStdString()}), 2);  // extension
     QCOMPARE(run_cli({id, "--db", db_, "--out", out, "--metric", "no_such_metric"}), 2);
     QCOMPARE(run_cli({id, "--db", db_, "--out", out, "--step", "999"}), 2);
     QCOMPARE(run_cli({id, "--db", db_, "--out", out, "--step", "-1"}), 2);
     QCOMPARE(run_cli({id, "--db", db_, "--out", out, "--baseline", "abc"}), 2);
     QCOMPARE(run_cli({id, "--db", dir_->filePath("missing.db").toStdString(), "--out", out}), 2);
-    QCOMPARE(run_cli({id, "--out", out}), 2);                      // no --db
-    QCOMPARE(run_cli({"--db", db_, "--out", out}), 2);             // no run
+    QCOMPARE(run_cli({id, "--out", out}), 2);           // no --db
+    QCOMPARE(run_cli({"--db", db_, "--out", out}), 2);  // no run
     QCOMPARE(run_cli({id, "--db", db_, "--out", out, "--bogus"}), 2);
     // A directory where the file should go: a failure, not bad input.
     QCOMPARE(run_cli({id, "--db", db_, "--out", dir_->filePath("no/such/dir/r.pdf").toStdString()}), 1);
