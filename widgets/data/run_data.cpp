@@ -12,6 +12,7 @@
 
 #include "core/config/config.h"
 #include "core/metrics/catalogue.h"
+#include "widgets/data/palette.h"
 
 namespace mlk {
 
@@ -64,21 +65,9 @@ RunDataStore::RunDataStore(QObject* parent) : QObject(parent) {
 
 RunDataStore::~RunDataStore() = default;
 
-const QList<QColor>& RunDataStore::palette() {
-    // d3's category10 (also TensorBoard's and matplotlib's default cycle):
-    // familiar to the users, distinct on white, readable as thin lines.
-    static const QList<QColor> colours = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c),
-                                          QColor(0xd6, 0x27, 0x28), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
-                                          QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f), QColor(0xbc, 0xbd, 0x22),
-                                          QColor(0x17, 0xbe, 0xcf)};
-    return colours;
-}
+const QList<QColor>& RunDataStore::palette() { return palette::runColours(); }
 
-QColor RunDataStore::defaultColour(qint64 runId) {
-    // Run ids start at 1 and grow by one: consecutive runs get distinct colours.
-    const qint64 n = palette().size();
-    return palette()[static_cast<qsizetype>(((runId - 1) % n + n) % n)];
-}
+QColor RunDataStore::defaultColour(qint64 runId) { return palette::runColour(runId); }
 
 // --- Store -------------------------------------------------------------------
 
