@@ -1,20 +1,23 @@
+// The schema's public face (config.h): ranges and tooltips, value checks,
+// nested/dotted overlay, printing, --set, cross-field validation and diffs.
+// The table itself is schema.cpp; unknown-key suggestions suggest.cpp.
 #include "core/config/config.h"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
+#include <cstdlib>
 #include <cmath>
-#include <functional>
 #include <limits>
-#include <map>
 #include <set>
-#include <type_traits>
 
+#include "core/config/config_file.h"
 #include "core/config/number_text.h"
+#include "core/config/schema_table.h"
 
 namespace mlk {
 
 using nlohmann::json;
+using namespace config_detail;
 
 std::string_view value_type_name(ValueType t) {
     switch (t) {
@@ -26,61 +29,8 @@ std::string_view value_type_name(ValueType t) {
     return "?";
 }
 
-// ---- formatting helpers ---------------------------------------------------
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 std::string bound_text(double x, ValueType) { return number_text(x); }
-
-std::string json_kind(const json& v) {
-    switch (v.type()) {
-        case json::value_t::null: return "null";
-        case json::value_t::boolean: return "bool";
-        case json::value_t::string: return "string";
-        case json::value_t::array: return "array";
-        case json::value_t::object: return "object";
-        case json::value_t::number_integer:
-        case json::value_t::number_unsigned: return "integer";
-        case json::value_t::number_float: return "number";
-        default: return "value";
-    }
-}
-
-std::string short_dump(const json& v) {
-    std::string s = v.dump();
-    if (s.size() > 60) s = s.substr(0, 57) + "...";
-    return s;
-}
-
-std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
-    std::string out;
-    for (size_t i = 0; i < v.size(); ++i) {
-        if (i) out += sep;
-        out += v[i];
-    }
-    return out;
-}
-
-std::string lower(std::string s) {
-    for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return s;
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        cur[0] = i;
-        for (size_t j = 1; j <= b.size(); ++j) {
-            size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-            cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
-        }
-        std::swap(prev, cur);
-    }
-    return prev[b.size()];
-}
-
 }  // namespace
 
 std::string ConfigKey::range_text() const {
@@ -115,456 +65,7 @@ std::string ConfigKey::tooltip() const {
     return t;
 }
 
-// ---- the schema table -----------------------------------------------------
 namespace {
-
-struct Entry {
-    ConfigKey meta;
-    std::function<json(const Config&)> get;
-    std::function<void(Config&, const json&)> put;  // value already checked and canonical
-
-    Entry& label(std::string s) {
-        meta.label = std::move(s);
-        return *this;
-    }
-    Entry& range(double lo, double hi, bool lo_excl = false, bool hi_excl = false) {
-        meta.min = lo, meta.max = hi, meta.min_exclusive = lo_excl, meta.max_exclusive = hi_excl;
-        return *this;
-    }
-    Entry& desc(std::string s) {
-        meta.description = std::move(s);
-        return *this;
-    }
-    Entry& names(std::string verl, std::string slime = "", std::string swift = "") {
-        meta.verl = std::move(verl), meta.slime = std::move(slime), meta.swift = std::move(swift);
-        return *this;
-    }
-};
-
-// `ref` is a generic lambda returning a reference to the field in a Config.
-template <class Ref>
-Entry field(const char* key, Ref ref) {
-    using T = std::remove_cvref_t<decltype(ref(std::declval<Config&>()))>;
-    Entry e;
-    e.meta.key = key;
-    e.meta.min = -kInf, e.meta.max = kInf;
-    if constexpr (std::is_same_v<T, bool>) {
-        e.meta.type = ValueType::boolean;
-        e.get = [ref](const Config& c) { return json(ref(c)); };
-        e.put = [ref](Config& c, const json& v) { ref(c) = v.get<bool>(); };
-    } else if constexpr (std::is_integral_v<T>) {
-        e.meta.type = ValueType::integer;
-        e.meta.min = static_cast<double>(std::numeric_limits<T>::min());
-        e.meta.max = static_cast<double>(std::numeric_limits<T>::max());
-        e.get = [ref](const Config& c) { return json(static_cast<int64_t>(ref(c))); };
-        e.put = [ref](Config& c, const json& v) { ref(c) = static_cast<T>(v.get<int64_t>()); };
-    } else if constexpr (std::is_floating_point_v<T>) {
-        e.meta.type = ValueType::number;
-        e.get = [ref](const Config& c) { return json(static_cast<double>(ref(c))); };
-        e.put = [ref](Config& c, const json& v) { ref(c) = static_cast<T>(v.get<double>()); };
-    } else {
-        static_assert(std::is_enum_v<T>);
-        e.meta.type = ValueType::enumeration;
-        e.meta.allowed = enum_names<T>();
-        e.get = [ref](const Config& c) { return json(std::string(enum_name(ref(c)))); };
-        e.put = [ref](Config& c, const json& v) { ref(c) = *enum_from_name<T>(v.get<std::string>()); };
-    }
-    return e;
-}
-
-// The dotted key is the C++ path of the field: one spelling, two uses.
-#define F(path) \
-#path, [](auto& c) -> auto& { return c.path; }
-
-constexpr double kMaxSeed = 9007199254740991.0;  // 2^53 - 1: exact in every JSON reader
-
-std::vector<Entry> build_schema() {
-    std::vector<Entry> t;
-    std::string section;
-    const Config defaults;
-    auto add = [&](Entry& e) {
-        e.meta.section = section;
-        e.meta.default_value = e.get(defaults);
-        t.push_back(std::move(e));
-    };
-
-    section = "Task";
-    add(field(F(task.name))
-            .label("Task")
-            .desc("Verifiable-reward task: addition (\"12+7=\" -> \"19\"), sort digits (\"3120:\" -> \"0123\") "
-                  "or reverse letters (\"abc|\" -> \"cba\")."));
-    add(field(F(task.length))
-            .label("Length")
-            .range(1, 8)
-            .desc("Problem size: digits per operand (addition), list length (sort) or string length (reverse)."));
-    add(field(F(task.partial_credit))
-            .label("Partial credit")
-            .desc("Reward = fraction of answer positions right, extra or missing characters costing credit, "
-                  "instead of exact match (1 or 0)."));
-    add(field(F(task.eval_size))
-            .label("Eval prompts")
-            .range(8, 1024)
-            .desc("Held-out prompts used to measure accuracy; they never appear in training."));
-
-    section = "Model";
-    add(field(F(model.kind))
-            .label("Architecture")
-            .desc("dense: SwiGLU MLP in every layer. moe: Qwen3-MoE style router with top-k experts, where "
-                  "routing flips between the engines add mismatch."));
-    add(field(F(model.size))
-            .label("Size")
-            .desc("Preset dimensions: tiny (hidden 64, 2 layers; MoE 8 experts, top-2) or small (hidden 128, "
-                  "4 layers; MoE 16 experts, top-4)."));
-
-    section = "Rollout engine";
-    add(field(F(rollout.precision))
-            .label("Rollout precision")
-            .desc("Storage precision of the rollout engine's weights and activations (accumulation is always "
-                  "fp32). A precision different from train.precision is a main source of mismatch.")
-            .names("actor_rollout_ref.rollout.dtype"));
-    add(field(F(rollout.temperature))
-            .label("Temperature")
-            .range(0.05, 10, true, false)
-            .desc("Sampling temperature T: p = softmax(logits / T).")
-            .names("actor_rollout_ref.rollout.temperature", "--rollout-temperature", "temperature"));
-    add(field(F(rollout.top_k))
-            .label("Top-k")
-            .range(0, 1000)
-            .desc("Sample only from the k most likely tokens, renormalised; 0 = off.")
-            .names("actor_rollout_ref.rollout.top_k", "--rollout-top-k", "top_k"));
-    add(field(F(rollout.top_p))
-            .label("Top-p")
-            .range(0, 1, true, false)
-            .desc("Nucleus sampling: keep the smallest set of most likely tokens whose probabilities sum to at "
-                  "least p, renormalised; 1 = off.")
-            .names("actor_rollout_ref.rollout.top_p", "--rollout-top-p", "top_p"));
-    add(field(F(rollout.max_new_tokens))
-            .label("Max new tokens")
-            .range(1, 64)
-            .desc("Longest response the rollout may generate; a response also ends at its eos token.")
-            .names("data.max_response_length", "--rollout-max-response-len", "max_completion_length"));
-    add(field(F(rollout.max_batch))
-            .label("Max sequences in flight")
-            .range(0, 4096)
-            .desc("Continuous batching: at most this many sequences decode at once; waiting ones are admitted "
-                  "(prefilled) as others finish, so the decode batch size changes from step to step. "
-                  "0 = all at once; the batch then only shrinks as sequences finish.")
-            .names("actor_rollout_ref.rollout.max_num_seqs", "", ""));
-    add(field(F(rollout.logprobs))
-            .label("Rollout log-prob")
-            .desc("Which rollout log-prob is used as lp_roll: processed = of the distribution actually sampled "
-                  "from (after temperature/top-k/top-p); raw = of the unprocessed logits, ignoring them (the "
-                  "classic pipeline bug that creates fake mismatch)."));
-
-    section = "Kernels";
-    add(field(F(kernels.batch_invariant))
-            .label("Batch-invariant kernels")
-            .desc("Kernels whose reduction order depends only on the reduced length, not on batch size, row "
-                  "position or thread count. With train.precision = rollout.precision, training and rollout "
-                  "log-probs agree bitwise (K3 KL exactly 0).")
-            .names("", "--true-on-policy-mode (Miles, with equal precisions)"));
-    add(field(F(train.precision))
-            .label("Training precision")
-            .desc("Storage precision of the training engine's weights and activations (accumulation is always "
-                  "fp32); set it equal to rollout.precision to remove precision mismatch."));
-    add(field(F(kernels.threads))
-            .label("CPU threads")
-            .range(0, 64)
-            .desc("Worker threads of the CPU kernels; 0 = all cores. Batch-invariant kernels give the same bits "
-                  "for any value."));
-
-    section = "MoE & R3";
-    add(field(F(moe.routing_replay))
-            .label("Routing replay")
-            .desc("R3 (rollout routing replay): the training engine's MoE layers use the experts the rollout "
-                  "picked for each token, with the gate softmax over the training logits of those experts so "
-                  "the router still learns. Needs model.kind=moe.")
-            .names("router_replay.mode: R3", "--use-rollout-routing-replay"));
-
-    section = "Policy loss";
-    add(field(F(rl.estimator))
-            .label("Advantage estimator")
-            .desc("grpo: A = (r - mean of the prompt's group) / (std of the group + eps), the division only with "
-                  "rl.grpo_std_norm; rloo: A = r - mean of the prompt's other samples; reinforce_baseline: "
-                  "A = r - mean reward of the batch.")
-            .names("algorithm.adv_estimator", "--advantage-estimator"));
-    add(field(F(rl.grpo_std_norm))
-            .label("GRPO std normalisation")
-            .desc("grpo only: divide the group-centred reward by the group's standard deviation (off = Dr. GRPO "
-                  "style, A = r - group mean).")
-            .names("algorithm.norm_adv_by_std_in_grpo", "", "scale_rewards"));
-    add(field(F(rl.loss))
-            .label("Policy loss")
-            .desc("ppo: loss_t = -w_t * min(ratio*A, clip(ratio, 1-eps_low, 1+eps_high)*A), ratio = "
-                  "exp(lp_theta - lp_anchor); gspo: the same with the sequence ratio exp(mean_t(lp_theta - "
-                  "lp_anchor)) and the gspo_eps range; reinforce: loss_t = -w_t * A * lp_theta.")
-            .names("actor_rollout_ref.actor.policy_loss.loss_mode"));
-    add(field(F(rl.eps_low))
-            .label("Clip eps low")
-            .range(0, 1)
-            .desc("PPO clip range below 1: the ratio is clipped at 1 - eps_low.")
-            .names("actor_rollout_ref.actor.clip_ratio_low", "--eps-clip", "epsilon"));
-    add(field(F(rl.eps_high))
-            .label("Clip eps high")
-            .range(0, 10)
-            .desc("PPO clip range above 1: the ratio is clipped at 1 + eps_high; clip-higher (R3 paper) uses "
-                  "0.27 with eps_low 0.2.")
-            .names("actor_rollout_ref.actor.clip_ratio_high", "--eps-clip-high", "epsilon_high"));
-    add(field(F(rl.gspo_eps_low))
-            .label("GSPO clip low")
-            .range(0, 1)
-            .desc("GSPO: the sequence ratio is clipped at 1 - gspo_eps_low (GSPO uses a tiny range, e.g. 3e-4)."));
-    add(field(F(rl.gspo_eps_high))
-            .label("GSPO clip high")
-            .range(0, 10)
-            .desc("GSPO: the sequence ratio is clipped at 1 + gspo_eps_high (e.g. 4e-4)."));
-    add(field(F(rl.mini_steps))
-            .label("Mini-steps")
-            .range(1, 64)
-            .desc("Optimizer steps per RL step: the batch is split into this many mini-batches, one AdamW step "
-                  "each; after the first, the policy has moved away from the anchor (off-policy).")
-            .names("data.train_batch_size / actor_rollout_ref.actor.ppo_mini_batch_size", "--num-steps-per-rollout"));
-    add(field(F(rl.loss_agg))
-            .label("Loss aggregation")
-            .desc("token-mean: sum of token losses / number of valid tokens in the batch; seq-mean-token-mean: "
-                  "mean over sequences of each sequence's token mean.")
-            .names("actor_rollout_ref.actor.loss_agg_mode"));
-
-    section = "Correction";
-    add(field(F(rl.old_policy))
-            .label("Old-policy mode")
-            .desc("recompute: standard PPO, anchor = training recompute, no IS weights; bypass: anchor = rollout "
-                  "log-probs, IS weights from lp_theta vs lp_roll; decoupled: anchor = training recompute, IS "
-                  "weights from lp_old vs lp_roll (three policies).")
-            .names("algorithm.rollout_correction.bypass_mode", "--use-rollout-logprobs (bypass)"));
-    add(field(F(correction.is_level))
-            .label("IS level")
-            .desc("Importance weights from lr = lp_old - lp_roll: token w_t = exp(clamp(lr_t, -20, 20)); sequence "
-                  "w = exp(clamp(sum_t lr_t)); geometric w = exp(clamp(mean_t lr_t)). off = no weights, mismatch "
-                  "metrics only.")
-            .names("algorithm.rollout_correction.rollout_is (null = off)", "tis_level (off: --get-mismatch-metrics)",
-                   "rollout_importance_sampling_mode (level part; off: log_rollout_offpolicy_metrics)"));
-    add(field(F(correction.is_mode))
-            .label("IS mode")
-            .desc("truncate: w = min(w, U); clip: w = clamp(w, L, U); mask: keep w but drop the tokens (or "
-                  "sequences) with w outside [L, U] (IcePop).")
-            .names("TIS (truncate) / IcePop (mask) presets", "tis_mode",
-                   "rollout_importance_sampling_mode (token_truncate, token_mask, sequence_truncate, "
-                   "sequence_mask)"));
-    add(field(F(correction.is_lower))
-            .label("IS lower bound L")
-            .range(0, kInf)
-            .desc("Lower bound L of clip and mask. 0 = default: L = 1/U for clip and mask (truncate has no lower "
-                  "bound).")
-            .names("algorithm.rollout_correction.rollout_is_threshold (lower of \"lo_hi\")",
-                   "tis_lower_bound, --tis-clip-low"));
-    add(field(F(correction.is_upper))
-            .label("IS upper bound U")
-            .range(0, kInf, true, false)
-            .desc("Upper bound U of the importance weight (truncate: w = min(w, U)).")
-            .names("algorithm.rollout_correction.rollout_is_threshold", "tis_upper_bound, --tis-clip",
-                   "rollout_importance_sampling_threshold"));
-    add(field(F(correction.rs_level))
-            .label("Rejection level")
-            .desc("Rejection sampling: mask out what falls outside [rs_lower, rs_upper]: token rho_t = exp(lr_t), "
-                  "sequence exp(sum_t lr_t), geometric exp(mean_t lr_t); seq_mean_k3 drops sequences whose "
-                  "mean_t(rho_t - 1 - lr_t) exceeds rs_upper. The batch keeps its shape.")
-            .names("algorithm.rollout_correction.rollout_rs", "use_rs, rs_level"));
-    add(field(F(correction.rs_lower))
-            .label("Rejection lower bound")
-            .range(0, kInf)
-            .desc("Tokens or sequences whose ratio is below it are rejected (token, sequence, geometric levels); "
-                  "0 = 1/rs_upper. Unused by seq_mean_k3.")
-            .names("algorithm.rollout_correction.rollout_rs_threshold (lower)", "rs_lower_bound"));
-    add(field(F(correction.rs_upper))
-            .label("Rejection upper bound")
-            .range(0, kInf, true, false)
-            .desc("Tokens or sequences whose ratio is above it are rejected; for seq_mean_k3 it is the K3 "
-                  "threshold (e.g. 0.01).")
-            .names("algorithm.rollout_correction.rollout_rs_threshold", "rs_upper_bound"));
-    add(field(F(correction.veto_threshold))
-            .label("Veto threshold")
-            .range(0, 1)
-            .desc("Drop a whole sequence if any of its tokens falls below this threshold (see "
-                  "correction.veto_kind), e.g. 1e-4; 0 = off.")
-            .names("(removed)", "rs_veto_threshold"));
-    add(field(F(correction.veto_kind))
-            .label("Veto test")
-            .desc("ratio: rho = exp(lp_old - lp_roll) below the threshold (slime's code); old_prob: the token's "
-                  "probability under the old policy, exp(lp_old), below the threshold (the Miles blog)."));
-    add(field(F(correction.batch_normalize))
-            .label("Batch-normalise weights")
-            .desc("w <- w / mean(w), the mean taken over the batch's valid tokens (token level) or over its "
-                  "sequences (sequence/geometric level), so the weights average 1.")
-            .names("algorithm.rollout_correction.rollout_is_batch_normalize", "tis_batch_normalize"));
-
-    section = "Optimizer";
-    add(field(F(optim.lr))
-            .label("Learning rate")
-            .range(0, 1, true, false)
-            .desc("AdamW learning rate of the RL phase (after warm-up).")
-            .names("actor_rollout_ref.actor.optim.lr", "--lr", "learning_rate"));
-    add(field(F(optim.warmup_steps))
-            .label("Warm-up steps")
-            .range(0, 100000)
-            .desc("Linear learning-rate warm-up from 0 over this many RL steps; 0 = none.")
-            .names("actor_rollout_ref.actor.optim.lr_warmup_steps", "--lr-warmup-iters", "warmup_steps"));
-    add(field(F(optim.grad_clip))
-            .label("Gradient clipping")
-            .range(0, 1e6)
-            .desc("Scale the gradients so their global L2 norm is at most this value; 0 = off.")
-            .names("actor_rollout_ref.actor.grad_clip", "--clip-grad", "max_grad_norm"));
-    add(field(F(optim.weight_decay))
-            .label("Weight decay")
-            .range(0, 1)
-            .desc("Decoupled AdamW weight decay: theta <- theta - lr * weight_decay * theta.")
-            .names("actor_rollout_ref.actor.optim.weight_decay", "--weight-decay", "weight_decay"));
-    add(field(F(optim.beta1))
-            .label("Adam beta1")
-            .range(0, 1, false, true)
-            .desc("Decay rate of AdamW's first-moment estimate: m <- beta1 * m + (1 - beta1) * g.")
-            .names("actor_rollout_ref.actor.optim.betas[0]", "--adam-beta1", "adam_beta1"));
-    add(field(F(optim.beta2))
-            .label("Adam beta2")
-            .range(0, 1, false, true)
-            .desc("Decay rate of AdamW's second-moment estimate: v <- beta2 * v + (1 - beta2) * g^2.")
-            .names("actor_rollout_ref.actor.optim.betas[1]", "--adam-beta2", "adam_beta2"));
-    add(field(F(optim.eps))
-            .label("Adam eps")
-            .range(0, 1, true, false)
-            .desc("Added to the denominator: step = lr * m_hat / (sqrt(v_hat) + eps).")
-            .names("", "--adam-eps", "adam_epsilon"));
-
-    section = "Base policy";
-    add(field(F(base.sft_steps))
-            .label("SFT steps")
-            .range(0, 100000)
-            .desc("Supervised warm-up steps on the task's reference answers before RL, so the base policy earns "
-                  "some reward; 0 = start RL from random weights."));
-    add(field(F(base.lr))
-            .label("SFT learning rate")
-            .range(0, 1, true, false)
-            .desc("AdamW learning rate of the supervised warm-up."));
-    add(field(F(base.batch_size)).label("SFT batch size").range(1, 1024).desc("Prompts per supervised warm-up step."));
-    add(field(F(base.target_reward))
-            .label("SFT target reward")
-            .range(0, 1)
-            .desc("The warm-up stops early once the held-out reward reaches this value, leaving room for RL; "
-                  "1 = run all base.sft_steps unless every answer is right."));
-
-    section = "Run";
-    add(field(F(seed))
-            .label("Seed")
-            .range(0, kMaxSeed)
-            .desc("Seeds the initial weights, the prompt stream and sampling: the same config with the same "
-                  "seed reproduces a run."));
-    add(field(F(rl.steps))
-            .label("RL steps")
-            .range(1, 100000)
-            .desc("Number of RL steps (rollout, score, train) to run."));
-    add(field(F(rl.prompts_per_step))
-            .label("Prompts per step")
-            .range(1, 256)
-            .desc("Distinct prompts B per RL step.")
-            .names("data.train_batch_size", "--rollout-batch-size"));
-    add(field(F(rl.samples_per_prompt))
-            .label("Samples per prompt")
-            .range(1, 64)
-            .desc("Responses n sampled per prompt (the GRPO/RLOO group size); one step trains on B x n sequences.")
-            .names("actor_rollout_ref.rollout.n", "--n-samples-per-prompt", "num_generations"));
-    add(field(F(run.checkpoint_every))
-            .label("Checkpoint every")
-            .range(1, 100000)
-            .desc("Save a checkpoint (safetensors with Hugging Face names) every this many RL steps."));
-    return t;
-}
-#undef F
-
-const std::vector<Entry>& entries() {
-    static const std::vector<Entry> t = build_schema();
-    return t;
-}
-
-const Entry* find_entry(std::string_view key) {
-    for (const auto& e : entries())
-        if (e.meta.key == key) return &e;
-    return nullptr;
-}
-
-bool is_section_prefix(std::string_view prefix) {
-    for (const auto& e : entries()) {
-        const auto& k = e.meta.key;
-        if (k.size() > prefix.size() && k.compare(0, prefix.size(), prefix) == 0 && k[prefix.size()] == '.')
-            return true;
-    }
-    return false;
-}
-
-// Identifiers in a community-name string, normalised: "--tis-clip-low" ->
-// "tis_clip_low", "algorithm.rollout_correction.rollout_is" -> "rollout_is".
-std::vector<std::string> alias_tokens(const std::string& s) {
-    std::vector<std::string> out;
-    std::string cur;
-    auto flush = [&] {
-        while (!cur.empty() && (cur.front() == '-' || cur.front() == '.')) cur.erase(cur.begin());
-        while (!cur.empty() && (cur.back() == '.' || cur.back() == '-')) cur.pop_back();
-        if (auto dot = cur.rfind('.'); dot != std::string::npos) cur = cur.substr(dot + 1);
-        std::replace(cur.begin(), cur.end(), '-', '_');
-        static const std::set<std::string> stop = {"lower", "upper", "level",      "part",    "off",     "null",
-                                                   "with",  "equal", "precisions", "removed", "presets", "truncate",
-                                                   "mask",  "miles", "tis",        "icepop",  "lo_hi"};
-        cur = lower(cur);
-        if (cur.size() >= 3 && !stop.count(cur)) out.push_back(cur);
-        cur.clear();
-    };
-    for (char ch : s) {
-        if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.') cur += ch;
-        else flush();
-    }
-    flush();
-    return out;
-}
-
-std::string unknown_key_message(std::string_view key) {
-    std::string k(key);
-    std::string norm = lower(k);
-    std::replace(norm.begin(), norm.end(), '-', '_');
-    while (!norm.empty() && norm.front() == '_') norm.erase(norm.begin());
-    const std::string last = norm.substr(norm.rfind('.') == std::string::npos ? 0 : norm.rfind('.') + 1);
-
-    std::vector<std::pair<size_t, std::string>> scored;  // (score, suggestion)
-    for (const auto& e : entries()) {
-        const auto& name = e.meta.key;
-        const std::string name_last = name.substr(name.rfind('.') + 1);  // npos + 1 == 0
-        size_t best = std::numeric_limits<size_t>::max();
-        const size_t d_full = edit_distance(norm, name);
-        if (d_full <= std::max<size_t>(2, name.size() / 4)) best = d_full;
-        if (last == name_last) best = std::min<size_t>(best, 1);
-        else if (edit_distance(last, name_last) <= (name_last.size() > 6 ? 2u : 1u))
-            best = std::min<size_t>(best, 3 + edit_distance(last, name_last));
-        std::string via;
-        for (const std::string* alias : {&e.meta.verl, &e.meta.slime, &e.meta.swift})
-            for (const auto& tok : alias_tokens(*alias))
-                if (tok == last) via = tok;
-        if (!via.empty()) {
-            scored.emplace_back(0, name + " (community name " + via + ")");
-            continue;
-        }
-        if (best != std::numeric_limits<size_t>::max()) scored.emplace_back(best, name);
-    }
-    std::stable_sort(scored.begin(), scored.end(), [](auto& a, auto& b) { return a.first < b.first; });
-    std::vector<std::string> sugg;
-    for (const auto& s : scored) {
-        if (sugg.size() == 5) break;
-        sugg.push_back(s.second);
-    }
-    std::string msg = "unknown key \"" + k + "\"";
-    if (!sugg.empty()) msg += "; did you mean: " + join(sugg) + "?";
-    else msg += "; no close match among the " + std::to_string(entries().size()) + " known keys";
-    return msg;
-}
-
-[[noreturn]] void fail(const std::string& msg) { throw ConfigError(msg); }
 
 // Checks `v` against the key's type and range and returns the canonical value
 // (bool, int64, double or string).
@@ -572,15 +73,16 @@ json check_value(const ConfigKey& m, const json& v) {
     switch (m.type) {
         case ValueType::boolean:
             if (!v.is_boolean())
-                fail(m.key + ": expected true or false, got " + short_dump(v) + " (" + json_kind(v) + ")");
+                fail(m.key + ": expected true or false, got " + excerpt(v) + " (" + json_kind(v) + ")");
             return v;
         case ValueType::enumeration: {
             if (!v.is_string())
-                fail(m.key + ": expected one of " + join(m.allowed) + ", got " + short_dump(v) + " (" + json_kind(v) +
+                fail(m.key + ": expected one of " + join(m.allowed) + ", got " + excerpt(v) + " (" + json_kind(v) +
                      ")");
             const auto s = v.get<std::string>();
             if (std::find(m.allowed.begin(), m.allowed.end(), s) != m.allowed.end()) return v;
-            std::string msg = m.key + ": \"" + s + "\" is not allowed; allowed values: " + join(m.allowed);
+            std::string msg =
+                m.key + ": \"" + excerpt_text(s) + "\" is not allowed; allowed values: " + join(m.allowed);
             for (const auto& a : m.allowed)
                 if (lower(a) == lower(s)) msg += " (did you mean \"" + a + "\"?)";
             fail(msg);
@@ -601,7 +103,7 @@ json check_value(const ConfigKey& m, const json& v) {
                     x = static_cast<int64_t>(d), ok = true;
             }
             if (!ok)
-                fail(m.key + ": expected an integer in " + m.range_text() + ", got " + short_dump(v) + " (" +
+                fail(m.key + ": expected an integer in " + m.range_text() + ", got " + excerpt(v) + " (" +
                      json_kind(v) + ")");
             const double xd = static_cast<double>(x);
             if (xd < m.min || xd > m.max)
@@ -610,8 +112,8 @@ json check_value(const ConfigKey& m, const json& v) {
         }
         case ValueType::number: {
             if (!v.is_number())
-                fail(m.key + ": expected a number in " + m.range_text() + ", got " + short_dump(v) + " (" +
-                     json_kind(v) + ")");
+                fail(m.key + ": expected a number in " + m.range_text() + ", got " + excerpt(v) + " (" + json_kind(v) +
+                     ")");
             const double x = v.get<double>();
             if (!std::isfinite(x)) fail(m.key + ": expected a finite number in " + m.range_text());
             const bool lo_bad = m.min_exclusive ? !(x > m.min) : !(x >= m.min);
@@ -630,13 +132,27 @@ const Entry& entry_or_throw(std::string_view key) {
     return *e;
 }
 
-// Flattens nested and dotted JSON into (dotted key, value) pairs.
+// An unknown key holding an object is named down to the first key inside it:
+// that is where a nested community spelling shows ({"actor_rollout_ref":
+// {"actor": {"optim": {"lr": ...}}}} is actor_rollout_ref.actor.optim.lr).
+// Bounded by the depth check in overlay().
+std::string first_leaf_path(std::string path, const json* v) {
+    while (v->is_object() && !v->empty()) {
+        path += "." + v->begin().key();
+        v = &v->begin().value();
+    }
+    return path;
+}
+
+// Flattens nested and dotted JSON into (dotted key, value) pairs. Recurses
+// only into section objects ("rollout": {...}), so at most one level.
 void flatten(const json& obj, const std::string& prefix, std::vector<std::pair<std::string, const json*>>& out,
              std::set<std::string>& seen) {
     for (auto it = obj.begin(); it != obj.end(); ++it) {
         const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
         if (find_entry(path)) {
-            if (!seen.insert(path).second) fail(path + ": given twice (nested and dotted forms of the same key)");
+            if (!seen.insert(path).second)
+                fail(path + ": given twice (nested and dotted forms of the same key); give it once");
             out.emplace_back(path, &it.value());
         } else if (it.value().is_object() && is_section_prefix(path)) {
             flatten(it.value(), path, out, seen);
@@ -644,10 +160,10 @@ void flatten(const json& obj, const std::string& prefix, std::vector<std::pair<s
             std::vector<std::string> keys;
             for (const auto& e : entries())
                 if (e.meta.key.rfind(path + ".", 0) == 0) keys.push_back(e.meta.key);
-            fail(path + ": expected an object with keys " + join(keys) + ", got " + short_dump(it.value()) + " (" +
+            fail(path + ": expected an object with keys " + join(keys) + ", got " + excerpt(it.value()) + " (" +
                  json_kind(it.value()) + ")");
         } else {
-            fail(unknown_key_message(path));
+            fail(unknown_key_message(first_leaf_path(path, &it.value())));
         }
     }
 }
@@ -655,6 +171,11 @@ void flatten(const json& obj, const std::string& prefix, std::vector<std::pair<s
 void overlay(Config& c, const json& j) {
     if (j.is_null()) return;
     if (!j.is_object()) fail("config: expected a JSON object, got " + json_kind(j));
+    // Before anything below walks a value recursively (excerpts, comparisons).
+    for (auto it = j.begin(); it != j.end(); ++it)
+        if (json_depth(it.value(), kMaxConfigDepth) >= kMaxConfigDepth)
+            fail(excerpt_text(it.key()) + ": nested deeper than " + std::to_string(kMaxConfigDepth) +
+                 " levels of objects and arrays (a config needs at most 3)");
     std::vector<std::pair<std::string, const json*>> items;
     std::set<std::string> seen;
     flatten(j, "", items, seen);
@@ -731,7 +252,7 @@ std::string config_value_text(const Config& c, std::string_view key) {
 
 void apply_set(Config& c, const std::string& key_eq_value) {
     const auto eq = key_eq_value.find('=');
-    if (eq == std::string::npos) fail("--set expects key=value, got \"" + key_eq_value + "\"");
+    if (eq == std::string::npos) fail("--set expects key=value, got \"" + excerpt_text(key_eq_value) + "\"");
     auto trim = [](std::string s) {
         const auto b = s.find_first_not_of(" \t");
         const auto e = s.find_last_not_of(" \t");
@@ -747,7 +268,7 @@ void apply_set(Config& c, const std::string& key_eq_value) {
             const auto t = lower(text);
             if (t == "true") v = true;
             else if (t == "false") v = false;
-            else fail(m.key + ": expected true or false, got \"" + text + "\"");
+            else fail(m.key + ": expected true or false, got \"" + excerpt_text(text) + "\"");
             break;
         }
         case ValueType::integer: {
@@ -757,9 +278,9 @@ void apply_set(Config& c, const std::string& key_eq_value) {
             if (b != end && *b == '+') ++b;
             auto [p, ec] = std::from_chars(b, end, x);
             if (ec == std::errc::result_out_of_range)
-                fail(m.key + ": " + text + " is out of range; allowed range: " + m.range_text());
+                fail(m.key + ": " + excerpt_text(text) + " is out of range; allowed range: " + m.range_text());
             if (ec != std::errc() || p != end || b == end)
-                fail(m.key + ": expected an integer in " + m.range_text() + ", got \"" + text + "\"");
+                fail(m.key + ": expected an integer in " + m.range_text() + ", got \"" + excerpt_text(text) + "\"");
             v = x;
             break;
         }
@@ -769,8 +290,19 @@ void apply_set(Config& c, const std::string& key_eq_value) {
             const char* end = b + text.size();
             if (b != end && *b == '+') ++b;
             auto [p, ec] = std::from_chars(b, end, x);
+            if (ec == std::errc::result_out_of_range && p == end) {
+                // Out of a double's range, or only inside it as a subnormal: strtod tells which.
+                x = std::strtod(std::string(b, end).c_str(), nullptr);
+                if (std::isinf(x))
+                    fail(m.key + ": " + excerpt_text(text) + " is too large for a double (the largest is about " +
+                         "1.8e308); allowed range: " + m.range_text());
+                if (x == 0)
+                    fail(m.key + ": " + excerpt_text(text) + " is too small for a double (it would read as 0; write " +
+                         "0 for zero); allowed range: " + m.range_text());
+                ec = std::errc();
+            }
             if (ec != std::errc() || p != end || b == end || !std::isfinite(x))
-                fail(m.key + ": expected a number in " + m.range_text() + ", got \"" + text + "\"");
+                fail(m.key + ": expected a number in " + m.range_text() + ", got \"" + excerpt_text(text) + "\"");
             v = x;
             break;
         }

@@ -126,7 +126,13 @@ TEST(Config, SchemaIsComplete) {
         if (k.type == ValueType::integer) {
             EXPECT_TRUE(std::isfinite(k.min) && std::isfinite(k.max)) << k.key;
         }
-        EXPECT_EQ(find_config_key(k.key), &k);
+        // The key finds its own row, and its name is the path of a field of
+        // Config holding the default.
+        const ConfigKey* found = find_config_key(k.key);
+        ASSERT_NE(found, nullptr) << k.key;
+        EXPECT_EQ(found->key, k.key);
+        EXPECT_EQ(found->description, k.description) << k.key;
+        EXPECT_EQ(config_get(Config{}, k.key), k.default_value) << k.key;
         EXPECT_FALSE(k.tooltip().empty());
     }
     EXPECT_EQ(find_config_key("no.such"), nullptr);

@@ -1,0 +1,243 @@
+// Opening a run store: refusing files that are not one, and the ordered schema
+// migrations that bring an older file up to date. Also the small helpers of
+// store_db.h.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "core/store/store_db.h"
+
+namespace mlk {
+
+using namespace store_detail;
+
+namespace {
+
+// ---------------------------------------------------------------- schema ---
+//
+// Ordered migrations; migration N brings user_version from N-1 to N and runs
+// in its own transaction. To change the schema append one line, e.g.
+//   {3, "ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '';"},
+// Never edit a released migration: files in the wild already ran it.
+//
+// Columns holding doubles are declared without a type (BLOB affinity, values
+// kept exactly as bound): a REAL column would store -0.0 as the integer 0 and
+// give back +0.0. NaN is bound as NULL (SQLite has no NaN) and read back as NaN.
+struct Migration {
+    int version;
+    const char* sql;
+};
+
+constexpr const char* kSchemaV1 = R"sql(
+PRAGMA application_id = 1296845617;
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  created TEXT NOT NULL,            -- ISO-8601 UTC
+  status TEXT NOT NULL,             -- running|paused|finished|failed|stopped
+  preset TEXT NOT NULL DEFAULT '',
+  config_json TEXT NOT NULL DEFAULT '{}',
+  seed INTEGER NOT NULL DEFAULT 0,  -- uint64 stored as its int64 bit pattern
+  app_version TEXT NOT NULL DEFAULT '',
+  notes TEXT NOT NULL DEFAULT '');
+CREATE TABLE metrics(
+  run_id INTEGER NOT NULL, step INTEGER NOT NULL, name TEXT NOT NULL,
+  value /* double; NULL = NaN */,
+  PRIMARY KEY(run_id, step, name)) WITHOUT ROWID;
+CREATE TABLE token_samples(
+  run_id INTEGER NOT NULL, step INTEGER NOT NULL, idx INTEGER NOT NULL,
+  lp_roll /* double */, lp_train /* double */,
+  seq INTEGER NOT NULL, pos INTEGER NOT NULL, token INTEGER NOT NULL,
+  PRIMARY KEY(run_id, step, idx)) WITHOUT ROWID;
+CREATE TABLE ft_curves(
+  run_id INTEGER NOT NULL, step INTEGER NOT NULL, t /* double */ NOT NULL, frac /* double */,
+  PRIMARY KEY(run_id, step, t)) WITHOUT ROWID;
+CREATE TABLE router_hist(
+  run_id INTEGER NOT NULL, step INTEGER NOT NULL, d INTEGER NOT NULL, count INTEGER NOT NULL,
+  PRIMARY KEY(run_id, step, d)) WITHOUT ROWID;
+CREATE TABLE text_samples(
+  run_id INTEGER NOT NULL, step INTEGER NOT NULL, idx INTEGER NOT NULL,
+  prompt TEXT NOT NULL, response TEXT NOT NULL, reward /* double */,
+  tokens_json TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY(run_id, step, idx)) WITHOUT ROWID;
+CREATE TABLE checkpoints(
+  run_id INTEGER NOT NULL, step INTEGER NOT NULL, path TEXT NOT NULL, created TEXT NOT NULL,
+  PRIMARY KEY(run_id, step)) WITHOUT ROWID;
+)sql";
+
+// v2: runs.updated, a steps table (one row per committed step: cheap step
+// counts and the commit time of each step) and an index for metric series.
+constexpr const char* kSchemaV2 = R"sql(
+ALTER TABLE runs ADD COLUMN updated TEXT NOT NULL DEFAULT '';
+UPDATE runs SET updated = created;
+CREATE TABLE steps(
+  run_id INTEGER NOT NULL, step INTEGER NOT NULL,
+  time TEXT NOT NULL,               -- ISO-8601 UTC commit time; '' when migrated from v1
+  PRIMARY KEY(run_id, step)) WITHOUT ROWID;
+INSERT INTO steps(run_id, step, time) SELECT DISTINCT run_id, step, '' FROM metrics;
+CREATE INDEX metrics_by_name ON metrics(run_id, name, step);
+)sql";
+
+static_assert(Store::kApplicationId == 1296845617, "kSchemaV1 spells the application id out");
+
+const std::vector<Migration>& migrations() {
+    static const std::vector<Migration> m = {
+        {1, kSchemaV1},
+        {2, kSchemaV2},
+    };
+    return m;
+}
+
+// Refuses, without writing anything, a file that is not a SQLite database.
+void check_header(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const auto st = fs::status(path, ec);
+    if (ec || !fs::exists(st)) return;  // created by open()
+    if (!fs::is_regular_file(st)) throw StoreError("run store " + path + ": not a regular file");
+    const auto size = fs::file_size(path, ec);
+    if (ec) throw StoreError("run store " + path + ": cannot read the file size: " + ec.message());
+    if (size == 0) return;  // an empty file is an empty database
+    static constexpr char kMagic[16] = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
+                                        'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
+    char head[16] = {};
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw StoreError("run store " + path + ": cannot open the file for reading");
+    in.read(head, sizeof head);
+    if (in.gcount() != static_cast<std::streamsize>(sizeof head) || std::memcmp(head, kMagic, sizeof head) != 0)
+        throw StoreError("run store " + path + ": not a SQLite database (file left unchanged)");
+}
+
+}  // namespace
+
+namespace store_detail {
+
+std::string now_iso() {
+    using namespace std::chrono;
+    const int64_t ms = duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+    const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm t{};
+    gmtime_r(&secs, &t);
+    char buf[80];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday,
+                  t.tm_hour, t.tm_min, t.tm_sec, static_cast<int>(ms % 1000));
+    return buf;
+}
+
+double seconds_from_iso(const std::string& text) {
+    std::tm t{};
+    int millis = 0;
+    if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &t.tm_year, &t.tm_mon, &t.tm_mday, &t.tm_hour,
+                    &t.tm_min, &t.tm_sec, &millis) != 7)
+        return std::numeric_limits<double>::quiet_NaN();
+    t.tm_year -= 1900;
+    t.tm_mon -= 1;
+    return static_cast<double>(timegm(&t)) + millis / 1000.0;
+}
+
+int pragma_int(Store::Impl& impl, const char* sql) {
+    Query q(impl, sql);
+    if (!q.row()) impl.fail(std::string(sql) + " returned nothing");
+    return static_cast<int>(q.i64(0));
+}
+
+void require_run(Store::Impl& impl, int64_t run_id) {
+    Query q(impl, "SELECT 1 FROM runs WHERE id = ?");
+    q.bind(1, run_id);
+    if (!q.row()) throw StoreError("run store " + impl.path + ": no run with id " + std::to_string(run_id));
+}
+
+void touch_run(Store::Impl& impl, int64_t run_id) {
+    Query q(impl, "UPDATE runs SET updated = ? WHERE id = ?");
+    q.bind(1, now_iso()).bind(2, run_id).run();
+}
+
+}  // namespace store_detail
+
+// -------------------------------------------------------------- statuses ---
+
+const char* run_status_name(RunStatus s) {
+    switch (s) {
+        case RunStatus::running: return "running";
+        case RunStatus::paused: return "paused";
+        case RunStatus::finished: return "finished";
+        case RunStatus::failed: return "failed";
+        case RunStatus::stopped: return "stopped";
+    }
+    return "unknown";
+}
+
+RunStatus parse_run_status(const std::string& s) {
+    for (RunStatus r :
+         {RunStatus::running, RunStatus::paused, RunStatus::finished, RunStatus::failed, RunStatus::stopped})
+        if (s == run_status_name(r)) return r;
+    throw StoreError("unknown run status '" + s + "' (allowed: running, paused, finished, failed, stopped)");
+}
+
+// ------------------------------------------------------------------ open ---
+
+int Store::schema_version() { return migrations().back().version; }
+
+Store::Store(std::unique_ptr<Impl> impl, std::string path) : impl_(std::move(impl)), path_(std::move(path)) {}
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+Store::~Store() = default;
+
+Store Store::open(const std::string& path) {
+    const bool memory = path.empty() || path == ":memory:";
+    if (!memory) check_header(path);
+
+    auto impl = std::make_unique<Impl>();
+    impl->path = path;
+    sqlite3* raw = nullptr;
+    const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    impl->db.reset(raw);
+    if (rc != SQLITE_OK) impl->fail("cannot open");
+    sqlite3_extended_result_codes(raw, 1);
+    sqlite3_busy_timeout(raw, 10000);
+
+    // Read-only checks first: a refused file is never written to.
+    int version = 0, app_id = 0, objects = 0;
+    try {
+        version = pragma_int(*impl, "PRAGMA user_version");
+        app_id = pragma_int(*impl, "PRAGMA application_id");
+        objects = pragma_int(*impl, "SELECT COUNT(*) FROM sqlite_master");
+    } catch (const StoreError& e) {
+        throw StoreError(std::string(e.what()) + " (is it a Mismatch Lab run store?)");
+    }
+    if (version > schema_version())
+        throw StoreError("run store " + path + ": schema version " + std::to_string(version) +
+                         " is newer than this build of Mismatch Lab understands (" + std::to_string(schema_version()) +
+                         "); file left unchanged");
+    if ((version > 0 && app_id != kApplicationId) || (version == 0 && objects > 0))
+        throw StoreError("run store " + path +
+                         ": a SQLite database but not a Mismatch Lab run store; file left unchanged");
+
+    if (!memory) {
+        Query q(*impl, "PRAGMA journal_mode=WAL");
+        if (!q.row() || q.text(0) != "wal") impl->fail("cannot switch to WAL journal mode");
+    }
+    impl->exec("PRAGMA synchronous=NORMAL");
+
+    for (const Migration& m : migrations()) {
+        if (m.version <= version) continue;
+        Transaction tx(*impl, true);
+        // Another process may have migrated between our read and our lock.
+        const int now = pragma_int(*impl, "PRAGMA user_version");
+        if (now >= m.version) {
+            version = now;
+            continue;
+        }
+        impl->exec(m.sql);
+        impl->exec(("PRAGMA user_version = " + std::to_string(m.version)).c_str());
+        tx.commit();
+        version = m.version;
+    }
+    impl->cache.clear();  // statements prepared against the old schema
+    return Store(std::move(impl), path);
+}
+
+}  // namespace mlk

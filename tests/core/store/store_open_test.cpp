@@ -1,0 +1,204 @@
+// Opening a run store: migrations of older files, refusing files that are
+// not a run store without touching them, and surviving a SIGKILL mid-append.
+#include "core/store/store.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <random>
+
+#include "tests/core/store/store_test_util.h"
+
+using namespace mlk;
+using namespace mlk::store_test;
+
+TEST_F(StoreTest, MigratesHandMadeV1File) {
+    const auto path = file("v1.sqlite");
+    {
+        // The v1 schema exactly as release 1 wrote it.
+        Raw raw(path);
+        raw.exec(R"sql(
+PRAGMA application_id = 1296845617;
+CREATE TABLE runs(id INTEGER PRIMARY KEY, name TEXT NOT NULL, created TEXT NOT NULL, status TEXT NOT NULL,
+  preset TEXT NOT NULL DEFAULT '', config_json TEXT NOT NULL DEFAULT '{}', seed INTEGER NOT NULL DEFAULT 0,
+  app_version TEXT NOT NULL DEFAULT '', notes TEXT NOT NULL DEFAULT '');
+CREATE TABLE metrics(run_id INTEGER NOT NULL, step INTEGER NOT NULL, name TEXT NOT NULL, value,
+  PRIMARY KEY(run_id, step, name)) WITHOUT ROWID;
+CREATE TABLE token_samples(run_id INTEGER NOT NULL, step INTEGER NOT NULL, idx INTEGER NOT NULL,
+  lp_roll, lp_train, seq INTEGER NOT NULL, pos INTEGER NOT NULL, token INTEGER NOT NULL,
+  PRIMARY KEY(run_id, step, idx)) WITHOUT ROWID;
+CREATE TABLE ft_curves(run_id INTEGER NOT NULL, step INTEGER NOT NULL, t NOT NULL, frac,
+  PRIMARY KEY(run_id, step, t)) WITHOUT ROWID;
+CREATE TABLE router_hist(run_id INTEGER NOT NULL, step INTEGER NOT NULL, d INTEGER NOT NULL,
+  count INTEGER NOT NULL, PRIMARY KEY(run_id, step, d)) WITHOUT ROWID;
+CREATE TABLE text_samples(run_id INTEGER NOT NULL, step INTEGER NOT NULL, idx INTEGER NOT NULL,
+  prompt TEXT NOT NULL, response TEXT NOT NULL, reward, tokens_json TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY(run_id, step, idx)) WITHOUT ROWID;
+CREATE TABLE checkpoints(run_id INTEGER NOT NULL, step INTEGER NOT NULL, path TEXT NOT NULL,
+  created TEXT NOT NULL, PRIMARY KEY(run_id, step)) WITHOUT ROWID;
+INSERT INTO runs VALUES(7, 'old run', '2024-06-01T10:00:00.000Z', 'finished', 'tiny-dense', '{}', -1, '0.0.9', 'n');
+INSERT INTO metrics VALUES(7, 0, 'reward_mean', 0.25), (7, 0, 'k3_kl', NULL), (7, 1, 'reward_mean', 0.5),
+  (7, 1, 'k3_kl', 1e-3), (7, 2, 'reward_mean', 0.75);
+INSERT INTO ft_curves VALUES(7, 1, 2.0, 0.125);
+INSERT INTO checkpoints VALUES(7, 1, 'ck/1.safetensors', '2024-06-01T10:01:00.000Z');
+PRAGMA user_version = 1;
+)sql");
+    }
+    {
+        Store s = Store::open(path);
+        auto info = s.run_info(7);
+        ASSERT_TRUE(info);
+        EXPECT_EQ(info->name, "old run");
+        EXPECT_EQ(info->updated, "2024-06-01T10:00:00.000Z");  // backfilled from created
+        EXPECT_EQ(info->seed, std::numeric_limits<uint64_t>::max());
+        EXPECT_EQ(info->steps, 3);  // steps table backfilled from metrics
+        EXPECT_EQ(info->last_step, 2);
+        auto kl = s.metric_series(7, "k3_kl");
+        ASSERT_EQ(kl.size(), 2u);
+        EXPECT_TRUE(std::isnan(kl[0].second));
+        EXPECT_EQ(kl[1].second, 1e-3);
+        EXPECT_EQ(s.ft_curve(7, 1), (std::vector<FtPoint>{{2.0, 0.125}}));
+        EXPECT_EQ(s.last_checkpoint(7)->path, "ck/1.safetensors");
+        s.append_step(7, make_step(3));
+        EXPECT_EQ(s.last_step(7), 3);
+        EXPECT_EQ(s.list_runs().at(0).steps, 4);
+        // v1 kept no step times: unknown, not a made-up one; new steps have theirs.
+        const auto rows = s.steps_since(7, -1);
+        ASSERT_EQ(rows.size(), 4u);
+        EXPECT_TRUE(std::isnan(rows[0].time));
+        EXPECT_TRUE(std::isnan(rows[2].time));
+        EXPECT_GT(rows[3].time, 1.7e9);
+    }
+    Raw raw(path);
+    EXPECT_EQ(raw.scalar("PRAGMA user_version"), std::to_string(Store::schema_version()));
+    EXPECT_EQ(raw.scalar("PRAGMA integrity_check"), "ok");
+    EXPECT_EQ(raw.scalar("SELECT COUNT(*) FROM sqlite_master WHERE name = 'metrics_by_name'"), "1");
+}
+
+TEST_F(StoreTest, RefusesGarbageAndLeavesItUntouched) {
+    std::mt19937_64 rng(5);
+    std::string garbage(8192, '\0');
+    for (auto& c : garbage) c = static_cast<char>(rng());
+    const std::vector<std::pair<std::string, std::string>> files = {
+        {"garbage.sqlite", garbage},
+        {"text.sqlite", "this is a text file, not a database\n"},
+        {"short.sqlite", "SQLite"},
+        {"header_only.sqlite", std::string("SQLite format 3\0", 16) + std::string(84, '\xff')},
+    };
+    for (const auto& [name, bytes] : files) {
+        const auto path = file(name);
+        write_bytes(path, bytes);
+        try {
+            Store::open(path);
+            ADD_FAILURE() << name << " opened";
+        } catch (const StoreError& e) {
+            EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+        }
+        EXPECT_EQ(read_bytes(path), bytes) << name;
+        EXPECT_FALSE(fs::exists(path + "-wal")) << name;
+    }
+    EXPECT_THROW(Store::open(dir_.string()), StoreError);                    // a directory
+    EXPECT_THROW(Store::open(file("no/such/dir/runs.sqlite")), StoreError);  // missing parent
+}
+
+TEST_F(StoreTest, RefusesNewerSchemaAndForeignDatabases) {
+    const auto newer = file("newer.sqlite");
+    {
+        Store s = Store::open(newer);
+        s.create_run("r", "p", "{}", 1);
+    }
+    {
+        Raw raw(newer);
+        raw.exec("PRAGMA journal_mode=DELETE; PRAGMA user_version = " + std::to_string(Store::schema_version() + 1));
+    }
+    const std::string before = read_bytes(newer);
+    try {
+        Store::open(newer);
+        ADD_FAILURE() << "newer schema opened";
+    } catch (const StoreError& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find(newer), std::string::npos) << m;
+        EXPECT_NE(m.find("newer"), std::string::npos) << m;
+    }
+    EXPECT_EQ(read_bytes(newer), before);
+
+    const auto foreign = file("foreign.sqlite");
+    {
+        Raw raw(foreign);
+        raw.exec("CREATE TABLE contacts(name TEXT); INSERT INTO contacts VALUES('x');");
+    }
+    const std::string fbefore = read_bytes(foreign);
+    EXPECT_THROW(Store::open(foreign), StoreError);
+    EXPECT_EQ(read_bytes(foreign), fbefore);
+
+    // An empty file is an empty database and becomes a store.
+    const auto empty = file("empty.sqlite");
+    write_bytes(empty, "");
+    EXPECT_NO_THROW(Store::open(empty));
+}
+
+// A child appends steps until it is SIGKILLed at a random moment; every step
+// whose transaction committed must be complete and the file must be intact.
+TEST_F(StoreTest, SurvivesSigkillMidAppend) {
+    const auto path = file("crash.sqlite");
+    int64_t id;
+    {
+        Store s = Store::open(path);
+        id = s.create_run("crashy", "p", "{}", 1);
+    }
+    constexpr int kMetrics = 40, kTokens = 256;
+    std::mt19937 rng(static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+    int64_t committed_total = 0;
+    for (int round = 0; round < 6; ++round) {
+        const pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            try {
+                Store w = Store::open(path);
+                auto last = w.last_step(id);
+                for (int64_t k = last ? *last + 1 : 0;; ++k) w.append_step(id, make_step(k, kMetrics, kTokens));
+            } catch (...) {
+                _exit(3);
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(30 + rng() % 250));
+        ASSERT_EQ(kill(pid, SIGKILL), 0);
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFSIGNALED(status)) << "child exited early with status " << WEXITSTATUS(status);
+
+        {
+            Raw raw(path);
+            EXPECT_EQ(raw.scalar("PRAGMA integrity_check"), "ok");
+        }
+        Store s = Store::open(path);
+        const auto steps = s.steps(id);
+        for (size_t i = 0; i < steps.size(); ++i) ASSERT_EQ(steps[i], static_cast<int64_t>(i));
+        const auto table = s.all_metrics(id);
+        ASSERT_EQ(table.steps, steps);
+        for (size_t i = 0; i < steps.size(); ++i) {
+            const StepRecord want = make_step(steps[i], kMetrics, kTokens);
+            ASSERT_EQ(table.names.size(), want.metrics.size());
+            for (const auto& [name, value] : want.metrics) {
+                const auto col = std::find(table.names.begin(), table.names.end(), name) - table.names.begin();
+                expect_same(table.values[i][col], value, name);
+            }
+        }
+        Raw raw(path);
+        for (const auto& [t, per_step] : std::vector<std::pair<std::string, int>>{{"metrics", kMetrics},
+                                                                                  {"token_samples", kTokens},
+                                                                                  {"ft_curves", 5},
+                                                                                  {"router_hist", 3},
+                                                                                  {"text_samples", 2}}) {
+            EXPECT_EQ(raw.scalar("SELECT COUNT(*) FROM (SELECT step, COUNT(*) c FROM " + t +
+                                 " GROUP BY step HAVING c != " + std::to_string(per_step) + ")"),
+                      "0")
+                << t;
+            EXPECT_EQ(raw.scalar("SELECT COUNT(DISTINCT step) FROM " + t), std::to_string(steps.size())) << t;
+        }
+        EXPECT_GE(static_cast<int64_t>(steps.size()), committed_total);  // nothing committed was lost
+        committed_total = static_cast<int64_t>(steps.size());
+    }
+    EXPECT_GT(committed_total, 0);
+}
