@@ -10,6 +10,7 @@
 #include "core/engines/rollout_engine.h"
 #include "core/engines/train_engine.h"
 #include "core/model/vocab.h"
+#include "kernels/kernels.h"
 
 namespace mlk {
 
@@ -22,15 +23,28 @@ std::string default_cache_dir() {
     return (fs::temp_directory_path() / "mismatch-lab").string();
 }
 
+namespace {
+// The thread count the warm-up's fast kernels split their sums by.
+int warm_up_threads(const Config& c) { return c.kernels.threads > 0 ? c.kernels.threads : num_threads(); }
+}  // namespace
+
 std::string base_policy_key(const Config& c) {
-    // Everything that changes the weights goes into the key; the readable
-    // prefix helps a person find it, the hash makes it exact.
-    nlohmann::json k = {{"task", enum_name(c.task.name)},
-                        {"length", c.task.length},
-                        {"model", model_config_of(c).preset_name()},
+    // Everything that changes the warm-up's result goes into the key: the
+    // weights it trains (task, model, base, seed, and the thread count the
+    // fast kernels split their sums by) and when it stops (the held-out
+    // evaluation samples with the rollout settings and kernel family and
+    // scores with task.partial_credit). The readable prefix helps a person
+    // find it, the hash makes it exact.
+    const nlohmann::json j = config_to_json(c);
+    nlohmann::json k = {{"task", j["task"]},
+                        {"model", j["model"]},
+                        {"model_preset", model_config_of(c).preset_name()},
+                        {"rollout", j["rollout"]},
+                        {"batch_invariant", c.kernels.batch_invariant},
+                        {"threads", warm_up_threads(c)},
                         {"seed", c.seed},
-                        {"base", config_to_json(c)["base"]},
-                        {"format", 1}};
+                        {"base", j["base"]},
+                        {"format", 2}};
     const std::string s = k.dump();
     uint64_t h = 1469598103934665603ull;  // FNV-1a
     for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
@@ -62,6 +76,8 @@ double evaluate_policy(const Config& cfg, const std::vector<float>& params, cons
 
 BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
                             const std::function<void(const BaseProgress&)>& progress, const std::atomic<bool>* cancel) {
+    // The thread count is part of the key: apply it before the key is made.
+    if (cfg.kernels.threads > 0) set_num_threads(cfg.kernels.threads);
     BasePolicy out;
     out.path = (fs::path(cache_dir) / base_policy_key(cfg)).string();
     ModelConfig m = model_config_of(cfg);
@@ -125,7 +141,7 @@ BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
         pr.loss = loss / n;
         const bool eval_now = (step + 1) % 25 == 0 || step + 1 == cfg.base.sft_steps;
         if (eval_now) {
-            pr.eval_reward = evaluate_policy(cfg, out.params, *task, 64);
+            pr.eval_reward = evaluate_policy(cfg, out.params, *task, cfg.task.eval_size);
             out.eval_reward = pr.eval_reward;
         }
         if (progress) progress(pr);
@@ -134,7 +150,7 @@ BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
             break;
         }
     }
-    if (cfg.base.sft_steps == 0) out.eval_reward = evaluate_policy(cfg, out.params, *task, 64);
+    if (cfg.base.sft_steps == 0) out.eval_reward = evaluate_policy(cfg, out.params, *task, cfg.task.eval_size);
     out.sft_steps = step;
     fs::create_directories(cache_dir);
     save_checkpoint(out.path, m, layout, out.params.data(),
