@@ -99,8 +99,10 @@ TEST_P(ModelTest, BackwardMatchesFiniteDifferences) {
     std::vector<float> grads(layout.total, 0.0f);
     eng.backward(grads, c);
 
-    // Three entries of every tensor: every op's backward is on some path.
-    int checked = 0, nonzero_tensors = 0;
+    // Three entries of every tensor: every op's backward is on some path. A
+    // check where both sides are ~0 proves nothing, so count the ones where
+    // the finite difference is clearly non-zero.
+    int informative = 0, nonzero_tensors = 0;
     for (const ParamSpec& s : layout.specs) {
         bool any_nonzero = false;
         for (int64_t j = 0; j < s.numel; ++j) any_nonzero |= grads[s.offset + j] != 0.0f;
@@ -115,10 +117,10 @@ TEST_P(ModelTest, BackwardMatchesFiniteDifferences) {
             double fd = (loss_at(pp) - loss_at(pm)) / (2 * h);
             double tol = 2e-3 * std::max(1.0, std::fabs(fd));
             EXPECT_NEAR(grads[i], fd, tol) << s.name << " [" << (i - s.offset) << "]";
-            ++checked;
+            informative += std::fabs(fd) > 1e-3;
         }
     }
-    EXPECT_EQ(checked, 3 * (int)layout.specs.size());
+    EXPECT_GE(informative, (int)layout.specs.size()) << "of " << 3 * layout.specs.size() << " checks";
     // Every tensor used by this batch receives gradient; in a MoE an expert
     // no token chose legitimately gets none, so require most.
     EXPECT_GE(nonzero_tensors, (int)layout.specs.size() * 3 / 4);
