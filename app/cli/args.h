@@ -1,12 +1,20 @@
-// Minimal argument parsing for mismatch-lab-cli: positionals, `--name value`
-// options, repeatable options and boolean flags. Unknown options are errors.
+// Command-line input of mismatch-lab-cli, checked one way for every command:
+// options and positional words, run ids, step counts, database, directory and
+// output paths, the layered configuration, and the one exit-code ladder
+// (0 ok; 1 failure; 2 bad input, with a message naming the option or key and
+// the allowed values).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "core/config/config.h"
+#include "core/store/store.h"
 
 namespace mlk::cli {
 
@@ -15,64 +23,60 @@ struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// What a command accepts. Anything else is a UsageError.
+struct Spec {
+    std::set<std::string> values;      // options that take a value: "--db"
+    std::set<std::string> repeatable;  // of those, the ones that may be given more than once: "--set"
+    std::set<std::string> flags;       // options without a value: "--json"
+    std::string positional;            // what the positional words are, for messages ("RUN"); "" for none
+    size_t min_positional = 0, max_positional = 0;
+};
+
 struct Args {
     std::vector<std::string> positional;
     std::map<std::string, std::vector<std::string>> options;  // "--set" -> values
     std::set<std::string> flags;                              // "--json"
 
     bool has(const std::string& name) const { return options.count(name) || flags.count(name); }
-    std::string get(const std::string& name, const std::string& fallback = "") const {
-        auto it = options.find(name);
-        return it == options.end() ? fallback : it->second.back();
-    }
-    std::string require(const std::string& name) const {
-        auto it = options.find(name);
-        if (it == options.end()) throw UsageError("missing required option " + name);
-        return it->second.back();
-    }
-    const std::vector<std::string>& all(const std::string& name) const {
-        static const std::vector<std::string> none;
-        auto it = options.find(name);
-        return it == options.end() ? none : it->second;
-    }
-    int get_int(const std::string& name, int fallback) const {
-        if (!options.count(name)) return fallback;
-        std::string v = get(name);
-        try {
-            size_t used = 0;
-            int x = std::stoi(v, &used);
-            if (used != v.size()) throw std::invalid_argument(v);
-            return x;
-        } catch (const std::exception&) {
-            throw UsageError(name + ": '" + v + "' is not an integer");
-        }
-    }
+    std::string get(const std::string& name, const std::string& fallback = "") const;
+    std::string require(const std::string& name) const;
+    const std::vector<std::string>& all(const std::string& name) const;
 };
 
-// value_options take a value; flag_options do not. Anything else starting
-// with "--" is rejected with the list of what the command accepts.
-inline Args parse_args(const std::vector<std::string>& argv, const std::set<std::string>& value_options,
-                       const std::set<std::string>& flag_options) {
-    Args a;
-    for (size_t i = 0; i < argv.size(); ++i) {
-        const std::string& s = argv[i];
-        if (s.rfind("--", 0) != 0) {
-            a.positional.push_back(s);
-            continue;
-        }
-        if (flag_options.count(s)) {
-            a.flags.insert(s);
-        } else if (value_options.count(s)) {
-            if (i + 1 >= argv.size()) throw UsageError(s + " needs a value");
-            a.options[s].push_back(argv[++i]);
-        } else {
-            std::string allowed;
-            for (const auto& o : value_options) allowed += " " + o;
-            for (const auto& o : flag_options) allowed += " " + o;
-            throw UsageError("unknown option " + s + "; allowed:" + allowed);
-        }
-    }
-    return a;
-}
+// Words starting with "-" are options (a negative number is a positional word,
+// so that `show -1` is refused as a run id, not as an option).
+Args parse_args(const std::vector<std::string>& argv, const Spec& spec);
+
+// A run id as `runs` prints it: a plain positive decimal integer, no sign,
+// space or leading zero ("7"; not " 7", "+7", "07"). `what` names the
+// argument in the message ("RUN", "--baseline").
+int64_t parse_run_id(const std::string& what, const std::string& text);
+// A plain decimal integer in [min, max] (no sign, space or leading zero).
+int64_t parse_integer(const std::string& what, const std::string& text, int64_t min, int64_t max);
+// --steps N, in the range the config schema gives rl.steps; `fallback` when absent.
+int parse_steps(const Args& a, int fallback);
+
+// --db as a real file path: not empty, not an in-memory or URI name, not a directory.
+std::string db_path(const Args& a);
+// Opens (creating) the --db store; a file that is not a run store is bad input.
+Store open_store(const Args& a);
+// Opens the --db store, which must already exist.
+Store open_existing_store(const Args& a);
+// An option naming a directory: it must be one or be creatable (created here,
+// before any long work starts). `fallback` when the option is absent.
+std::string directory_option(const Args& a, const std::string& name, const std::string& fallback);
+// An option naming an output file: not empty, not a directory.
+std::string output_file_option(const Args& a, const std::string& name);
+
+// Writes `text` to `path`; std::runtime_error naming the file when any byte
+// does not reach it (a full disk included).
+void write_text_file(const std::string& path, const std::string& text);
+
+// Settings, layered: --preset (a model or RL preset) < --config FILE < each --set key=value.
+Config build_config(const Args& a);
+
+// Runs a command, mapping what it throws to the exit code and a message on stderr.
+int run_command(const std::string& name, const std::function<int(const std::vector<std::string>&)>& command,
+                const std::vector<std::string>& argv);
 
 }  // namespace mlk::cli

@@ -20,6 +20,7 @@
 #include <QToolBar>
 
 #include <fstream>
+#include <optional>
 
 #include "app/gui/run_worker.h"
 #include "core/rl/base_policy.h"
@@ -30,6 +31,7 @@
 #include "widgets/report/report.h"
 #include "widgets/panels/run_browser.h"
 #include "widgets/data/run_data.h"
+#include "widgets/data/run_database.h"
 
 namespace mlk {
 
@@ -51,7 +53,9 @@ QString MainWindow::defaultDatabasePath() {
 
 MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(parent) {
     setWindowTitle(QStringLiteral("Mismatch Lab"));
+    db_ = new RunDatabase(this);
     data_ = new RunDataStore(this);
+    data_->setDatabase(db_);
     buildUi();
     buildMenus();
 
@@ -77,6 +81,10 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
         // Coalesced: the table reloads at most every 750 ms while steps come
         // (never restarted, or a fast run would not update it until its end).
         if (!browserRefresh_->isActive()) browserRefresh_->start();
+    });
+    connect(worker_, &RunWorker::runStatusChanged, this, [this](qint64 id, const QString& status) {
+        statusBar()->showMessage(tr("Run %1 %2").arg(id).arg(status), 4000);
+        browser_->refresh();
     });
     connect(worker_, &RunWorker::runFinished, this, [this](qint64 id, const QString& status) {
         statusBar()->showMessage(tr("Run %1 %2").arg(id).arg(status), 6000);
@@ -133,7 +141,13 @@ void MainWindow::buildUi() {
     addDockWidget(Qt::LeftDockWidgetArea, formDock);
     connect(form_, &ConfigForm::validityChanged, this, [this](bool) { updateRunControls(); });
 
+    // The drill-down keeps the Store it was given: let go of it before the
+    // database lets go of the file.
+    connect(db_, &RunDatabase::opened, drill_, &DrillDown::clear);
+    connect(db_, &RunDatabase::closed, drill_, &DrillDown::clear);
+
     browser_ = new RunBrowser(this);
+    browser_->setDatabase(db_);
     browser_->setColourProvider([this](int64_t id) { return data_->colour(id); });
     auto* runsDock = new QDockWidget(tr("Runs"), this);
     runsDock->setObjectName("runsDock");
@@ -156,9 +170,10 @@ void MainWindow::buildUi() {
         showDrillDown(id);
         centre_->setCurrentWidget(drill_);
     });
-    connect(browser_, &RunBrowser::runsDeleted, this, [this](const QList<int64_t>&) {
-        QString err;
-        data_->open(dbPath_, &err);  // reload: deleted runs leave the charts
+    // (The charts drop deleted runs themselves: the data layer hears the
+    // database's runsEdited.)
+    connect(browser_, &RunBrowser::runsDeleted, this, [this](const QList<int64_t>& ids) {
+        if (ids.contains(drill_->runId())) drill_->clear();
     });
     browserRefresh_ = new QTimer(this);
     browserRefresh_->setSingleShot(true);
@@ -200,8 +215,8 @@ void MainWindow::buildMenus() {
     file->addAction(
         tr("&New database…"), this,
         [this] {
-            const QString p = QFileDialog::getSaveFileName(this, tr("New run database"), QFileInfo(dbPath_).path(),
-                                                           tr("Run databases (*.sqlite)"));
+            const QString p = QFileDialog::getSaveFileName(
+                this, tr("New run database"), QFileInfo(databasePath()).path(), tr("Run databases (*.sqlite)"));
             QString err;
             if (!p.isEmpty() && !openDatabase(p, &err)) QMessageBox::warning(this, tr("New database"), err);
         },
@@ -209,8 +224,9 @@ void MainWindow::buildMenus() {
     file->addAction(
         tr("&Open database…"), this,
         [this] {
-            const QString p = QFileDialog::getOpenFileName(this, tr("Open run database"), QFileInfo(dbPath_).path(),
-                                                           tr("Run databases (*.sqlite);;All files (*)"));
+            const QString p =
+                QFileDialog::getOpenFileName(this, tr("Open run database"), QFileInfo(databasePath()).path(),
+                                             tr("Run databases (*.sqlite);;All files (*)"));
             QString err;
             if (!p.isEmpty() && !openDatabase(p, &err)) QMessageBox::warning(this, tr("Open database"), err);
         },
@@ -246,27 +262,16 @@ void MainWindow::buildMenus() {
                            tr("<b>Mismatch Lab %1</b><p>A workbench for training-inference mismatch in LLM "
                               "reinforcement learning: real kernels, real rounding, real routing flips.</p>"
                               "<p>Database: %2</p>")
-                               .arg(QApplication::applicationVersion(), dbPath_.toHtmlEscaped()));
+                               .arg(QApplication::applicationVersion(), databasePath().toHtmlEscaped()));
     });
 }
 
+QString MainWindow::databasePath() const { return db_->path(); }
+
 bool MainWindow::openDatabase(const QString& path, QString* error) {
-    QString err;
-    try {
-        Store probe = Store::open(path.toStdString());  // refuses non-databases without touching them
-    } catch (const std::exception& e) {
-        if (error) *error = tr("Cannot open %1: %2").arg(path, QString::fromUtf8(e.what()));
-        return false;
-    }
-    if (!data_->open(path, &err)) {
-        if (error) *error = err;
-        return false;
-    }
-    if (!browser_->setDatabase(path, &err)) {
-        if (error) *error = err;
-        return false;
-    }
-    dbPath_ = path;
+    // On failure the open file stays open; on success opened() has reloaded
+    // the charts' data, the run browser and the drill-down.
+    if (!db_->open(path, error)) return false;
     worker_->setDatabase(path);
     data_->startPolling();  // a CLI writing the same file shows live
     addRecent(path);
@@ -336,10 +341,15 @@ void MainWindow::setPhase(const QString& phase, int step, int total, double eta)
 }
 
 void MainWindow::showDrillDown(qint64 runId, qint64 step) {
-    if (!browser_->store()) return;
-    auto last = browser_->store()->last_step(runId);
-    if (!last) return;
-    drill_->setRunStep(*browser_->store(), runId, step >= 0 ? step : *last);
+    std::optional<int64_t> last;
+    try {
+        last = db_->lastStep(runId);
+    } catch (const StoreError& e) {
+        statusBar()->showMessage(QString::fromUtf8(e.what()), 8000);
+        return;
+    }
+    if (!last || !db_->store()) return;
+    drill_->setRunStep(*db_->store(), runId, step >= 0 ? step : *last);
 }
 
 void MainWindow::exportSelected(const QString& format) {
@@ -352,9 +362,10 @@ void MainWindow::exportSelected(const QString& format) {
                                                       format == "csv" ? tr("CSV (*.csv)") : tr("JSON (*.json)"));
     if (path.isEmpty()) return;
     try {
+        if (!db_->store()) throw StoreError("no run database is open");
         std::vector<int64_t> v(ids.begin(), ids.end());
         const std::string text =
-            format == "csv" ? export_csv(*browser_->store(), v) : export_json(*browser_->store(), v).dump(1) + "\n";
+            format == "csv" ? export_csv(*db_->store(), v) : export_json(*db_->store(), v).dump(1) + "\n";
         std::ofstream out(path.toStdString(), std::ios::binary);
         if (!(out << text)) throw std::runtime_error("cannot write " + path.toStdString());
         statusBar()->showMessage(tr("Wrote %1").arg(path), 6000);
@@ -373,11 +384,12 @@ void MainWindow::exportReport() {
                                                       tr("PDF (*.pdf);;HTML (*.html)"));
     if (path.isEmpty()) return;
     try {
+        if (!db_->store()) throw StoreError("no run database is open");
         ReportRequest req;
         req.runs.assign(ids.begin(), ids.end());
         if (browser_->baseline()) req.baseline = *browser_->baseline();
         if (drill_->runId() > 0 && drill_->step() >= 0) req.step = drill_->step();
-        save_report(build_report(*browser_->store(), req), path.toStdString());
+        save_report(build_report(*db_->store(), req), path.toStdString());
         statusBar()->showMessage(tr("Wrote %1").arg(path), 6000);
     } catch (const std::exception& e) {
         QMessageBox::warning(this, tr("Export report"), QString::fromUtf8(e.what()));

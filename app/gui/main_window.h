@@ -1,6 +1,7 @@
 // The workbench window: configuration on the left, live charts and the
 // drill-down in the middle, the run browser below, run control in the
-// toolbar. Training runs on a worker thread; the window only reads.
+// toolbar. Training runs on a worker thread; the window only reads, through
+// its RunDatabase (one connection to the open file, shared by every panel).
 #pragma once
 
 #include <QMainWindow>
@@ -22,6 +23,7 @@ class ChartGrid;
 class ConfigForm;
 class DrillDown;
 class RunBrowser;
+class RunDatabase;
 class RunDataStore;
 class RunWorker;
 
@@ -38,7 +40,7 @@ public:
     // Opens (or creates) a run database; on failure keeps the current one and
     // returns false with a message naming the file.
     bool openDatabase(const QString& path, QString* error = nullptr);
-    QString databasePath() const { return dbPath_; }
+    QString databasePath() const;
 
     // Run control, as the toolbar and shortcuts do it.
     void startRun();     // Ctrl+R: queue the current configuration and start
@@ -51,6 +53,7 @@ public:
     ChartGrid* charts() const { return charts_; }
     RunBrowser* runBrowser() const { return browser_; }
     DrillDown* drillDown() const { return drill_; }
+    RunDatabase* database() const { return db_; }
     RunDataStore* data() const { return data_; }
     RunWorker* worker() const { return worker_; }
     bool isBusy() const { return busy_; }
@@ -74,7 +77,7 @@ private:
     void updateRunControls();
     void setPhase(const QString& phase, int step, int total, double eta);
 
-    QString dbPath_;
+    RunDatabase* db_ = nullptr;
     RunDataStore* data_ = nullptr;
     ConfigForm* form_ = nullptr;
     ChartGrid* charts_ = nullptr;

@@ -28,15 +28,26 @@ int RunWorker::queued() const {
     return (int)queue_.size();
 }
 
-void RunWorker::pause() { paused_ = true; }
+// Flags change under the lock the waiter checks them under, or a notify
+// could fall between its check and its wait and be lost.
+void RunWorker::pause() {
+    std::lock_guard lock(mu_);
+    paused_ = true;
+}
 
 void RunWorker::resume() {
-    paused_ = false;
+    {
+        std::lock_guard lock(mu_);
+        paused_ = false;
+    }
     cv_.notify_all();
 }
 
 void RunWorker::stop() {
-    stop_ = true;
+    {
+        std::lock_guard lock(mu_);
+        stop_ = true;
+    }
     cv_.notify_all();
 }
 
@@ -50,14 +61,29 @@ void RunWorker::stopAll() {
 }
 
 void RunWorker::singleStep() {
-    stepsAllowed_ += 1;
+    {
+        std::lock_guard lock(mu_);
+        stepsAllowed_ += 1;
+    }
     cv_.notify_all();
 }
 
-bool RunWorker::waitWhilePaused() {
+bool RunWorker::waitWhilePaused(bool& held, const std::function<void(bool)>& setHeld) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return !paused_ || stop_ || stepsAllowed_ > 0; });
-    if (stop_) return false;
+    for (;;) {
+        if (stop_) return false;
+        // The status follows the pause, not each single step: a paused run
+        // stays "paused" while it steps one at a time.
+        if (held != paused_) {
+            held = paused_;
+            lock.unlock();
+            setHeld(held);
+            lock.lock();
+            continue;  // the flags may have moved meanwhile
+        }
+        if (!paused_ || stepsAllowed_ > 0) break;
+        cv_.wait(lock);
+    }
     if (paused_ && stepsAllowed_ > 0) --stepsAllowed_;
     return true;
 }
@@ -101,8 +127,15 @@ void RunWorker::work() {
             // Steps are pushed to the data layer directly so charts move at
             // once; the data layer signals the UI once per push.
             RunStatus status = RunStatus::finished;
+            bool held = false;
+            const auto setHeld = [&](bool paused) {
+                rc.set_paused(paused);
+                const QString name = run_status_name(paused ? RunStatus::paused : RunStatus::running);
+                data_->setRunStatus(runId, name);
+                emit runStatusChanged(runId, name);
+            };
             while (!rc.done()) {
-                if (stop_ || !waitWhilePaused()) {
+                if (stop_ || !waitWhilePaused(held, setHeld)) {
                     status = RunStatus::stopped;
                     break;
                 }

@@ -1,6 +1,8 @@
 // Runs queued configurations one after another on its own thread. It owns
-// its own store connection, feeds every completed step to the data layer
-// (which signals the UI once per batch), and never touches a widget.
+// its own store connection (the GUI's is RunDatabase's), feeds every
+// completed step to the data layer (which signals the UI once per batch), and
+// never touches a widget. A run it holds paused reads "paused" in the store
+// and the data layer until it is resumed.
 #pragma once
 
 #include <QObject>
@@ -9,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 
 #include "core/config/config.h"
@@ -48,13 +51,19 @@ signals:
     void phaseChanged(const QString& phase, int step, int total, double etaSeconds);
     void baseProgress(int step, int total, double heldOutReward);
     void stepCompleted(qint64 runId, int step, int total, double etaSeconds);
+    // The run was held ("paused") or goes on again ("running"); the store
+    // says so already.
+    void runStatusChanged(qint64 runId, const QString& status);
     void runFinished(qint64 runId, const QString& status);
     void queueChanged(int queued);
     void failed(const QString& message);
     void idle();
 
 private:
-    bool waitWhilePaused();  // false when stopped meanwhile
+    // Blocks while paused (singleStep() lets one step through); false when
+    // stopped meanwhile. `held` is whether the run is shown paused: when it
+    // must change, setHeld(new value) runs first, outside the lock.
+    bool waitWhilePaused(bool& held, const std::function<void(bool)>& setHeld);
 
     QString dbPath_, cacheDir_;
     RunDataStore* data_;

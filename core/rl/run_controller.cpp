@@ -60,6 +60,10 @@ RunController RunController::resume(Store& store, int64_t run_id, const RunCallb
 
 StepRecord RunController::step() { return session_->step(cb_.on_phase); }
 
+void RunController::set_paused(bool paused) {
+    store_->set_status(run_id_, paused ? RunStatus::paused : RunStatus::running);
+}
+
 void RunController::finish(RunStatus status) {
     std::optional<int64_t> last = store_->last_step(run_id_);
     std::optional<Checkpoint> ck = store_->last_checkpoint(run_id_);

@@ -43,6 +43,10 @@ public:
     const Config& config() const { return session_->config(); }
 
     StepRecord step();
+    // A run held between steps reads "paused" in the store, and "running"
+    // again when it goes on, so every reader (run browser, the CLI's `runs`)
+    // tells a paused run from a stalled one. Changes nothing else.
+    void set_paused(bool paused);
     // Checkpoints the last step and sets the final status.
     void finish(RunStatus status);
 

@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "core/metrics/catalogue.h"
+#include "widgets/charts/axis_rules.h"
 
 namespace mlk {
 
@@ -21,32 +22,37 @@ namespace {
 constexpr int kSliderSteps = 100;  // smoothing slider: weight = value / 100
 }
 
-ChartGrid::ChartGrid(RunDataStore* data, QWidget* parent) : QWidget(parent), m_data(data) {
+ChartGrid::ChartGrid(RunDataStore* data, QWidget* parent)
+    : QWidget(parent), data_(data), zoomLink_(new ZoomLink(this)) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->setSpacing(4);
     layout->addWidget(buildToolbar());
     auto* area = new QWidget(this);
-    m_grid = new QGridLayout(area);
-    m_grid->setContentsMargins(0, 0, 0, 0);
-    m_grid->setSpacing(4);
+    grid_ = new QGridLayout(area);
+    grid_->setContentsMargins(0, 0, 0, 0);
+    grid_->setSpacing(4);
     layout->addWidget(area, 1);
 
     for (const QString& metric : defaultMetrics()) addChart(metric);
-    connect(m_data, &RunDataStore::runsChanged, this, &ChartGrid::refreshMetricChoices);
-    connect(m_data, &RunDataStore::dataChanged, this, &ChartGrid::refreshMetricChoices);
+    connect(data_, &RunDataStore::runsChanged, this, &ChartGrid::refreshMetricChoices);
+    connect(data_, &RunDataStore::dataChanged, this, &ChartGrid::refreshMetricChoices);
     refreshMetricChoices();
 }
 
 QStringList ChartGrid::defaultMetrics() {
-    return {QStringLiteral("reward_mean"), QStringLiteral("k3_kl"), QStringLiteral("grad_norm"), QStringLiteral("F@2")};
+    QStringList names;
+    for (const std::string& name : key_metric_names()) names.append(QString::fromStdString(name));
+    return names;
 }
 
 QStringList ChartGrid::defaultLogScaleMetrics() {
-    // K3 KL spans decades between configurations (1e-3 bf16 MoE, 1e-8 reduction
-    // order only, exactly 0 truly on-policy): on a linear axis all but the
-    // largest lie flat on zero.
-    return {QStringLiteral("k3_kl")};
+    // The catalogue says which metrics span decades (K3 KL: 1e-3 bf16 MoE,
+    // 1e-8 reduction order only, exactly 0 truly on-policy): on a linear axis
+    // all but the largest would lie flat on zero. The report reads the same.
+    QStringList names = defaultMetrics();
+    names.removeIf([](const QString& name) { return !defaultLogScale(name.toStdString()); });
+    return names;
 }
 
 QWidget* ChartGrid::buildToolbar() {
@@ -54,57 +60,57 @@ QWidget* ChartGrid::buildToolbar() {
     auto* row = new QHBoxLayout(bar);
     row->setContentsMargins(0, 0, 0, 0);
 
-    m_metricChoice = new QComboBox(bar);
-    m_metricChoice->setMinimumContentsLength(18);
-    m_metricChoice->setPlaceholderText(tr("every metric has a chart"));
-    m_metricChoice->setToolTip(tr("Every metric stored for the loaded runs"));
+    metricChoice_ = new QComboBox(bar);
+    metricChoice_->setMinimumContentsLength(18);
+    metricChoice_->setPlaceholderText(tr("every metric has a chart"));
+    metricChoice_->setToolTip(tr("Every metric stored for the loaded runs"));
     auto* add = new QPushButton(tr("Add chart"), bar);
-    m_addButton = add;
+    addButton_ = add;
     connect(add, &QPushButton::clicked, this, [this] {
-        if (!m_metricChoice->currentText().isEmpty()) addChart(m_metricChoice->currentText());
+        if (!metricChoice_->currentText().isEmpty()) addChart(metricChoice_->currentText());
     });
 
-    m_smoothingSlider = new QSlider(Qt::Horizontal, bar);
-    m_smoothingSlider->setRange(0, kSliderSteps - 1);  // 0.99 at most: 1 would freeze the line
-    m_smoothingSlider->setFixedWidth(140);
-    m_smoothingSlider->setValue(static_cast<int>(std::lround(m_smoothing * kSliderSteps)));
-    m_smoothingSlider->setToolTip(tr("Debiased EMA weight of the smoothed lines (0 = raw data only)"));
-    m_smoothingLabel = new QLabel(QString::number(m_smoothing, 'f', 2), bar);
-    m_smoothingLabel->setMinimumWidth(32);
-    connect(m_smoothingSlider, &QSlider::valueChanged, this,
+    smoothingSlider_ = new QSlider(Qt::Horizontal, bar);
+    smoothingSlider_->setRange(0, kSliderSteps - 1);  // 0.99 at most: 1 would freeze the line
+    smoothingSlider_->setFixedWidth(140);
+    smoothingSlider_->setValue(static_cast<int>(std::lround(smoothing_ * kSliderSteps)));
+    smoothingSlider_->setToolTip(tr("Debiased EMA weight of the smoothed lines (0 = raw data only)"));
+    smoothingLabel_ = new QLabel(QString::number(smoothing_, 'f', 2), bar);
+    smoothingLabel_->setMinimumWidth(32);
+    connect(smoothingSlider_, &QSlider::valueChanged, this,
             [this](int value) { setSmoothing(double(value) / kSliderSteps); });
 
-    m_xAxisChoice = new QComboBox(bar);
-    m_xAxisChoice->addItem(tr("step"));
-    m_xAxisChoice->addItem(tr("wall time"));
-    m_xAxisChoice->setToolTip(
+    xAxisChoice_ = new QComboBox(bar);
+    xAxisChoice_->addItem(tr("step"));
+    xAxisChoice_->addItem(tr("wall time"));
+    xAxisChoice_->setToolTip(
         tr("x of every chart: the training step, or the wall-clock time since each run's "
            "first step (a paused or resumed run shows a gap, never a zig-zag)"));
-    connect(m_xAxisChoice, &QComboBox::currentIndexChanged, this,
+    connect(xAxisChoice_, &QComboBox::currentIndexChanged, this,
             [this](int index) { setXAxis(index == 1 ? MetricChart::XAxis::wallTime : MetricChart::XAxis::step); });
 
-    m_groupSeedsBox = new QCheckBox(tr("Group seeds"), bar);
-    m_groupSeedsBox->setToolTip(
+    groupSeedsBox_ = new QCheckBox(tr("Group seeds"), bar);
+    groupSeedsBox_->setToolTip(
         tr("Runs whose configurations differ only in the seed: one mean line in a "
            "min\u2013max band of their smoothed values, one legend entry"));
-    connect(m_groupSeedsBox, &QCheckBox::toggled, this, &ChartGrid::setGroupSeeds);
+    connect(groupSeedsBox_, &QCheckBox::toggled, this, &ChartGrid::setGroupSeeds);
 
     auto* reset = new QPushButton(tr("Reset zoom"), bar);
     reset->setToolTip(tr("Show every step in all charts (or double-click a chart)"));
     connect(reset, &QPushButton::clicked, this, &ChartGrid::resetZoom);
 
     row->addWidget(new QLabel(tr("Metric:"), bar));
-    row->addWidget(m_metricChoice);
+    row->addWidget(metricChoice_);
     row->addWidget(add);
     row->addStretch(1);
-    row->addWidget(m_groupSeedsBox);
+    row->addWidget(groupSeedsBox_);
     row->addSpacing(8);
     row->addWidget(new QLabel(tr("x:"), bar));
-    row->addWidget(m_xAxisChoice);
+    row->addWidget(xAxisChoice_);
     row->addSpacing(8);
     row->addWidget(new QLabel(tr("Smoothing:"), bar));
-    row->addWidget(m_smoothingSlider);
-    row->addWidget(m_smoothingLabel);
+    row->addWidget(smoothingSlider_);
+    row->addWidget(smoothingLabel_);
     row->addWidget(reset);
     return bar;
 }
@@ -113,20 +119,17 @@ QWidget* ChartGrid::buildToolbar() {
 
 MetricChart* ChartGrid::addChart(const QString& metric) {
     if (MetricChart* existing = chartFor(metric)) return existing;
-    auto* chart = new MetricChart(m_data, metric, this);
-    chart->setSmoothing(m_smoothing);
-    chart->setXAxis(m_xAxis);
-    chart->setGroupSeeds(m_groupSeeds);
-    if (defaultLogScaleMetrics().contains(metric)) chart->setLogScale(true);
-    if (m_visibleRuns) chart->setVisibleRuns(*m_visibleRuns);
-    for (qint64 id : m_hiddenRuns) chart->setRunHidden(id, true);
-    if (m_sharedX) chart->setXRange(m_sharedX->lo, m_sharedX->hi);
-    connect(chart, &MetricChart::xRangeChanged, this,
-            [this, chart](double lo, double hi) { followXRange(chart, lo, hi); });
-    connect(chart, &MetricChart::xRangeReset, this, [this, chart] { followReset(chart); });
+    auto* chart = new MetricChart(data_, metric, this);
+    chart->setSmoothing(smoothing_);
+    chart->setXAxis(xAxis_);
+    chart->setGroupSeeds(groupSeeds_);
+    if (defaultLogScale(metric.toStdString())) chart->setLogScale(true);  // the catalogue's default axis
+    if (visibleRuns_) chart->setVisibleRuns(*visibleRuns_);
+    for (qint64 id : hiddenRuns_) chart->setRunHidden(id, true);
+    zoomLink_->add(chart);
     connect(chart, &MetricChart::runLegendClicked, this, &ChartGrid::toggleRunHidden);
     connect(chart, &MetricChart::removeRequested, this, [this, chart] { removeChart(chart); });
-    m_charts.append(chart);
+    charts_.append(chart);
     relayout();
     refreshMetricChoices();
     emit chartsChanged();
@@ -141,8 +144,9 @@ bool ChartGrid::removeChart(const QString& metric) {
 }
 
 void ChartGrid::removeChart(MetricChart* chart) {
-    if (!m_charts.removeOne(chart)) return;
-    m_grid->removeWidget(chart);
+    if (!charts_.removeOne(chart)) return;
+    zoomLink_->remove(chart);
+    grid_->removeWidget(chart);
     chart->hide();
     chart->deleteLater();  // may be inside its own context-menu action
     relayout();
@@ -151,13 +155,12 @@ void ChartGrid::removeChart(MetricChart* chart) {
 }
 
 MetricChart* ChartGrid::chartFor(const QString& metric) const {
-    const auto it =
-        std::find_if(m_charts.begin(), m_charts.end(), [&](MetricChart* c) { return c->metric() == metric; });
-    return it == m_charts.end() ? nullptr : *it;
+    const auto it = std::find_if(charts_.begin(), charts_.end(), [&](MetricChart* c) { return c->metric() == metric; });
+    return it == charts_.end() ? nullptr : *it;
 }
 
 QStringList ChartGrid::availableMetrics() const {
-    QStringList names = m_data->metricNames();
+    QStringList names = data_->metricNames();
     // Before any run has a step, offer what a run will write.
     if (names.isEmpty())
         for (const std::string& name : metric_names()) names.append(QString::fromStdString(name));
@@ -168,122 +171,93 @@ QStringList ChartGrid::availableMetrics() const {
 void ChartGrid::refreshMetricChoices() {
     const QStringList names = availableMetrics();
     QStringList current;
-    for (int i = 0; i < m_metricChoice->count(); ++i) current.append(m_metricChoice->itemText(i));
+    for (int i = 0; i < metricChoice_->count(); ++i) current.append(metricChoice_->itemText(i));
     if (current == names) return;
-    const QSignalBlocker block(m_metricChoice);
-    const QString selected = m_metricChoice->currentText();
-    m_metricChoice->clear();
-    m_metricChoice->addItems(names);
-    m_metricChoice->setCurrentIndex(names.isEmpty() ? -1 : std::max<qsizetype>(0, names.indexOf(selected)));
-    m_addButton->setEnabled(!names.isEmpty());
+    const QSignalBlocker block(metricChoice_);
+    const QString selected = metricChoice_->currentText();
+    metricChoice_->clear();
+    metricChoice_->addItems(names);
+    metricChoice_->setCurrentIndex(names.isEmpty() ? -1 : std::max<qsizetype>(0, names.indexOf(selected)));
+    addButton_->setEnabled(!names.isEmpty());
 }
 
 void ChartGrid::relayout() {
-    for (MetricChart* chart : m_charts) m_grid->removeWidget(chart);
-    for (int r = 0; r < m_grid->rowCount(); ++r) m_grid->setRowStretch(r, 0);
-    for (int c = 0; c < m_grid->columnCount(); ++c) m_grid->setColumnStretch(c, 0);
-    for (qsizetype i = 0; i < m_charts.size(); ++i) {
-        const int row = static_cast<int>(i) / m_columns, column = static_cast<int>(i) % m_columns;
-        m_grid->addWidget(m_charts[i], row, column);
-        m_grid->setRowStretch(row, 1);
-        m_grid->setColumnStretch(column, 1);
+    for (MetricChart* chart : charts_) grid_->removeWidget(chart);
+    for (int r = 0; r < grid_->rowCount(); ++r) grid_->setRowStretch(r, 0);
+    for (int c = 0; c < grid_->columnCount(); ++c) grid_->setColumnStretch(c, 0);
+    for (qsizetype i = 0; i < charts_.size(); ++i) {
+        const int row = static_cast<int>(i) / columns_, column = static_cast<int>(i) % columns_;
+        grid_->addWidget(charts_[i], row, column);
+        grid_->setRowStretch(row, 1);
+        grid_->setColumnStretch(column, 1);
     }
 }
 
 void ChartGrid::setColumns(int columns) {
-    m_columns = std::max(1, columns);
+    columns_ = std::max(1, columns);
     relayout();
 }
 
 // --- Runs --------------------------------------------------------------------
 
 void ChartGrid::setVisibleRuns(const QList<qint64>& runIds) {
-    m_visibleRuns = runIds;
-    for (MetricChart* chart : m_charts) chart->setVisibleRuns(runIds);
+    visibleRuns_ = runIds;
+    for (MetricChart* chart : charts_) chart->setVisibleRuns(runIds);
 }
 
 void ChartGrid::showAllRuns() {
-    m_visibleRuns.reset();
-    for (MetricChart* chart : m_charts) chart->showAllRuns();
+    visibleRuns_.reset();
+    for (MetricChart* chart : charts_) chart->showAllRuns();
 }
 
-void ChartGrid::toggleRunHidden(qint64 runId) { setRunHidden(runId, !m_hiddenRuns.contains(runId)); }
+void ChartGrid::toggleRunHidden(qint64 runId) { setRunHidden(runId, !hiddenRuns_.contains(runId)); }
 
 void ChartGrid::setRunHidden(qint64 runId, bool hidden) {
-    if (hidden) m_hiddenRuns.insert(runId);
-    else m_hiddenRuns.remove(runId);
-    for (MetricChart* chart : m_charts) chart->setRunHidden(runId, hidden);
+    if (hidden) hiddenRuns_.insert(runId);
+    else hiddenRuns_.remove(runId);
+    for (MetricChart* chart : charts_) chart->setRunHidden(runId, hidden);
 }
 
 // --- Shared x range ----------------------------------------------------------
 
-void ChartGrid::followXRange(MetricChart* source, double lo, double hi) {
-    if (m_propagating) return;
-    m_sharedX = XRange{lo, hi};
-    m_propagating = true;
-    for (MetricChart* chart : m_charts)
-        if (chart != source) chart->setXRange(lo, hi);
-    m_propagating = false;
-}
+void ChartGrid::setSharedXRange(double lo, double hi) { zoomLink_->setRange(lo, hi); }
 
-void ChartGrid::followReset(MetricChart* source) {
-    if (m_propagating) return;
-    m_sharedX.reset();
-    m_propagating = true;
-    for (MetricChart* chart : m_charts)
-        if (chart != source) chart->resetXRange();
-    m_propagating = false;
-}
-
-void ChartGrid::setSharedXRange(double lo, double hi) {
-    if (!(hi > lo)) return;
-    m_sharedX = XRange{lo, hi};
-    m_propagating = true;
-    for (MetricChart* chart : m_charts) chart->setXRange(lo, hi);
-    m_propagating = false;
-}
-
-void ChartGrid::resetZoom() {
-    m_sharedX.reset();
-    m_propagating = true;
-    for (MetricChart* chart : m_charts) chart->resetXRange();
-    m_propagating = false;
-}
+void ChartGrid::resetZoom() { zoomLink_->reset(); }
 
 // --- Smoothing / redraw ------------------------------------------------------
 
 void ChartGrid::setSmoothing(double weight) {
-    m_smoothing = std::clamp(weight, 0.0, kMaxSmoothingWeight);
+    smoothing_ = std::clamp(weight, 0.0, kMaxSmoothingWeight);
     {
-        const QSignalBlocker block(m_smoothingSlider);
-        m_smoothingSlider->setValue(static_cast<int>(std::lround(m_smoothing * kSliderSteps)));
+        const QSignalBlocker block(smoothingSlider_);
+        smoothingSlider_->setValue(static_cast<int>(std::lround(smoothing_ * kSliderSteps)));
     }
-    m_smoothingLabel->setText(QString::number(m_smoothing, 'f', 2));
-    for (MetricChart* chart : m_charts) chart->setSmoothing(m_smoothing);
+    smoothingLabel_->setText(QString::number(smoothing_, 'f', 2));
+    for (MetricChart* chart : charts_) chart->setSmoothing(smoothing_);
 }
 
 void ChartGrid::setXAxis(MetricChart::XAxis axis) {
     {
-        const QSignalBlocker block(m_xAxisChoice);
-        m_xAxisChoice->setCurrentIndex(axis == MetricChart::XAxis::wallTime ? 1 : 0);
+        const QSignalBlocker block(xAxisChoice_);
+        xAxisChoice_->setCurrentIndex(axis == MetricChart::XAxis::wallTime ? 1 : 0);
     }
-    if (axis == m_xAxis) return;
-    m_xAxis = axis;
-    m_sharedX.reset();  // a step range is no time range
-    for (MetricChart* chart : m_charts) chart->setXAxis(axis);
+    if (axis == xAxis_) return;
+    xAxis_ = axis;
+    zoomLink_->forget();  // a step range is no time range
+    for (MetricChart* chart : charts_) chart->setXAxis(axis);
 }
 
 void ChartGrid::setGroupSeeds(bool on) {
     {
-        const QSignalBlocker block(m_groupSeedsBox);
-        m_groupSeedsBox->setChecked(on);
+        const QSignalBlocker block(groupSeedsBox_);
+        groupSeedsBox_->setChecked(on);
     }
-    m_groupSeeds = on;
-    for (MetricChart* chart : m_charts) chart->setGroupSeeds(on);
+    groupSeeds_ = on;
+    for (MetricChart* chart : charts_) chart->setGroupSeeds(on);
 }
 
 void ChartGrid::redrawAllNow() {
-    for (MetricChart* chart : m_charts) chart->redrawNow();
+    for (MetricChart* chart : charts_) chart->redrawNow();
 }
 
 }  // namespace mlk

@@ -1,5 +1,5 @@
-// A grid of MetricCharts over one RunDataStore: the default four (reward,
-// K3 KL, gradient norm, F@2), "Add chart" for any stored metric, one x range
+// A grid of MetricCharts over one RunDataStore: the catalogue's key charts
+// (each on the catalogue's default axis), "Add chart" for any stored metric, one x range
 // shared by every chart (zoom one, all follow), one set of shown runs, x by
 // step or wall time, seeds grouped into bands or not, and a smoothing slider
 // for all.
@@ -12,6 +12,7 @@
 
 #include <optional>
 
+#include "widgets/charts/chart_zoomer.h"
 #include "widgets/charts/metric_chart.h"
 #include "widgets/data/run_data.h"
 
@@ -32,14 +33,14 @@ class ChartGrid : public QWidget {
 public:
     explicit ChartGrid(RunDataStore* data, QWidget* parent = nullptr);
 
-    static QStringList defaultMetrics();          // reward_mean, k3_kl, grad_norm, F@2
-    static QStringList defaultLogScaleMetrics();  // charts that start on a log y axis
+    static QStringList defaultMetrics();          // the catalogue's key charts, in its order
+    static QStringList defaultLogScaleMetrics();  // those whose catalogue axis is log
 
     // Adds a chart of metric (or returns the one already there).
     MetricChart* addChart(const QString& metric);
     bool removeChart(const QString& metric);
     void removeChart(MetricChart* chart);
-    QList<MetricChart*> charts() const { return m_charts; }
+    QList<MetricChart*> charts() const { return charts_; }
     MetricChart* chartFor(const QString& metric) const;
     QStringList availableMetrics() const;  // what "Add chart" offers
 
@@ -52,16 +53,16 @@ public:
 
     void setSharedXRange(double lo, double hi);
     void resetZoom();
-    std::optional<XRange> sharedXRange() const { return m_sharedX; }
+    std::optional<XRange> sharedXRange() const { return zoomLink_->range(); }
 
     void setSmoothing(double weight);
-    double smoothing() const { return m_smoothing; }
+    double smoothing() const { return smoothing_; }
     void setXAxis(MetricChart::XAxis axis);  // every chart; resets the shared zoom
     void setGroupSeeds(bool on);             // see MetricChart::setGroupSeeds
-    bool groupSeeds() const { return m_groupSeeds; }
-    MetricChart::XAxis xAxis() const { return m_xAxis; }
+    bool groupSeeds() const { return groupSeeds_; }
+    MetricChart::XAxis xAxis() const { return xAxis_; }
     void setColumns(int columns);
-    int columns() const { return m_columns; }
+    int columns() const { return columns_; }
 
     void redrawAllNow();
 
@@ -72,27 +73,24 @@ private:
     QWidget* buildToolbar();
     void relayout();
     void refreshMetricChoices();
-    void followXRange(MetricChart* source, double lo, double hi);
-    void followReset(MetricChart* source);
 
-    RunDataStore* m_data;
-    QList<MetricChart*> m_charts;
-    std::optional<QList<qint64>> m_visibleRuns;
-    QSet<qint64> m_hiddenRuns;
-    std::optional<XRange> m_sharedX;
-    double m_smoothing = MetricChart::kDefaultSmoothing;
-    MetricChart::XAxis m_xAxis = MetricChart::XAxis::step;
-    bool m_groupSeeds = false;
-    int m_columns = 2;
-    bool m_propagating = false;
+    RunDataStore* data_;
+    ZoomLink* zoomLink_;  // one x range across the charts
+    QList<MetricChart*> charts_;
+    std::optional<QList<qint64>> visibleRuns_;
+    QSet<qint64> hiddenRuns_;
+    double smoothing_ = MetricChart::kDefaultSmoothing;
+    MetricChart::XAxis xAxis_ = MetricChart::XAxis::step;
+    bool groupSeeds_ = false;
+    int columns_ = 2;
 
-    QComboBox* m_metricChoice = nullptr;
-    QComboBox* m_xAxisChoice = nullptr;
-    QCheckBox* m_groupSeedsBox = nullptr;
-    QPushButton* m_addButton = nullptr;
-    QSlider* m_smoothingSlider = nullptr;
-    QLabel* m_smoothingLabel = nullptr;
-    QGridLayout* m_grid = nullptr;
+    QComboBox* metricChoice_ = nullptr;
+    QComboBox* xAxisChoice_ = nullptr;
+    QCheckBox* groupSeedsBox_ = nullptr;
+    QPushButton* addButton_ = nullptr;
+    QSlider* smoothingSlider_ = nullptr;
+    QLabel* smoothingLabel_ = nullptr;
+    QGridLayout* grid_ = nullptr;
 };
 
 }  // namespace mlk

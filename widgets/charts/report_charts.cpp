@@ -21,6 +21,10 @@
 #include <memory>
 #include <stdexcept>
 
+#include "widgets/charts/axis_frame.h"
+#include "widgets/charts/axis_rules.h"
+#include "widgets/data/palette.h"
+
 namespace mlk::report {
 
 namespace {
@@ -53,7 +57,7 @@ void style_axis(QAbstractAxis* axis, const QString& title) {
     axis->setTitleText(title);
     axis->setTitleFont(chart_font(8, true));
     axis->setLabelsFont(chart_font(8));
-    axis->setGridLineColor(QColor(225, 225, 225));
+    axis->setGridLineColor(frame_colours::grid());
 }
 
 // Renders the chart (owned by the scene from here on) into PNG bytes.
@@ -112,7 +116,7 @@ QAbstractAxis* make_axis(Scale scale, double lo, double hi, bool integer, const 
         a->setLabelFormat(isX ? QStringLiteral("%g") : QStringLiteral("%.0e"));
         a->setRange(lo, hi);
         a->setMinorTickCount(-1);  // automatic minor ticks between decades
-        a->setMinorGridLineColor(QColor(240, 240, 240));
+        a->setMinorGridLineColor(frame_colours::minorGrid());
         style_axis(a, title);
         return a;
     }
@@ -137,12 +141,9 @@ QAbstractAxis* make_axis(Scale scale, double lo, double hi, bool integer, const 
 }  // namespace
 
 QColor run_color(int index) {
-    // Okabe-Ito / Tableau mix, readable on white and in greyscale print.
-    static const QColor palette[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28), QColor(0x2c, 0xa0, 0x2c),
-                                     QColor(0xff, 0x7f, 0x0e), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
-                                     QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f), QColor(0xbc, 0xbd, 0x22),
-                                     QColor(0x17, 0xbe, 0xcf)};
-    return palette[((index % 10) + 10) % 10];
+    const QList<QColor>& colours = palette::runColours();
+    const auto n = int(colours.size());
+    return colours[((index % n) + n) % n];
 }
 
 QString png_data_url(const QByteArray& png) {
@@ -206,7 +207,9 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
             dhi = 1e-10;
         }
         if (anyFloor || anyBottomEdge) {
-            floorY = ylo <= yhi ? dlo / 10 : dlo;
+            // The rule every log axis follows (axis_rules.h): a decade under
+            // the smallest positive value, on a power of ten.
+            floorY = ylo <= yhi ? logFloorFor(ylo) : dlo;
             out.floor = floorY;
             dlo = floorY;
         }
@@ -358,7 +361,7 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
     if (spec.diagonal) {
         auto* d = new QLineSeries;
         d->setName(QStringLiteral("y = x"));
-        QPen pen(QColor(110, 110, 110));
+        QPen pen(palette::neutralInk());
         pen.setStyle(Qt::DashLine);
         pen.setWidthF(1.2);
         d->setPen(pen);
@@ -372,7 +375,7 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
         s->setName(QStringLiteral("NaN/Inf"));
         s->setMarkerShape(QScatterSeries::MarkerShapeTriangle);
         s->setMarkerSize(10);
-        s->setColor(QColor(90, 90, 90));
+        s->setColor(palette::nonFiniteMarker());
         attach(s);
     }
     if (out.floorPoints > 0) {
@@ -381,8 +384,8 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
         s->setMarkerShape(QScatterSeries::MarkerShapeCircle);
         s->setMarkerSize(8);
         s->setColor(Qt::white);
-        s->setBorderColor(QColor(90, 90, 90));
-        s->setPen(QPen(QColor(90, 90, 90), 1.5));
+        s->setBorderColor(palette::floorMarker());
+        s->setPen(QPen(palette::floorMarker(), 1.5));
         attach(s);
     }
     for (QAbstractSeries* s : hidden) hide_legend(chart, s);

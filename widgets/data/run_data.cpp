@@ -13,6 +13,7 @@
 #include "core/config/config.h"
 #include "core/metrics/catalogue.h"
 #include "widgets/data/palette.h"
+#include "widgets/data/run_database.h"
 
 namespace mlk {
 
@@ -60,71 +61,86 @@ QString seedGroupOf(const std::string& configJson) {
 }
 
 RunDataStore::RunDataStore(QObject* parent) : QObject(parent) {
-    connect(&m_pollTimer, &QTimer::timeout, this, &RunDataStore::poll);
+    connect(&pollTimer_, &QTimer::timeout, this, &RunDataStore::poll);
+    ownDatabase_ = new RunDatabase(this);
+    attach(ownDatabase_);
 }
 
 RunDataStore::~RunDataStore() = default;
 
-const QList<QColor>& RunDataStore::palette() { return palette::runColours(); }
+// --- Database ----------------------------------------------------------------
 
-QColor RunDataStore::defaultColour(qint64 runId) { return palette::runColour(runId); }
+void RunDataStore::setDatabase(RunDatabase* database) {
+    RunDatabase* next = database ? database : ownDatabase_;
+    if (next == db_) return;
+    attach(next);
+    reload();
+}
 
-// --- Store -------------------------------------------------------------------
+void RunDataStore::attach(RunDatabase* database) {
+    for (const auto& c : dbConnections_) disconnect(c);
+    dbConnections_.clear();
+    db_ = database;
+    dbConnections_ << connect(db_, &RunDatabase::opened, this, &RunDataStore::reload);
+    // A rename shows at once, a deleted run leaves the charts at once.
+    dbConnections_ << connect(db_, &RunDatabase::runsEdited, this, &RunDataStore::poll);
+    if (db_ != ownDatabase_) {
+        // A shared database that goes first (window teardown) must not leave
+        // a dangling pointer; what was read stays, nothing more is polled.
+        dbConnections_ << connect(db_, &QObject::destroyed, this, [this] { attach(ownDatabase_); });
+    }
+}
 
 bool RunDataStore::open(const QString& path, QString* error) {
-    close();
-    try {
-        m_store = std::make_unique<Store>(Store::open(path.toStdString()));
-    } catch (const std::exception& e) {
-        const QString message = QString::fromUtf8(e.what());
+    QString message;
+    if (!db_->open(path, &message)) {
         if (error) *error = message;
         emit errorOccurred(message);
         return false;
     }
-    m_path = path;
+    return true;  // db_ emitted opened(): every run is loaded
+}
+
+void RunDataStore::close() { db_->close(); }
+
+bool RunDataStore::isOpen() const { return db_->isOpen(); }
+QString RunDataStore::path() const { return db_->path(); }
+
+void RunDataStore::reload() {
     QList<qint64> dropped;
     {
-        std::lock_guard lock(m_mutex);
-        for (const auto& [id, entry] : m_runs) dropped.append(id);
-        m_runs.clear();
+        std::lock_guard lock(mutex_);
+        for (const auto& [id, entry] : runs_) dropped.append(id);
+        runs_.clear();
     }
     if (!dropped.isEmpty()) {
         emit runsChanged();
         emit dataChanged(dropped);
     }
     poll();
-    return true;
 }
 
-void RunDataStore::close() {
-    m_store.reset();
-    m_path.clear();
-}
-
-bool RunDataStore::isOpen() const { return m_store != nullptr; }
-QString RunDataStore::path() const { return m_path; }
-
-void RunDataStore::startPolling(int intervalMs) { m_pollTimer.start(std::max(1, intervalMs)); }
-void RunDataStore::stopPolling() { m_pollTimer.stop(); }
-bool RunDataStore::isPolling() const { return m_pollTimer.isActive(); }
+void RunDataStore::startPolling(int intervalMs) { pollTimer_.start(std::max(1, intervalMs)); }
+void RunDataStore::stopPolling() { pollTimer_.stop(); }
+bool RunDataStore::isPolling() const { return pollTimer_.isActive(); }
 
 void RunDataStore::poll() {
-    if (!m_store) return;
+    if (!db_->isOpen()) return;
     QList<qint64> changed;
     bool metaChanged = false;
     try {
-        const std::vector<RunSummary> summaries = m_store->list_runs();
+        const std::vector<RunSummary> summaries = db_->runs();
         for (const RunSummary& summary : summaries)
             if (pollRun(summary, metaChanged)) changed.append(summary.id);
         {
-            std::lock_guard lock(m_mutex);
-            for (auto it = m_runs.begin(); it != m_runs.end();) {
+            std::lock_guard lock(mutex_);
+            for (auto it = runs_.begin(); it != runs_.end();) {
                 const bool listed = std::any_of(summaries.begin(), summaries.end(),
                                                 [&](const RunSummary& s) { return s.id == it->first; });
                 if (it->second.seenInStore && !listed) {
                     changed.append(it->first);
                     metaChanged = true;
-                    it = m_runs.erase(it);
+                    it = runs_.erase(it);
                 } else {
                     ++it;
                 }
@@ -140,8 +156,8 @@ void RunDataStore::poll() {
 }
 
 RunDataStore::PollAction RunDataStore::pollActionLocked(const RunSummary& summary) const {
-    const auto it = m_runs.find(summary.id);
-    if (it == m_runs.end() || !it->second.seenInStore) return PollAction::load;
+    const auto it = runs_.find(summary.id);
+    if (it == runs_.end() || !it->second.seenInStore) return PollAction::load;
     const auto held = static_cast<int64_t>(it->second.steps.size());
     // Fewer steps in the store than here: the run was truncated (e.g. resumed
     // from an earlier checkpoint). Reloading keeps x ascending, no zig-zag.
@@ -162,7 +178,7 @@ bool RunDataStore::pollRun(const RunSummary& summary, bool& metaChanged) {
     PollAction action;
     int64_t after = kFromTheStart;
     {
-        std::lock_guard lock(m_mutex);
+        std::lock_guard lock(mutex_);
         action = pollActionLocked(summary);
         RunEntry& entry = entryLocked(summary.id);
         metaChanged = updateMetaLocked(entry, summary) || metaChanged;
@@ -173,10 +189,10 @@ bool RunDataStore::pollRun(const RunSummary& summary, bool& metaChanged) {
     // The queries run without the lock: the worker may append meanwhile.
     QString group;
     if (action == PollAction::load)
-        if (const auto info = m_store->run_info(summary.id)) group = seedGroupOf(info->config_json);
-    const std::vector<StoredStep> rows = m_store->steps_since(summary.id, after);
+        if (const auto info = db_->runInfo(summary.id)) group = seedGroupOf(info->config_json);
+    const std::vector<StoredStep> rows = db_->stepsSince(summary.id, after);
 
-    std::lock_guard lock(m_mutex);
+    std::lock_guard lock(mutex_);
     RunEntry& entry = entryLocked(summary.id);
     bool changed = false;
     if (action == PollAction::load) {
@@ -201,20 +217,20 @@ bool RunDataStore::pollRun(const RunSummary& summary, bool& metaChanged) {
 
 void RunDataStore::addRun(const RunMeta& meta) {
     {
-        std::lock_guard lock(m_mutex);
+        std::lock_guard lock(mutex_);
         RunEntry& entry = entryLocked(meta.id);
         entry.meta.name = meta.name;
         entry.meta.status = meta.status;
         entry.meta.preset = meta.preset;
         if (!meta.seedGroup.isEmpty()) entry.meta.seedGroup = meta.seedGroup;
-        if (meta.colour.isValid()) m_colourOverrides[meta.id] = meta.colour;
+        if (meta.colour.isValid()) colourOverrides_[meta.id] = meta.colour;
     }
     emit runsChanged();
 }
 
 void RunDataStore::setRunStatus(qint64 runId, const QString& status) {
     {
-        std::lock_guard lock(m_mutex);
+        std::lock_guard lock(mutex_);
         RunEntry& entry = entryLocked(runId);
         if (entry.meta.status == status) return;
         entry.meta.status = status;
@@ -228,8 +244,8 @@ void RunDataStore::appendSteps(qint64 runId, const std::vector<StepRecord>& reco
     bool changed = false;
     bool added = false;
     {
-        std::lock_guard lock(m_mutex);
-        added = m_runs.find(runId) == m_runs.end();
+        std::lock_guard lock(mutex_);
+        added = runs_.find(runId) == runs_.end();
         RunEntry& entry = entryLocked(runId);
         for (const StepRecord& record : records) changed = mergeDirectLocked(entry, record) || changed;
     }
@@ -262,7 +278,7 @@ bool RunDataStore::holdsIdenticalLastLocked(const RunEntry& entry, int64_t step,
 // --- Internal bookkeeping ----------------------------------------------------
 
 RunDataStore::RunEntry& RunDataStore::entryLocked(qint64 runId) {
-    auto [it, inserted] = m_runs.try_emplace(runId);
+    auto [it, inserted] = runs_.try_emplace(runId);
     if (inserted) {
         it->second.meta.id = runId;
         it->second.meta.name = QStringLiteral("run %1").arg(runId);
@@ -297,19 +313,19 @@ void RunDataStore::truncateFromLocked(RunEntry& entry, int64_t step) {
 // --- Reading -----------------------------------------------------------------
 
 QList<qint64> RunDataStore::runIds() const {
-    std::lock_guard lock(m_mutex);
+    std::lock_guard lock(mutex_);
     QList<qint64> ids;
-    for (const auto& [id, entry] : m_runs) ids.append(id);
+    for (const auto& [id, entry] : runs_) ids.append(id);
     return ids;
 }
 
 QList<RunMeta> RunDataStore::runs() const {
     QList<RunMeta> out;
-    std::lock_guard lock(m_mutex);
-    for (const auto& [id, entry] : m_runs) {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, entry] : runs_) {
         RunMeta meta = entry.meta;
-        const auto colour = m_colourOverrides.find(id);
-        meta.colour = colour != m_colourOverrides.end() ? colour->second : defaultColour(id);
+        const auto colour = colourOverrides_.find(id);
+        meta.colour = colour != colourOverrides_.end() ? colour->second : palette::runColour(id);
         out.append(meta);
     }
     return out;
@@ -324,8 +340,8 @@ std::optional<RunMeta> RunDataStore::run(qint64 runId) const {
 QStringList RunDataStore::metricNames() const {
     std::vector<std::string> names;
     {
-        std::lock_guard lock(m_mutex);
-        for (const auto& [id, entry] : m_runs)
+        std::lock_guard lock(mutex_);
+        for (const auto& [id, entry] : runs_)
             for (const auto& [name, s] : entry.metrics) names.push_back(name);
     }
     QStringList ordered;
@@ -334,15 +350,15 @@ QStringList RunDataStore::metricNames() const {
 }
 
 qint64 RunDataStore::stepCount(qint64 runId) const {
-    std::lock_guard lock(m_mutex);
-    const auto it = m_runs.find(runId);
-    return it == m_runs.end() ? 0 : static_cast<qint64>(it->second.steps.size());
+    std::lock_guard lock(mutex_);
+    const auto it = runs_.find(runId);
+    return it == runs_.end() ? 0 : static_cast<qint64>(it->second.steps.size());
 }
 
 std::optional<qint64> RunDataStore::lastStep(qint64 runId) const {
-    std::lock_guard lock(m_mutex);
-    const auto it = m_runs.find(runId);
-    if (it == m_runs.end() || it->second.steps.empty()) return std::nullopt;
+    std::lock_guard lock(mutex_);
+    const auto it = runs_.find(runId);
+    if (it == runs_.end() || it->second.steps.empty()) return std::nullopt;
     return it->second.steps.back();
 }
 
@@ -354,11 +370,11 @@ MetricSeries RunDataStore::series(qint64 runId, const QString& metric) const {
 
 SyncResult RunDataStore::syncSeries(qint64 runId, const QString& metric, SeriesCursor& cursor) const {
     const std::string name = metric.toStdString();
-    std::lock_guard lock(m_mutex);
-    const auto run = m_runs.find(runId);
+    std::lock_guard lock(mutex_);
+    const auto run = runs_.find(runId);
     const MetricSeries* source = nullptr;
     quint64 generation = 0;
-    if (run != m_runs.end()) {
+    if (run != runs_.end()) {
         generation = run->second.generation;
         const auto it = run->second.metrics.find(name);
         if (it != run->second.metrics.end()) source = &it->second;
@@ -398,17 +414,17 @@ SyncResult RunDataStore::syncSeries(qint64 runId, const QString& metric, SeriesC
 
 void RunDataStore::setColour(qint64 runId, const QColor& colour) {
     {
-        std::lock_guard lock(m_mutex);
-        if (colour.isValid()) m_colourOverrides[runId] = colour;
-        else m_colourOverrides.erase(runId);
+        std::lock_guard lock(mutex_);
+        if (colour.isValid()) colourOverrides_[runId] = colour;
+        else colourOverrides_.erase(runId);
     }
     emit runsChanged();
 }
 
 QColor RunDataStore::colour(qint64 runId) const {
-    std::lock_guard lock(m_mutex);
-    const auto it = m_colourOverrides.find(runId);
-    return it != m_colourOverrides.end() ? it->second : defaultColour(runId);
+    std::lock_guard lock(mutex_);
+    const auto it = colourOverrides_.find(runId);
+    return it != colourOverrides_.end() ? it->second : palette::runColour(runId);
 }
 
 }  // namespace mlk

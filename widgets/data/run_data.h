@@ -1,7 +1,8 @@
 // The charts' data layer (PlotJuggler-style): every run's steps and metric
-// series held in memory, fed either by polling a run store that another
-// process may be writing, or directly by the in-process worker. Readers take
-// copies under a mutex; writers signal once per batch, never once per point.
+// series held in memory, fed either by polling a run database (RunDatabase,
+// which another process may be writing), or directly by the in-process
+// worker. Readers take copies under a mutex; writers signal once per batch,
+// never once per point.
 #pragma once
 
 #include <QColor>
@@ -13,7 +14,6 @@
 
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -24,12 +24,14 @@
 
 namespace mlk {
 
+class RunDatabase;
+
 struct RunMeta {
     qint64 id = 0;
     QString name;
     QString status;  // run_status_name(): "running", "finished", ...
     QString preset;
-    QColor colour;  // invalid in addRun() = the run's default colour
+    QColor colour;  // invalid in addRun() = the run's default colour (palette::runColour)
     // Equal for runs whose configurations differ in the seed only (the
     // canonical config JSON without "seed"); "" = unknown, never grouped.
     QString seedGroup;
@@ -70,13 +72,15 @@ public:
     explicit RunDataStore(QObject* parent = nullptr);
     ~RunDataStore() override;
 
-    // Fixed palette; a run's default colour depends on its id only, so it is
-    // the same in every chart, window and session.
-    static const QList<QColor>& palette();
-    static QColor defaultColour(qint64 runId);
-
-    // --- The store (its own connection; poll from the thread that opened it)
-    bool open(const QString& path, QString* error = nullptr);  // loads every run
+    // --- The database it polls: its own unless setDatabase() shares one (the
+    // window's). Poll from the thread the database lives on.
+    RunDatabase* database() const { return db_; }
+    // Not owned; nullptr = back to its own. Every run read from the previous
+    // database is dropped and the new one is loaded when open.
+    void setDatabase(RunDatabase* database);
+    // Open/close the file of database() (for everyone sharing it); a file
+    // opened there loads every run here.
+    bool open(const QString& path, QString* error = nullptr);
     void close();
     bool isOpen() const;
     QString path() const;
@@ -127,7 +131,9 @@ private:
     enum class PollAction { none, load, extend };
 
     RunEntry& entryLocked(qint64 runId);
-    quint64 nextGenerationLocked() { return m_nextGeneration++; }
+    quint64 nextGenerationLocked() { return nextGeneration_++; }
+    void attach(RunDatabase* database);
+    void reload();  // drops every run, then polls
     void resetDataLocked(RunEntry& entry);
     void appendRowLocked(RunEntry& entry, int64_t step, double time, const MetricRow& metrics);
     bool holdsIdenticalLastLocked(const RunEntry& entry, int64_t step, const MetricRow& metrics) const;
@@ -137,14 +143,15 @@ private:
     PollAction pollActionLocked(const RunSummary& summary) const;
     bool pollRun(const RunSummary& summary, bool& metaChanged);
 
-    mutable std::mutex m_mutex;
-    std::map<qint64, RunEntry> m_runs;
-    std::map<qint64, QColor> m_colourOverrides;
-    quint64 m_nextGeneration = 1;
+    mutable std::mutex mutex_;
+    std::map<qint64, RunEntry> runs_;
+    std::map<qint64, QColor> colourOverrides_;
+    quint64 nextGeneration_ = 1;
 
-    std::unique_ptr<Store> m_store;
-    QString m_path;
-    QTimer m_pollTimer;
+    RunDatabase* ownDatabase_ = nullptr;  // child QObject
+    RunDatabase* db_ = nullptr;
+    QList<QMetaObject::Connection> dbConnections_;
+    QTimer pollTimer_;
 };
 
 }  // namespace mlk

@@ -1,6 +1,7 @@
 // Pure numeric helpers behind the live charts: smoothing, per-pixel thinning,
-// a y range that survives outliers, and the preparation a log axis needs.
-// No widgets here, so every rule can be tested without a display.
+// seed aggregation and NaN/Inf positions. (The axis rules, log floor and
+// robust range included, are in widgets/charts/axis_rules.h.) No widgets
+// here, so every rule can be tested without a display.
 #pragma once
 
 #include <QLine>
@@ -91,49 +92,6 @@ struct SeedAggregate {
 };
 SeedAggregate aggregateSeeds(std::span<const SeedRun> runs);
 
-// --- Robust y range ----------------------------------------------------------
-
-struct YRange {
-    double lo = 0;
-    double hi = 0;
-};
-
-struct RobustRangeOptions {
-    double lowQuantile = 0.05;
-    double highQuantile = 0.95;
-    // Padding on each side, as a fraction of the range.
-    double margin = 0.1;
-    // Values up to this many quantile spans beyond the quantiles are tails,
-    // not outliers, and stay in range (Tukey-style fences): clipping the
-    // latest value of a rising reward, or the upper half of a noisy band,
-    // would hide what the user is watching. Beyond the fences: outliers.
-    double tailFence = 1.5;
-    // Work on log10 of the values (positive ones only), for a log axis.
-    bool logSpace = false;
-};
-
-// y range over the finite values of ys that ignores outliers; nullopt when
-// there is no finite (for logSpace: positive) value. The points outside stay
-// in the series: they are clipped by the plot, not removed.
-std::optional<YRange> robustYRange(std::span<const double> ys, const RobustRangeOptions& options = {});
-
-// --- Log axis preparation ----------------------------------------------------
-
-// Where values <= 0 are drawn on a log axis: one decade below the smallest
-// positive finite value, rounded down to a power of ten so the floor sits on
-// a labelled tick; 1e-12 when there is no positive value.
-inline constexpr double kDefaultLogFloor = 1e-12;
-double logFloorFor(double smallestPositive);
-double smallestPositive(std::span<const double> ys);  // +inf when none
-
-// Raises, in place, every y below floor (every value <= 0 among them) to
-// floor; returns how many were raised. QLogValueAxis hides the whole series if
-// a single point is <= 0, so such points are moved, never dropped. (A smoothed
-// line can dip below the floor without reaching 0: it is raised too, so it
-// stays on the plot next to its raw points.)
-std::size_t clampForLog(QList<QPointF>& points, double floor);
-std::size_t countNonPositive(std::span<const double> ys);
-
 // --- Non-finite values -------------------------------------------------------
 
 enum class NonFiniteKind { nan, positiveInf, negativeInf };
@@ -147,29 +105,5 @@ struct NonFinitePoint {
 // Every NaN / +-Inf of the series, in x order: the chart draws them as
 // markers at the plot edge, since Qt would silently drop them from a line.
 std::vector<NonFinitePoint> nonFinitePoints(std::span<const double> xs, std::span<const double> ys);
-
-// --- Axis helpers ------------------------------------------------------------
-
-// A 1/2/5 x 10^k step giving about `targetTicks` intervals over span (>= minStep).
-double niceTickInterval(double span, int targetTicks, double minStep = 0);
-
-// Label of a tick on a linear axis whose ticks are `interval` apart: as many
-// digits as keep neighbouring labels distinct and no more ("0.25", "1.5e+05",
-// "123460"); exponent form beyond 1e6 or below 1e-4.
-QString formatTick(double value, double interval);
-
-struct AxisTick {
-    double value = 0;
-    bool major = true;  // labelled, with a full grid line; minor: a faint line only
-};
-
-// Every multiple of interval in [lo, hi] (a relative 1e-9 of slack at the
-// ends, so a range rounded out to ticks keeps its end ticks).
-std::vector<AxisTick> linearTicks(double lo, double hi, double interval);
-
-// A log10 axis over [lo, hi] (0 < lo < hi): every power of ten (major) and,
-// when the range spans at most minorDecades decades, 2..9 times each power
-// (minor; 2x and 5x are major too when fewer than three powers are in range).
-std::vector<AxisTick> logTicks(double lo, double hi, double minorDecades = 3.01);
 
 }  // namespace mlk

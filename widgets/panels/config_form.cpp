@@ -1,92 +1,32 @@
 #include "widgets/panels/config_form.h"
 
 #include <algorithm>
-#include <charconv>
-#include <climits>
-#include <cmath>
 #include <string>
 
 #include <QApplication>
-#include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
-#include <QEvent>
 #include <QFontMetrics>
 #include <QFormLayout>
 #include <QFrame>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QLineEdit>
 #include <QPushButton>
 #include <QRegularExpression>
-#include <QRegularExpressionValidator>
 #include <QScrollArea>
-#include <QSpinBox>
 #include <QStyle>
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 
 #include "core/config/presets.h"
+#include "widgets/panels/config_editors.h"
 
 namespace mlk {
 
 namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
-
-// Wheel events over an unfocused spin box or combo box scroll the form
-// instead of silently changing a setting.
-class WheelGuard : public QObject {
-public:
-    using QObject::QObject;
-    bool eventFilter(QObject* o, QEvent* e) override {
-        if (e->type() == QEvent::Wheel) {
-            if (auto* w = qobject_cast<QWidget*>(o); w && !w->hasFocus()) {
-                e->ignore();
-                return true;
-            }
-        }
-        return QObject::eventFilter(o, e);
-    }
-};
-
-// "0 = off", "0 = all cores", "0 = none" in a description -> "off" etc.
-QString zeroMeaning(const std::string& desc) {
-    static const QRegularExpression re(QStringLiteral("\\b0 = ([a-z][a-z ]*?)(?=[;.,)]|$)"));
-    const auto m = re.match(qs(desc));
-    return m.hasMatch() ? m.captured(1) : QString();
-}
-
-QString richTooltip(const ConfigKey& k) {
-    // tooltip(): description, then "Range/Values: ... Default: ...", then
-    // community names, one per line. Rich text so Qt wraps long lines.
-    const QStringList lines = qs(k.tooltip()).split(QLatin1Char('\n'));
-    QString html = QStringLiteral("<p style='white-space:normal'><b>%1</b> <span style='color:#666'>(%2)</span></p>")
-                       .arg(qs(k.label).toHtmlEscaped(), qs(k.key).toHtmlEscaped());
-    for (int i = 0; i < lines.size(); ++i) html += QStringLiteral("<p>%1</p>").arg(lines[i].toHtmlEscaped());
-    return html;
-}
-
-bool parseDouble(const QString& text, double& out) {
-    const std::string s = text.trimmed().toStdString();
-    const char* b = s.data();
-    const char* e = b + s.size();
-    if (b != e && *b == '+') ++b;
-    if (b == e) return false;
-    auto [p, ec] = std::from_chars(b, e, out);
-    return ec == std::errc() && p == e && std::isfinite(out);
-}
-
-bool parseInt(const QString& text, int64_t& out) {
-    const std::string s = text.trimmed().toStdString();
-    const char* b = s.data();
-    const char* e = b + s.size();
-    if (b != e && *b == '+') ++b;
-    if (b == e) return false;
-    auto [p, ec] = std::from_chars(b, e, out);
-    return ec == std::errc() && p == e;
-}
 
 QStringList splitMessages(const std::string& what) {
     QStringList out;
@@ -236,7 +176,6 @@ void ConfigForm::buildUi() {
     auto* cl = new QVBoxLayout(content);
     cl->setContentsMargins(0, 0, 4, 0);
     cl->setSpacing(2);
-    auto* guard = new WheelGuard(this);
 
     for (const std::string& sec : config_sections()) {
         Section s;
@@ -261,16 +200,14 @@ void ConfigForm::buildUi() {
             if (k.section != sec) continue;
             Field f;
             f.meta = &k;
-            f.baseTooltip = richTooltip(k);
+            f.baseTooltip = config_editors::richTooltip(k);
             f.label = new QLabel(qs(k.label), s.body);
             f.label->setToolTip(f.baseTooltip);
-            f.editor = makeEditor(f);
+            f.editor = config_editors::make(k, this, [this, key = qs(k.key)] { onEdited(key); });
             f.editor->setParent(s.body);
             f.editor->setObjectName(qs(k.key));
             f.editor->setToolTip(f.baseTooltip);
             f.editor->setFocusPolicy(Qt::StrongFocus);
-            if (qobject_cast<QSpinBox*>(f.editor) || qobject_cast<QComboBox*>(f.editor))
-                f.editor->installEventFilter(guard);
             f.label->setBuddy(f.editor);
             f.marker = new QLabel(s.body);
             f.marker->setFixedSize(16, 16);
@@ -307,64 +244,11 @@ void ConfigForm::buildUi() {
     outer->addWidget(scroll, 1);
 }
 
-QWidget* ConfigForm::makeEditor(Field& f) {
-    const ConfigKey& k = *f.meta;
-    const QString key = qs(k.key);
-    switch (k.type) {
-        case ValueType::boolean: {
-            auto* cb = new QCheckBox;
-            connect(cb, &QCheckBox::toggled, this, [this, key] { onEdited(key); });
-            return cb;
-        }
-        case ValueType::enumeration: {
-            auto* combo = new QComboBox;
-            combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-            combo->setMinimumContentsLength(8);
-            for (const std::string& a : k.allowed) combo->addItem(qs(a), qs(a));
-            connect(combo, &QComboBox::currentIndexChanged, this, [this, key] { onEdited(key); });
-            return combo;
-        }
-        case ValueType::integer:
-            if (k.min >= INT_MIN && k.max <= INT_MAX) {
-                auto* sb = new QSpinBox;
-                sb->setRange(static_cast<int>(k.min), static_cast<int>(k.max));
-                sb->setAccelerated(true);
-                const QString zero = zeroMeaning(k.description);
-                if (!zero.isEmpty() && k.min == 0) sb->setSpecialValueText(QStringLiteral("0 (%1)").arg(zero));
-                connect(sb, &QSpinBox::valueChanged, this, [this, key] { onEdited(key); });
-                return sb;
-            }
-            [[fallthrough]];
-        case ValueType::number: {
-            auto* le = new QLineEdit;
-            const bool integer = k.type == ValueType::integer;
-            le->setValidator(new QRegularExpressionValidator(
-                QRegularExpression(integer ? QStringLiteral("[+-]?[0-9]*") : QStringLiteral("[+-]?[0-9.eE+-]*")), le));
-            le->setPlaceholderText(qs(k.range_text()));
-            connect(le, &QLineEdit::textChanged, this, [this, key] { onEdited(key); });
-            return le;
-        }
-    }
-    return new QWidget;
-}
-
 void ConfigForm::loadEditors() {
     loading_ = true;
     for (auto it = fields_.begin(); it != fields_.end(); ++it) {
-        Field& f = it.value();
-        f.textError.clear();
-        const nlohmann::json v = config_get(cfg_, f.meta->key);
-        QSignalBlocker block(f.editor);
-        if (auto* cb = qobject_cast<QCheckBox*>(f.editor)) {
-            cb->setChecked(v.get<bool>());
-        } else if (auto* combo = qobject_cast<QComboBox*>(f.editor)) {
-            combo->setCurrentIndex(combo->findData(qs(v.get<std::string>())));
-        } else if (auto* sb = qobject_cast<QSpinBox*>(f.editor)) {
-            sb->setValue(static_cast<int>(v.get<int64_t>()));
-        } else if (auto* le = qobject_cast<QLineEdit*>(f.editor)) {
-            le->setText(qs(config_value_text(cfg_, f.meta->key)));
-            le->setCursorPosition(0);
-        }
+        it->textError.clear();
+        config_editors::load(it->editor, *it->meta, cfg_);
     }
     {
         QSignalBlocker block(presetCombo_);
@@ -379,34 +263,7 @@ void ConfigForm::onEdited(const QString& key) {
     if (loading_) return;
     auto it = fields_.find(key);
     if (it == fields_.end()) return;
-    Field& f = it.value();
-    const std::string k = f.meta->key;
-    f.textError.clear();
-    try {
-        if (auto* cb = qobject_cast<QCheckBox*>(f.editor)) {
-            config_set(cfg_, k, cb->isChecked());
-        } else if (auto* combo = qobject_cast<QComboBox*>(f.editor)) {
-            config_set(cfg_, k, combo->currentData().toString().toStdString());
-        } else if (auto* sb = qobject_cast<QSpinBox*>(f.editor)) {
-            config_set(cfg_, k, static_cast<int64_t>(sb->value()));
-        } else if (auto* le = qobject_cast<QLineEdit*>(f.editor)) {
-            const QString what = f.meta->type == ValueType::integer ? tr("an integer") : tr("a number");
-            if (f.meta->type == ValueType::integer) {
-                int64_t x = 0;
-                if (!parseInt(le->text(), x))
-                    f.textError = QStringLiteral("%1: enter %2 in %3").arg(key, what, qs(f.meta->range_text()));
-                else config_set(cfg_, k, x);
-            } else {
-                double x = 0;
-                if (!parseDouble(le->text(), x))
-                    f.textError = QStringLiteral("%1: enter %2 in %3 (e.g. 0.5 or 1e-4)")
-                                      .arg(key, what, qs(f.meta->range_text()));
-                else config_set(cfg_, k, x);
-            }
-        }
-    } catch (const ConfigError& e) {
-        f.textError = qs(e.what());
-    }
+    it->textError = config_editors::store(it->editor, *it->meta, cfg_);
     updateSectionHeaders();
     updatePresetInfo();
     revalidate();

@@ -7,14 +7,13 @@
 // non-modal message banner, the validation status area, then one collapsible
 // section per config_sections() entry inside a scroll area.
 //
-// Editors: bool -> QCheckBox, enum -> QComboBox, int -> QSpinBox (QLineEdit
-// with an integer check when the range exceeds int, e.g. the seed), number ->
-// QLineEdit parsed with std::from_chars, so 1e-4 or 1.001 are held exactly.
-// Every editor carries ConfigKey::tooltip() and its objectName is the dotted
-// key. After every edit validate() and config_warnings() run; the keys their
-// messages name are marked in place (red = error, amber = warning; icon,
-// border, message appended to the tooltip) and the messages are listed in
-// the status area.
+// Editors (config_editors.h): bool -> QCheckBox, enum -> QComboBox, int ->
+// QSpinBox or QLineEdit, number -> QLineEdit held exactly. Every editor
+// carries ConfigKey::tooltip() and its objectName is the dotted key. After
+// every edit validate() and config_warnings() run; the keys their messages
+// name are marked in place (red = error, amber = warning; icon, border,
+// message appended to the tooltip) and the messages are listed in the status
+// area.
 #pragma once
 
 #include <QHash>
@@ -112,7 +111,6 @@ private:
     };
 
     void buildUi();
-    QWidget* makeEditor(Field& f);
     void loadEditors();                 // cfg_ -> editors, signals blocked
     void onEdited(const QString& key);  // editor -> cfg_, then revalidate
     void revalidate();                  // marks, status, validity signal

@@ -16,7 +16,6 @@
 #include <QHelpEvent>
 #include <QLabel>
 #include <QLineSeries>
-#include <QLogValueAxis>
 #include <QPushButton>
 #include <QScatterSeries>
 #include <QScrollBar>
@@ -31,6 +30,8 @@
 #include <QValueAxis>
 
 #include <nlohmann/json.hpp>
+
+#include "widgets/data/palette.h"
 
 namespace mlk {
 
@@ -166,39 +167,8 @@ void DrillDown::buildUi() {
         scatterPage_ = new QWidget(tabs_);
         auto* l = new QVBoxLayout(scatterPage_);
         l->setContentsMargins(0, 0, 0, 0);
-        auto* chart = new QChart;
-        chart->setTitle(tr("Training vs rollout probability of sampled tokens"));
-        auto* ax = new QValueAxis;
-        ax->setRange(0, 1);
-        ax->setTitleText(tr("rollout probability  exp(lp_roll)"));
-        ax->setTickCount(6);
-        ax->setLabelFormat(QStringLiteral("%.1f"));
-        auto* ay = new QValueAxis;
-        ay->setRange(0, 1);
-        ay->setTitleText(tr("training probability  exp(lp_train)"));
-        ay->setTickCount(6);
-        ay->setLabelFormat(QStringLiteral("%.1f"));
-        chart->addAxis(ax, Qt::AlignBottom);
-        chart->addAxis(ay, Qt::AlignLeft);
-        auto* diag = new QLineSeries;
-        diag->setName(tr("y = x (no mismatch)"));
-        diag->replace(QList<QPointF>{{0, 0}, {1, 1}});
-        QPen dp(QColor(0x75, 0x75, 0x75));
-        dp.setStyle(Qt::DashLine);
-        dp.setWidthF(1.2);
-        diag->setPen(dp);
-        scatter_ = new QScatterSeries;
-        scatter_->setName(tr("tokens"));
-        scatter_->setMarkerShape(QScatterSeries::MarkerShapeCircle);
-        scatter_->setMarkerSize(6);
-        scatter_->setColor(QColor(0x1f, 0x77, 0xb4, 140));
-        scatter_->setBorderColor(Qt::transparent);
-        chart->addSeries(scatter_);
-        chart->addSeries(diag);  // on top, so the reference stays visible under dense points
-        for (QAbstractSeries* s : {static_cast<QAbstractSeries*>(diag), static_cast<QAbstractSeries*>(scatter_)}) {
-            s->attachAxis(ax);
-            s->attachAxis(ay);
-        }
+        scatterView_ = makeView(new QChart, scatterPage_);
+        scatter_ = buildProbabilityPlot(scatterView_->chart());  // after makeView: it fits the margins
         connect(scatter_, &QScatterSeries::hovered, this, [this](const QPointF& p, bool state) {
             if (!state) {
                 QToolTip::hideText();
@@ -210,7 +180,6 @@ void DrillDown::buildUi() {
                                    .arg(num(p.x()), num(p.y()), num(lr), num(lt), num(std::abs(lt - lr))),
                                scatterView_);
         });
-        scatterView_ = makeView(chart, scatterPage_);
         scatterNote_ = makeNote(scatterPage_);
         l->addWidget(scatterView_, 1);
         l->addWidget(scatterNote_);
@@ -223,6 +192,7 @@ void DrillDown::buildUi() {
         auto* l = new QVBoxLayout(ftPage_);
         l->setContentsMargins(0, 0, 0, 0);
         ftView_ = makeView(new QChart, ftPage_);
+        ftPlotter_ = std::make_unique<FtPlotter>(ftView_->chart());
         auto* row = new QHBoxLayout;
         ftNote_ = makeNote(ftPage_);
         ftLogY_ = new QCheckBox(tr("Log y"), ftPage_);
@@ -405,104 +375,25 @@ void DrillDown::fillFt(const std::vector<FtPoint>& ft) {
 }
 
 void DrillDown::redrawFt() {
-    QChart* chart = ftView_->chart();
-    chart->removeAllSeries();
-    for (QAbstractAxis* a : chart->axes()) {
-        chart->removeAxis(a);
-        delete a;
-    }
-    chart->setTitle(tr("F(t): fraction of tokens with max(\u03C1, 1/\u03C1) > t"));
-    const bool logY = ftLogY_->isChecked();
-
-    double minPos = std::numeric_limits<double>::infinity(), maxY = 0;
-    double tMin = std::numeric_limits<double>::infinity(), tMax = 0;
-    int skipped = 0;
-    for (const FtPoint& p : ftRaw_) {
-        if (!std::isfinite(p.t) || !std::isfinite(p.frac) || p.t <= 0) continue;
-        if (p.frac > 0) minPos = std::min(minPos, p.frac);
-        maxY = std::max(maxY, p.frac);
-        tMin = std::min(tMin, p.t);
-        tMax = std::max(tMax, p.t);
-    }
-    ftFloor_ = std::isfinite(minPos) ? std::pow(10.0, std::floor(std::log10(minPos)) - 1) : 1e-6;
-    ftClamped_ = 0;
-    QList<QPointF> line, clamped;
-    for (const FtPoint& p : ftRaw_) {
-        if (!std::isfinite(p.t) || !std::isfinite(p.frac) || p.t <= 0) {
-            ++skipped;
-            continue;
-        }
-        double y = p.frac;
-        if (logY && y <= 0) {
-            y = ftFloor_;
-            ++ftClamped_;
-            clamped << QPointF(p.t, y);
-        }
-        line << QPointF(p.t, y);
-    }
-    ftDrawn_ = line;
-
-    auto* series = new QLineSeries;
-    series->setName(tr("F(t)"));
-    series->setPointsVisible(true);
-    QPen pen(QColor(0x1f, 0x77, 0xb4));
-    pen.setWidthF(2);
-    series->setPen(pen);
-    series->replace(line);
-    chart->addSeries(series);
-    QScatterSeries* zeros = nullptr;
-    if (!clamped.isEmpty()) {
-        zeros = new QScatterSeries;
-        zeros->setName(tr("F(t) = 0, drawn at %1").arg(num(ftFloor_)));
-        zeros->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
-        zeros->setMarkerSize(9);
-        zeros->setColor(Qt::white);
-        zeros->setBorderColor(QColor(0xd3, 0x2f, 0x2f));
-        zeros->replace(clamped);
-        chart->addSeries(zeros);
-    }
-
-    auto* ax = new QLogValueAxis;
-    ax->setBase(10);
-    ax->setTitleText(tr("threshold t (log)"));
-    ax->setLabelFormat(QStringLiteral("%g"));
-    ax->setMinorTickCount(8);
-    if (std::isfinite(tMin)) ax->setRange(tMin / 1.05, tMax * 1.05);
-    else ax->setRange(1, 10);
-    chart->addAxis(ax, Qt::AlignBottom);
-    QAbstractAxis* ay = nullptr;
-    if (logY) {
-        auto* l = new QLogValueAxis;
-        l->setBase(10);
-        l->setLabelFormat(QStringLiteral("%g"));
-        l->setRange(ftFloor_ / 2, std::max(1.0, maxY));
-        l->setMinorTickCount(8);
-        ay = l;
-    } else {
-        auto* v = new QValueAxis;
-        v->setRange(0, maxY > 0 ? maxY * 1.05 : 1);
-        v->setLabelFormat(QStringLiteral("%g"));
-        ay = v;
-    }
-    ay->setTitleText(tr("fraction of tokens"));
-    chart->addAxis(ay, Qt::AlignLeft);
-    for (QAbstractSeries* s : chart->series()) {
-        s->attachAxis(ax);
-        s->attachAxis(ay);
-    }
-    chart->legend()->setVisible(zeros != nullptr);
+    QList<QPointF> points;
+    for (const FtPoint& p : ftRaw_) points << QPointF(p.t, p.frac);
+    const FtPlot plot = ftPlotter_->draw(points, ftLogY_->isChecked());
+    ftDrawn_ = plot.drawn;
+    ftFloor_ = plot.floor;
+    ftClamped_ = plot.atFloor;
 
     QStringList notes;
     if (ftRaw_.empty()) notes << tr("No F(t) curve stored for this step.");
     if (ftClamped_)
-        notes << QStringLiteral("<span style='color:#b71c1c'>%1</span>")
-                     .arg(tr("%n point(s) with F(t) = 0 drawn at the floor %1 (a log axis cannot show 0); "
+        notes << QStringLiteral("<span style='color:%1'>%2</span>")
+                     .arg(palette::floorMarker().name(),
+                          tr("%n point(s) with F(t) = 0 drawn at the floor %1 (a log axis cannot show 0); "
                              "open squares mark them.",
                              nullptr, ftClamped_)
                               .arg(num(ftFloor_)));
-    if (skipped) notes << tr("%n non-finite point(s) not drawn.", nullptr, skipped);
+    if (plot.skipped) notes << tr("%n non-finite point(s) not drawn.", nullptr, plot.skipped);
     if (notes.isEmpty() && !ftRaw_.empty())
-        notes << tr("%1 thresholds from t = %2 to %3.").arg(line.size()).arg(num(tMin)).arg(num(tMax));
+        notes << tr("%1 thresholds from t = %2 to %3.").arg(plot.drawn.size()).arg(num(plot.tMin)).arg(num(plot.tMax));
     ftNote_->setText(notes.join(QStringLiteral(" ")));
 }
 
@@ -532,8 +423,8 @@ void DrillDown::fillRouter(const std::vector<RouterBin>& rh) {
     routerStack_->setCurrentWidget(routerView_);
     chart->setTitle(tr("Router diff: rollout top-k experts missing from the training top-k"));
     auto* set = new QBarSet(tr("(token, layer) pairs"));
-    set->setColor(QColor(0x4e, 0x79, 0xa7));
-    set->setLabelColor(QColor(0x21, 0x21, 0x21));
+    set->setColor(palette::runColour(1));
+    set->setLabelColor(palette::neutralInk());
     int64_t total = 0, flipped = 0;
     double maxCount = 0;
     for (const RouterBin& b : rh) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <QList>
@@ -24,6 +25,7 @@
 #include <QWidget>
 
 #include "core/store/store.h"
+#include "widgets/charts/drilldown_plots.h"
 
 class QChart;
 class QChartView;
@@ -114,6 +116,7 @@ private:
     QChartView* ftView_ = nullptr;
     QLabel* ftNote_ = nullptr;
     QCheckBox* ftLogY_ = nullptr;
+    std::unique_ptr<FtPlotter> ftPlotter_;  // the F(t) chart, by the shared axis rules
     std::vector<FtPoint> ftRaw_;
     QList<QPointF> ftDrawn_;
     int ftClamped_ = 0;

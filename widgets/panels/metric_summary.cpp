@@ -8,39 +8,15 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
-#include <cmath>
-#include <limits>
 #include <set>
 
-#include "core/store/store.h"
 #include "core/metrics/run_stats.h"
+#include "widgets/data/run_database.h"
+#include "widgets/panels/number_cell.h"
 
 namespace mlk {
 
 namespace {
-
-// Sorts by a number, not by its text; a missing or non-finite one sorts last
-// whichever the order.
-class NumberItem : public QTableWidgetItem {
-public:
-    NumberItem(double value, const QString& text) : QTableWidgetItem(text), m_value(value) {
-        setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    }
-    bool operator<(const QTableWidgetItem& other) const override {
-        const auto* that = dynamic_cast<const NumberItem*>(&other);
-        if (!that) return QTableWidgetItem::operator<(other);
-        const bool mine = std::isfinite(m_value), theirs = std::isfinite(that->m_value);
-        if (mine != theirs) {
-            const bool ascending =
-                !tableWidget() || tableWidget()->horizontalHeader()->sortIndicatorOrder() == Qt::AscendingOrder;
-            return ascending ? mine : !mine;  // the non-finite one ends up last
-        }
-        return mine && m_value < that->m_value;
-    }
-
-private:
-    double m_value;
-};
 
 QString numberText(double v) { return QString::fromStdString(value_text(v)); }
 
@@ -51,106 +27,106 @@ MetricSummary::MetricSummary(QWidget* parent) : QWidget(parent) {
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(2);
     auto* row = new QHBoxLayout;
-    m_choice = new QComboBox(this);
-    m_choice->setObjectName(QStringLiteral("summaryMetric"));
-    m_choice->setMinimumContentsLength(18);
-    m_choice->setToolTip(tr("The metric summarised for each run"));
+    choice_ = new QComboBox(this);
+    choice_->setObjectName(QStringLiteral("summaryMetric"));
+    choice_->setMinimumContentsLength(18);
+    choice_->setToolTip(tr("The metric summarised for each run"));
     row->addWidget(new QLabel(tr("Metric:"), this));
-    row->addWidget(m_choice);
+    row->addWidget(choice_);
     row->addStretch(1);
     layout->addLayout(row);
-    connect(m_choice, &QComboBox::currentTextChanged, this, [this](const QString& text) {
+    connect(choice_, &QComboBox::currentTextChanged, this, [this](const QString& text) {
         if (!text.isEmpty()) setMetric(text);
     });
 
-    m_table = new QTableWidget(0, ColumnCount, this);
-    m_table->setObjectName(QStringLiteral("metricSummary"));
-    m_table->setHorizontalHeaderLabels({tr("Run"), tr("Final"), tr("at step"), tr("Best"), tr("at step"),
-                                        tr("Mean of last %1").arg(kLastN), tr("NaN/Inf")});
-    m_table->horizontalHeaderItem(ColBest)->setToolTip(
+    table_ = new QTableWidget(0, ColumnCount, this);
+    table_->setObjectName(QStringLiteral("metricSummary"));
+    table_->setHorizontalHeaderLabels({tr("Run"), tr("Final"), tr("at step"), tr("Best"), tr("at step"),
+                                       tr("Mean of last %1").arg(kLastN), tr("NaN/Inf")});
+    table_->horizontalHeaderItem(ColBest)->setToolTip(
         tr("Highest value, or lowest for metrics where lower is better "
            "(KL, F(t), gradient norm, losses, times)"));
-    m_table->horizontalHeaderItem(ColMeanLast)
+    table_->horizontalHeaderItem(ColMeanLast)
         ->setToolTip(tr("Mean of the finite values of the last %1 stored steps").arg(kLastN));
-    m_table->horizontalHeaderItem(ColNonFinite)->setToolTip(tr("Steps whose value is NaN or infinite"));
-    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_table->setSelectionMode(QAbstractItemView::NoSelection);
-    m_table->verticalHeader()->hide();
-    m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
-    m_table->setAlternatingRowColors(true);
-    m_table->setWordWrap(false);
-    m_table->horizontalHeader()->setSectionResizeMode(ColRun, QHeaderView::Stretch);
-    m_table->setSortingEnabled(true);
-    m_table->sortByColumn(ColRun, Qt::AscendingOrder);
-    layout->addWidget(m_table, 1);
+    table_->horizontalHeaderItem(ColNonFinite)->setToolTip(tr("Steps whose value is NaN or infinite"));
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->setSelectionMode(QAbstractItemView::NoSelection);
+    table_->verticalHeader()->hide();
+    table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+    table_->setAlternatingRowColors(true);
+    table_->setWordWrap(false);
+    table_->horizontalHeader()->setSectionResizeMode(ColRun, QHeaderView::Stretch);
+    table_->setSortingEnabled(true);
+    table_->sortByColumn(ColRun, Qt::AscendingOrder);
+    layout->addWidget(table_, 1);
 }
 
-void MetricSummary::setRuns(Store* store, const QList<RunRef>& runs) {
-    m_store = store;
-    m_runs = store ? runs : QList<RunRef>{};
+void MetricSummary::setRuns(const RunDatabase* database, const QList<RunRef>& runs) {
+    database_ = database;
+    runs_ = database ? runs : QList<RunRef>{};
     reload();
 }
 
 void MetricSummary::setMetric(const QString& metric) {
-    if (metric == m_metric) return;
-    m_metric = metric;
+    if (metric == metric_) return;
+    metric_ = metric;
     reload();
 }
 
 QStringList MetricSummary::metricChoices() const {
     QStringList choices;
-    for (int i = 0; i < m_choice->count(); ++i) choices << m_choice->itemText(i);
+    for (int i = 0; i < choice_->count(); ++i) choices << choice_->itemText(i);
     return choices;
 }
 
 void MetricSummary::reload() {
     std::set<std::string> names;
     std::vector<MetricPoint> series;
-    const std::string metric = m_metric.toStdString();
-    m_table->setSortingEnabled(false);  // rows are filled by index
-    m_table->setRowCount(0);
+    const std::string metric = metric_.toStdString();
+    table_->setSortingEnabled(false);  // rows are filled by index
+    table_->setRowCount(0);
+    table_->setToolTip(QString());
     try {
-        for (const RunRef& run : m_runs) {
-            for (const std::string& name : m_store->metric_names(run.id)) names.insert(name);
-            series = m_store->metric_series(run.id, metric);
+        for (const RunRef& run : runs_) {
+            for (const std::string& name : database_->metricNames(run.id)) names.insert(name);
+            series = database_->metricSeries(run.id, metric);
             const RunStats st = run_stats(series, metric, kLastN);
-            const int r = m_table->rowCount();
-            m_table->insertRow(r);
+            const int r = table_->rowCount();
+            table_->insertRow(r);
             auto* name = new QTableWidgetItem(QStringLiteral("#%1 %2").arg(run.id).arg(run.name));
             name->setData(Qt::DecorationRole, run.colour);
             name->setData(Qt::UserRole, qint64(run.id));
-            m_table->setItem(r, ColRun, name);
+            table_->setItem(r, ColRun, name);
             const bool any = st.count > 0;
-            const auto step = [](int64_t s) { return s >= 0 ? double(s) : std::numeric_limits<double>::quiet_NaN(); };
+            const auto step = [](int64_t s) { return s >= 0 ? double(s) : NumberCell::kMissing; };
             const auto text = [&](double v) { return any ? numberText(v) : QStringLiteral("\u2014"); };
-            m_table->setItem(r, ColFinal, new NumberItem(st.final_value, text(st.final_value)));
-            m_table->setItem(
+            table_->setItem(r, ColFinal, new NumberCell(st.final_value, text(st.final_value)));
+            table_->setItem(
                 r, ColFinalStep,
-                new NumberItem(step(st.final_step), any ? QString::number(st.final_step) : QStringLiteral("\u2014")));
+                new NumberCell(step(st.final_step), any ? QString::number(st.final_step) : QStringLiteral("\u2014")));
             const bool best = st.best_step >= 0;
-            m_table->setItem(r, ColBest,
-                             new NumberItem(st.best, best ? numberText(st.best) : QStringLiteral("\u2014")));
-            m_table->setItem(
+            table_->setItem(r, ColBest, new NumberCell(st.best, best ? numberText(st.best) : QStringLiteral("\u2014")));
+            table_->setItem(
                 r, ColBestStep,
-                new NumberItem(step(st.best_step), best ? QString::number(st.best_step) : QStringLiteral("\u2014")));
+                new NumberCell(step(st.best_step), best ? QString::number(st.best_step) : QStringLiteral("\u2014")));
             QString mean = text(st.mean_last);
             if (any && st.last_n_finite < st.last_n)
                 mean += tr(" (%1 of %2 finite)").arg(st.last_n_finite).arg(st.last_n);
-            m_table->setItem(r, ColMeanLast, new NumberItem(st.mean_last, mean));
-            m_table->setItem(r, ColNonFinite, new NumberItem(st.nonfinite(), QString::number(st.nonfinite())));
+            table_->setItem(r, ColMeanLast, new NumberCell(st.mean_last, mean));
+            table_->setItem(r, ColNonFinite, new NumberCell(st.nonfinite(), QString::number(st.nonfinite())));
         }
     } catch (const StoreError& e) {
         // A busy or vanished database: keep what was read, say why.
-        m_table->setToolTip(QString::fromUtf8(e.what()));
+        table_->setToolTip(QString::fromUtf8(e.what()));
     }
-    m_table->setSortingEnabled(true);
-    m_table->resizeColumnsToContents();
+    table_->setSortingEnabled(true);
+    table_->resizeColumnsToContents();
 
-    const QSignalBlocker block(m_choice);
-    m_choice->clear();
-    for (const std::string& name : names) m_choice->addItem(QString::fromStdString(name));
-    if (m_choice->findText(m_metric) < 0) m_choice->addItem(m_metric);
-    m_choice->setCurrentText(m_metric);
+    const QSignalBlocker block(choice_);
+    choice_->clear();
+    for (const std::string& name : names) choice_->addItem(QString::fromStdString(name));
+    if (choice_->findText(metric_) < 0) choice_->addItem(metric_);
+    choice_->setCurrentText(metric_);
 }
 
 }  // namespace mlk

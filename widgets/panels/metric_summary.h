@@ -1,8 +1,8 @@
 // The "what was tried" table: for a chosen metric, each run's final value,
 // best value (max or min by metric_higher_is_better) and mean of the last
 // kLastN steps, with the steps they come from, sortable by any column (a
-// value missing or not finite sorts last). Reads the run store; the same
-// statistics as the report's summary tables (report.h: metric_stats).
+// missing value sorts last: NumberCell). Reads the run database; the same
+// statistics as the CLI and the reports (core/metrics/run_stats.h).
 #pragma once
 
 #include <QColor>
@@ -19,7 +19,7 @@ QT_END_NAMESPACE
 
 namespace mlk {
 
-class Store;
+class RunDatabase;
 
 class MetricSummary : public QWidget {
     Q_OBJECT
@@ -36,23 +36,23 @@ public:
 
     explicit MetricSummary(QWidget* parent = nullptr);
 
-    // Shows these runs (read from store, not owned; nullptr clears).
-    void setRuns(Store* store, const QList<RunRef>& runs);
+    // Shows these runs (read from database, not owned; nullptr clears).
+    void setRuns(const RunDatabase* database, const QList<RunRef>& runs);
     // The metric summarised; the choice offers every metric of the runs shown.
     void setMetric(const QString& metric);
-    QString metric() const { return m_metric; }
+    QString metric() const { return metric_; }
     QStringList metricChoices() const;
 
-    QTableWidget* table() const { return m_table; }
+    QTableWidget* table() const { return table_; }
 
 private:
     void reload();
 
-    Store* m_store = nullptr;
-    QList<RunRef> m_runs;
-    QString m_metric = QStringLiteral("reward_mean");
-    QComboBox* m_choice = nullptr;
-    QTableWidget* m_table = nullptr;
+    const RunDatabase* database_ = nullptr;
+    QList<RunRef> runs_;
+    QString metric_ = QStringLiteral("reward_mean");
+    QComboBox* choice_ = nullptr;
+    QTableWidget* table_ = nullptr;
 };
 
 }  // namespace mlk

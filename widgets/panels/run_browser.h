@@ -1,23 +1,27 @@
-// RunBrowser: every run of a run store in a sortable table, with the
+// RunBrowser: every run of the run database in a sortable table, with the
 // selection driving the chart overlays, per-run colours, rename / notes /
-// delete, a pinned baseline and a config-diff panel against it.
+// delete, a pinned baseline and a config-diff panel against it, and the
+// metric summary of the selected runs.
 //
-// Columns: id, colour swatch, name (editable in place), status, preset, steps,
-// final reward, best reward, mean K3 KL, created. Reward columns use the
-// "reward_mean" metric, KL the "k3_kl" metric (core/rl_loop.h names); a run
-// without them shows "—" and sorts last.
+// Columns: id, colour swatch, name (editable in place), status (coloured by
+// palette::statusColour), preset, steps, final reward, best reward, mean K3
+// KL, created. Reward columns use the "reward_mean" metric, KL the "k3_kl"
+// metric, with core/metrics/run_stats.h's statistics and value_text(); a run
+// without them shows "—" and sorts last (NumberCell).
 //
-// The store is not owned when given as Store* (it must outlive the browser);
-// setDatabase(path) opens and owns its own connection. refresh() re-reads the
-// run list (cheap when nothing changed: metrics are re-read only for runs
-// whose step count or update time moved), keeps the selection and the
-// baseline, and is what the app's poll timer calls.
+// The database is not owned (RunDatabase: the window's). refresh() re-reads
+// the run list (cheap when nothing changed: metrics are re-read only for runs
+// whose step count, status or update time moved), keeps the selection and the
+// baseline, and is what the app's poll timer calls; a file opened in the
+// database reloads the table. The source is split: run_browser.cpp (table,
+// selection, diff columns), run_browser_edits.cpp (colours, rename / notes /
+// delete, context menu), config_diff.cpp (the diff panel).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
-#include <memory>
 #include <optional>
 
 #include <QColor>
@@ -28,7 +32,6 @@
 #include "core/store/store.h"
 #include "widgets/panels/metric_summary.h"
 
-class QCheckBox;
 class QLabel;
 class QLineEdit;
 class QTableWidget;
@@ -36,6 +39,9 @@ class QTableWidgetItem;
 class QTabWidget;
 
 namespace mlk {
+
+class ConfigDiffView;
+class RunDatabase;
 
 class RunBrowser : public QWidget {
     Q_OBJECT
@@ -57,12 +63,9 @@ public:
     explicit RunBrowser(QWidget* parent = nullptr);
     ~RunBrowser() override;
 
-    // Not owned; nullptr clears the table.
-    void setStore(Store* store);
-    // Opens (and owns) a connection to the database at `path`; false and
-    // *error on failure (the previous store is kept).
-    bool setDatabase(const QString& path, QString* error = nullptr);
-    Store* store() const { return store_; }
+    // Not owned; nullptr clears the table. The pinned baseline is dropped.
+    void setDatabase(RunDatabase* database);
+    RunDatabase* database() const { return db_; }
 
     // Reloads the run list from the store.
     void refresh();
@@ -73,14 +76,10 @@ public:
     void selectRuns(const QList<int64_t>& ids);
 
     // Colour of a run: a user override (setRunColour / "Change colour…"),
-    // else the provider's, else defaultRunColour(id).
+    // else the provider's, else palette::runColour(id) (the charts' rule).
     QColor runColour(int64_t id) const;
     void setColourProvider(std::function<QColor(int64_t)> provider);
     void setRunColour(int64_t id, const QColor& c);
-    // The chart layer's rule for unchanged colours (RunDataStore::palette /
-    // defaultColour in widgets/run_data.h), so both always agree.
-    static const QList<QColor>& defaultPalette();
-    static QColor defaultRunColour(int64_t id);
 
     // Store edits (also reachable from the context menu and in-place edit).
     bool renameRun(int64_t id, const QString& name);
@@ -97,7 +96,7 @@ public:
 
     // The diff panel: rows are keys; columns key | baseline | each selected
     // run other than the baseline.
-    QTableWidget* diffTable() const { return diff_; }
+    QTableWidget* diffTable() const;
     void setDifferencesOnly(bool on);
     bool differencesOnly() const;
     QStringList diffKeys() const;  // keys of the rows shown, in order
@@ -110,6 +109,7 @@ public:
 
 signals:
     void selectionChanged(const QList<int64_t>& runIds);
+    // The user chose a colour for a run; invalid = back to its default.
     void colourChangeRequested(int64_t runId, const QColor& colour);
     void runRenamed(int64_t runId, const QString& name);
     void runsDeleted(const QList<int64_t>& runIds);
@@ -118,10 +118,11 @@ signals:
     void runActivated(int64_t runId);
 
 private:
+    // Of reward_mean and k3_kl (run_stats); NaN = none.
     struct Stats {
-        int64_t steps = -1;
-        std::string updated;
-        double finalReward, bestReward, meanK3;
+        double finalReward = std::numeric_limits<double>::quiet_NaN();
+        double bestReward = std::numeric_limits<double>::quiet_NaN();
+        double meanK3 = std::numeric_limits<double>::quiet_NaN();
     };
     struct Row {
         RunSummary summary;
@@ -132,6 +133,9 @@ private:
 
     void buildUi();
     void populate();
+    void readRow(const RunSummary& summary, Row& row) const;
+    void fillRow(int r, int64_t id, const Row& row);
+    void fitColumns();
     void updateColours();
     void updateDiff();
     void updateSummary();
@@ -141,12 +145,11 @@ private:
     void editNotes(int64_t id);
     void changeColour(int64_t id);
     void applyFilter();
-    void setError(const QString& e);
     int rowOf(int64_t id) const;
     int64_t idAtRow(int row) const;
 
-    Store* store_ = nullptr;
-    std::unique_ptr<Store> owned_;
+    RunDatabase* db_ = nullptr;
+    QList<QMetaObject::Connection> dbConnections_;
     std::map<int64_t, Row> rows_;
     std::map<int64_t, QColor> overrides_;
     std::function<QColor(int64_t)> provider_;
@@ -160,13 +163,11 @@ private:
     QLineEdit* filter_ = nullptr;
     QLabel* info_ = nullptr;
     QTableWidget* table_ = nullptr;
-    QLabel* diffTitle_ = nullptr;
-    QCheckBox* diffOnly_ = nullptr;
-    QTableWidget* diff_ = nullptr;
+    ConfigDiffView* diff_ = nullptr;
     QTabWidget* lowerTabs_ = nullptr;  // config diff | metric summary
     MetricSummary* summary_ = nullptr;
     QString summarySignature_;  // the runs (and their step counts) summary_ shows
-    Store* summaryStore_ = nullptr;
+    const RunDatabase* summaryDatabase_ = nullptr;
 };
 
 }  // namespace mlk

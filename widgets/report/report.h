@@ -7,22 +7,16 @@
 // as data: download links.
 //
 // Sections: title, date, application version; runs; summary (final / best /
-// mean of the last 10 steps of reward, K3 KL, grad norm, F@2 and chosen
-// metrics, collapse and divergence verdicts); key charts with every run
-// overlaid; drill-down at one step (probability scatter with the diagonal,
-// F(t), router-diff histogram for MoE); configuration (a comparison shows
-// only the keys that differ from the baseline); environment; appendix with
-// the raw per-step data.
+// mean of the last 10 steps of the catalogue's key metrics and the chosen
+// ones, by run_stats; collapse and divergence verdicts, core/metrics/verdicts.h);
+// key charts with every run overlaid; drill-down at one step (probability
+// scatter with the diagonal, F(t), router-diff histogram for MoE);
+// configuration (a comparison shows only the keys that differ from the
+// baseline); environment; appendix with the raw per-step data.
 //
-// Detectors (also written out in the report):
-//  - collapse: m_i = mean of the finite reward_mean values of the 10 steps
-//    ending at step i (windows with fewer than 5 finite values are skipped).
-//    Collapse at the first i where max_{j<=i} m_j > 0.1 and
-//    m_i < 0.5 * max_{j<=i} m_j. Not evaluated with fewer than 10 steps.
-//  - divergence: the first step where grad_norm or k3_kl is NaN or infinite,
-//    or where k3_kl exceeds 10x its early median (median of the finite k3_kl
-//    of the first min(10, ceil(n/2)) steps, checked on the later steps;
-//    skipped when that median is 0, as in a truly on-policy run).
+// Every metric fact (title, unit, better direction, axis, which are key) comes
+// from the metric catalogue, every number from value_text, and each run is
+// drawn in palette::runColour(run id), the colour the workbench gives it.
 #pragma once
 
 #include <QByteArray>
@@ -30,11 +24,9 @@
 #include <QString>
 
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/store/store.h"
@@ -56,43 +48,6 @@ struct ReportRequest {
     std::optional<QDateTime> date;     // default now (tests pin it)
     bool appendix = true;              // raw per-step tables at the end
 };
-
-// The four metrics every report summarises and charts.
-const std::vector<std::string>& report_key_metrics();  // reward_mean, k3_kl, grad_norm, F@2
-
-using Series = std::vector<std::pair<int64_t, double>>;  // (step, value), ascending steps
-
-// Higher is better for rewards, accuracy, ESS, kept fraction, tokens/s;
-// lower is better for everything else (mismatch, grad norm, losses, fractions).
-bool metric_higher_is_better(const std::string& name);
-// Log y axis on charts: k3_kl, F@t, chi2_*, logp_abs_diff_*.
-bool metric_prefers_log(const std::string& name);
-
-struct MetricStats {
-    int count = 0;                                                  // stored values (steps)
-    int nonfinite = 0;                                              // of which NaN / +-Inf
-    double final_value = std::numeric_limits<double>::quiet_NaN();  // value at the last stored step
-    int64_t final_step = -1;
-    double best = std::numeric_limits<double>::quiet_NaN();  // max or min (metric_higher_is_better) of finite values
-    int64_t best_step = -1;
-    double mean_last =
-        std::numeric_limits<double>::quiet_NaN();  // mean of the finite values of the last `last_n` steps
-    int last_n = 0;                                // steps in that window (min(last_n, count))
-    int last_n_finite = 0;                         // finite values in it
-};
-MetricStats metric_stats(const Series& s, bool higher_is_better, int last_n = 10);
-
-struct Detection {
-    bool evaluated = false;  // enough data to decide
-    bool detected = false;
-    int64_t step = -1;   // first step at which the rule held
-    std::string detail;  // one sentence, shown in the report
-};
-Detection detect_collapse(const Series& reward_mean);
-Detection detect_divergence(const Series& grad_norm, const Series& k3_kl);
-
-// Numbers in the summary tables: "%.5g", or "NaN", "inf", "-inf".
-std::string report_number(double v);
 
 struct ReportAttachment {
     std::string file_name;  // e.g. "run-3-baseline.csv"

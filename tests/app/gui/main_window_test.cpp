@@ -1,6 +1,7 @@
 // The workbench as a user drives it: Ctrl+R with the default preset puts
-// steps in the database, the charts follow, pause/step/stop behave, a
-// malformed database is refused without harm. Screenshots go to
+// steps in the database, the charts follow, pause/step/stop behave (a paused
+// run reads "paused" everywhere), a malformed database is refused without
+// harm and every panel reads the one database the window opened. Screenshots go to
 // $MLK_SCREENSHOT_DIR when it is set.
 #include <QApplication>
 #include <QElapsedTimer>
@@ -12,6 +13,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTabWidget>
+#include <QTableWidget>
 #include <QXYSeries>
 
 #include <QThread>
@@ -27,7 +29,9 @@
 #include "widgets/panels/drilldown.h"
 #include "widgets/charts/metric_chart.h"
 #include "widgets/panels/run_browser.h"
+#include "widgets/data/palette.h"
 #include "widgets/data/run_data.h"
+#include "widgets/data/run_database.h"
 
 using namespace mlk;
 
@@ -152,8 +156,19 @@ private slots:
             !w.data()->runIds().isEmpty() && w.data()->series(w.data()->runIds().last(), "reward_mean").size() >= 2,
             60000);
         const qint64 id = w.data()->runIds().last();
+        Store reader = Store::open(w.databasePath().toStdString());
+        const auto stored = [&] { return QString::fromStdString(reader.run_info(id)->status); };
+        const auto shown = [&] {
+            RunBrowser* b = w.runBrowser();
+            return b->table()->item(static_cast<int>(b->runIds().indexOf(id)), RunBrowser::ColStatus);
+        };
         w.togglePause();
-        QTest::qWait(300);  // the step in flight completes
+        // Held between steps: "paused" in the store, the data layer and the browser.
+        QTRY_COMPARE_WITH_TIMEOUT(stored(), QString("paused"), 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(shown()->text(), QString("paused"), 5000);
+        QCOMPARE(shown()->foreground().color(), palette::statusColour("paused"));
+        QCOMPARE(w.data()->run(id)->status, QString("paused"));
+        shot(&w, "main_window_paused");
         const size_t paused_at = w.data()->series(id, "reward_mean").size();
         QTest::qWait(500);
         QCOMPARE(w.data()->series(id, "reward_mean").size(), paused_at);
@@ -161,9 +176,17 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(w.data()->series(id, "reward_mean").size(), paused_at + 1, 10000);
         QTest::qWait(300);
         QCOMPARE(w.data()->series(id, "reward_mean").size(), paused_at + 1);
+        QCOMPARE(stored(), QString("paused"));  // a single step does not resume
+        // Resumed: "running" again, and steps come.
+        w.togglePause();
+        QTRY_COMPARE_WITH_TIMEOUT(stored(), QString("running"), 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(shown()->text(), QString("running"), 5000);
+        QCOMPARE(shown()->foreground().color(), palette::statusColour("running"));
+        QTRY_VERIFY_WITH_TIMEOUT(w.data()->series(id, "reward_mean").size() > paused_at + 1, 30000);
         w.stopRun();
         QVERIFY(finished.wait(30000));
         QCOMPARE(finished.first().at(1).toString(), QString("stopped"));
+        QCOMPARE(stored(), QString("stopped"));
     }
 
     void trainingRunsOffTheGuiThread() {
@@ -205,6 +228,43 @@ private slots:
         QFile again(bad);
         QVERIFY(again.open(QIODevice::ReadOnly));
         QCOMPARE(again.readAll(), QByteArray("this is not a database, it is a shopping list\n"));
+    }
+
+    void everyPanelReadsTheWindowsDatabase() {
+        QTemporaryDir d;
+        const QString one = d.path() + "/one.sqlite", two = d.path() + "/two.sqlite";
+        int64_t a = 0, b = 0;
+        {
+            Store s = Store::open(one.toStdString());
+            a = s.create_run("kept", "default", "{}", 1, RunStatus::finished);
+            b = s.create_run("doomed", "default", "{}", 1, RunStatus::finished);
+            for (int64_t id : {a, b}) {
+                StepRecord r;
+                r.step = 0;
+                r.metrics = {{"reward_mean", 0.5}};
+                s.append_step(id, r);
+            }
+            Store::open(two.toStdString()).create_run("other file", "default", "{}", 1, RunStatus::stopped);
+        }
+        MainWindow w(one);
+        QCOMPARE(w.runBrowser()->database(), w.database());
+        QCOMPARE(w.data()->database(), w.database());
+        QCOMPARE(w.runBrowser()->runIds().size(), 2);
+        QCOMPARE(w.data()->runIds().size(), 2);
+        w.showDrillDown(a);
+        QCOMPARE(w.drillDown()->runId(), a);
+        // A delete in the browser leaves the charts' data and the drill-down at once.
+        w.runBrowser()->setConfirmDeletes(false);
+        QCOMPARE(w.runBrowser()->deleteRuns({b}), 1);
+        QCOMPARE(w.data()->runIds(), QList<qint64>{a});
+        // Another file: every panel follows, and the drill-down lets go of the old one.
+        QVERIFY(w.openDatabase(two));
+        QCOMPARE(w.databasePath(), two);
+        QCOMPARE(w.data()->path(), two);
+        QCOMPARE(w.runBrowser()->runIds().size(), 1);
+        QCOMPARE(w.runBrowser()->table()->item(0, RunBrowser::ColName)->text(), QString("other file"));
+        QCOMPARE(w.data()->runIds().size(), 1);
+        QCOMPARE(w.drillDown()->runId(), int64_t(-1));
     }
 
     void viewSettingsPersist() {

@@ -223,7 +223,9 @@ TEST(Config, UnknownKeysSuggestCloseMatches) {
     expect_error({{"correction", {{"rollout_is_threshold", 2.0}}}}, {"correction.is_upper"});
     expect_error({{"use_rollout_routing_replay", true}}, {"moe.routing_replay"});
     expect_error({{"zzzzzz", 1}}, {"unknown key \"zzzzzz\"", "no close match"});
-    expect_error({{"rollout", {{"nope", {{"deeper", 1}}}}}}, {"unknown key \"rollout.nope\""});
+    // A nested unknown section is named down to the leaf, as its dotted form
+    // would be, so nested community spellings are matched like dotted ones.
+    expect_error({{"rollout", {{"nope", {{"deeper", 1}}}}}}, {"unknown key \"rollout.nope.deeper\""});
 }
 
 TEST(Config, CrossFieldValidation) {

@@ -1,7 +1,7 @@
 // RunDataStore: loading runs from a store, incremental polling (only new
 // steps, one signal per poll, truncation reloads), the in-process feed
 // (thread-safe, one signal per batch, re-delivered steps not duplicated),
-// stable colours.
+// stable colours (palette::runColour unless overridden).
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/store/store.h"
+#include "widgets/data/palette.h"
 #include "widgets/data/run_data.h"
 
 using namespace mlk;
@@ -37,17 +38,17 @@ QList<qint64> idsOf(const QSignalSpy& spy, int emission) { return spy.at(emissio
 class RunDataTest : public QObject {
     Q_OBJECT
 
-    QTemporaryDir m_dir;
-    std::string m_path;
+    QTemporaryDir dir_;
+    std::string path_;
 
 private slots:
     void init() {
-        QVERIFY(m_dir.isValid());
-        m_path = m_dir.filePath(QStringLiteral("runs-%1.db").arg(QTest::currentTestFunction())).toStdString();
+        QVERIFY(dir_.isValid());
+        path_ = dir_.filePath(QStringLiteral("runs-%1.db").arg(QTest::currentTestFunction())).toStdString();
     }
 
     void loadsEveryRunWithMetadataAndSeries() {
-        Store writer = Store::open(m_path);
+        Store writer = Store::open(path_);
         const int64_t a = writer.create_run("baseline", "tiny-dense", "{}", 1, RunStatus::finished);
         const int64_t b = writer.create_run("aligned", "tiny-moe", "{}", 2, RunStatus::running);
         writeSteps(writer, a, 0, 5);
@@ -56,7 +57,7 @@ private slots:
 
         RunDataStore data;
         QSignalSpy runsChanged(&data, &RunDataStore::runsChanged);
-        QVERIFY(data.open(QString::fromStdString(m_path)));
+        QVERIFY(data.open(QString::fromStdString(path_)));
         QCOMPARE(runsChanged.count(), 1);
         QCOMPARE(data.runIds(), (QList<qint64>{a, b}));
         const RunMeta meta = *data.run(b);
@@ -85,19 +86,19 @@ private slots:
 
         QString error;
         RunDataStore broken;
-        QVERIFY(!broken.open(m_dir.filePath(QStringLiteral("no/such/dir/x.db")), &error));
+        QVERIFY(!broken.open(dir_.filePath(QStringLiteral("no/such/dir/x.db")), &error));
         QVERIFY(!error.isEmpty());
     }
 
     void pollReadsOnlyNewStepsAndSignalsOnce() {
-        Store writer = Store::open(m_path);
+        Store writer = Store::open(path_);
         const int64_t live = writer.create_run("live", "tiny", "{}", 1, RunStatus::running);
         const int64_t done = writer.create_run("done", "tiny", "{}", 1, RunStatus::finished);
         writeSteps(writer, live, 0, 10);
         writeSteps(writer, done, 0, 10);
 
         RunDataStore data;
-        QVERIFY(data.open(QString::fromStdString(m_path)));
+        QVERIFY(data.open(QString::fromStdString(path_)));
         SeriesCursor cursor;
         QCOMPARE(data.syncSeries(live, QStringLiteral("reward_mean"), cursor), SyncResult::replaced);
         QCOMPARE(cursor.data.size(), std::size_t(10));
@@ -137,14 +138,14 @@ private slots:
     }
 
     void timerPollPicksUpAnotherConnectionsWrites() {
-        Store writer = Store::open(m_path);
+        Store writer = Store::open(path_);
         const int64_t run = writer.create_run("live", "tiny", "{}", 1);
         RunDataStore data;
-        QVERIFY(data.open(QString::fromStdString(m_path)));
+        QVERIFY(data.open(QString::fromStdString(path_)));
         data.startPolling(10);
         QVERIFY(data.isPolling());
         std::thread cli([&] {
-            Store other = Store::open(m_path);
+            Store other = Store::open(path_);
             writeSteps(other, run, 0, 25);
         });
         QTRY_COMPARE_WITH_TIMEOUT(data.stepCount(run), 25, 10000);
@@ -193,20 +194,14 @@ private slots:
     }
 
     void coloursAreStablePerRunAndOverridable() {
-        const QList<QColor>& palette = RunDataStore::palette();
-        QCOMPARE(RunDataStore::defaultColour(1), palette[0]);
-        QCOMPARE(RunDataStore::defaultColour(2), palette[1]);
-        QCOMPARE(RunDataStore::defaultColour(1 + palette.size()), palette[0]);
-        QVERIFY(RunDataStore::defaultColour(1) != RunDataStore::defaultColour(2));
-
-        Store writer = Store::open(m_path);
+        Store writer = Store::open(path_);
         const int64_t a = writer.create_run("a", "tiny", "{}", 1);
         const int64_t b = writer.create_run("b", "tiny", "{}", 1);
         RunDataStore first, second;
-        QVERIFY(first.open(QString::fromStdString(m_path)));
-        QVERIFY(second.open(QString::fromStdString(m_path)));
+        QVERIFY(first.open(QString::fromStdString(path_)));
+        QVERIFY(second.open(QString::fromStdString(path_)));
         QCOMPARE(first.colour(a), second.colour(a));
-        QCOMPARE(first.run(b)->colour, RunDataStore::defaultColour(b));
+        QCOMPARE(first.run(b)->colour, palette::runColour(b));
 
         QSignalSpy runsChanged(&first, &RunDataStore::runsChanged);
         first.setColour(a, QColor(Qt::magenta));
@@ -216,7 +211,7 @@ private slots:
         first.poll();  // new data keeps the chosen colour
         QCOMPARE(first.run(a)->colour, QColor(Qt::magenta));
         first.setColour(a, QColor());
-        QCOMPARE(first.colour(a), RunDataStore::defaultColour(a));
+        QCOMPARE(first.colour(a), palette::runColour(a));
     }
 };
 

@@ -1,6 +1,7 @@
 // ConfigForm: every schema key through its editor, JSON round trips, rejected
 // pastes that change nothing, in-place marking of invalid combinations, presets.
-// MLK_SCREENSHOT_DIR=<dir> also saves <dir>/form.png (400 x 900).
+// A flagged field as drawn (border, fill, marker, tooltip). MLK_SCREENSHOT_DIR=<dir>
+// also saves <dir>/form.png and <dir>/form_default.png (400 x 900).
 #include <cmath>
 #include <optional>
 
@@ -12,7 +13,7 @@
 #include <QLineEdit>
 #include <QSignalSpy>
 #include <QSpinBox>
-#include <QPixmap>
+#include <QImage>
 #include <QTest>
 
 #include "core/config/config.h"
@@ -42,6 +43,30 @@ std::optional<QString> numberCandidate(const ConfigKey& k) {
     return std::nullopt;
 }
 
+// The form's marks (config_form.cpp's style sheet): an error's border and fill.
+const QColor kErrorBorder(0xd3, 0x2f, 0x2f);
+const QColor kErrorFill(0xff, 0xf5, 0xf5);
+const QColor kErrorInk(0xb7, 0x1c, 0x1c);
+
+// The part of `w` shown on screen, in the coordinates of `top`.
+QRect shownRect(const QWidget* top, const QWidget* w) {
+    return w->visibleRegion().boundingRect().translated(w->mapTo(top, QPoint(0, 0)));
+}
+
+// Pixels of `img` inside `rect` whose channels are each within `tol` of `c`.
+int pixelsNear(const QImage& img, const QRect& rect, const QColor& c, int tol) {
+    int n = 0;
+    const QRect r = rect.intersected(img.rect());
+    for (int y = r.top(); y <= r.bottom(); ++y)
+        for (int x = r.left(); x <= r.right(); ++x) {
+            const QColor p = img.pixelColor(x, y);
+            if (std::abs(p.red() - c.red()) <= tol && std::abs(p.green() - c.green()) <= tol &&
+                std::abs(p.blue() - c.blue()) <= tol)
+                ++n;
+        }
+    return n;
+}
+
 void typeInto(QLineEdit* le, const QString& text) {
     le->setFocus();
     le->selectAll();
@@ -66,7 +91,7 @@ private slots:
     void presetPickerLoadsPreset();
     void everyControlHasItsTooltip();
     void sectionsFollowSchema();
-    void screenshot();
+    void flaggedFieldIsDrawnFlagged();
 };
 
 void ConfigFormTest::everyKeyThroughItsEditor() {
@@ -375,39 +400,56 @@ void ConfigFormTest::sectionsFollowSchema() {
     QVERIFY(form.isSectionExpanded("Task"));
 }
 
-void ConfigFormTest::screenshot() {
-    const QByteArray dir = qgetenv("MLK_SCREENSHOT_DIR");
+void ConfigFormTest::flaggedFieldIsDrawnFlagged() {
+    const QString dir = qEnvironmentVariable("MLK_SCREENSHOT_DIR");
     ConfigForm form;
     form.setPreset("verl-icepop");
     auto* lo = qobject_cast<QLineEdit*>(form.editor("correction.is_lower"));
     auto* up = qobject_cast<QLineEdit*>(form.editor("correction.is_upper"));
     typeInto(up, "2");
     typeInto(lo, "3");
-    form.setSectionExpanded("Task", false);
-    form.setSectionExpanded("Model", false);
-    form.setSectionExpanded("Rollout engine", false);
-    form.setSectionExpanded("Kernels", false);
+    for (const char* section : {"Task", "Model", "Rollout engine", "Kernels"}) form.setSectionExpanded(section, false);
     form.resize(400, 900);
     form.show();
-    QTest::qWait(50);
-    {
-        const QPixmap shot = form.grab();  // rendered in every run; saved when asked
+    QVERIFY(QTest::qWaitForWindowExposed(&form));
+    form.setFocus();  // no focus frame on the editors checked below
+    QTest::qWait(20);
+    const QImage shot = form.grab().toImage();
+    if (!dir.isEmpty()) QVERIFY(shot.save(dir + "/form.png"));
 
-        QVERIFY(!shot.isNull() && shot.width() >= 200 && shot.height() >= 150);
+    // The flagged field: red border and pale red fill where it is drawn, the
+    // critical marker beside it with the message as tooltip, a red label.
+    const QRect loRect = shownRect(&form, lo);
+    QVERIFY2(loRect.height() >= 10, "correction.is_lower is scrolled out of view");
+    QVERIFY(pixelsNear(shot, loRect, kErrorBorder, 8) >= loRect.height());
+    QVERIFY(pixelsNear(shot, loRect, kErrorFill, 2) > loRect.width() * loRect.height() / 4);
+    QLabel* marker = nullptr;
+    for (auto* l : lo->parentWidget()->findChildren<QLabel*>())
+        if (l->toolTip().contains("must not exceed")) marker = l;
+    QVERIFY(marker);
+    QVERIFY(!marker->pixmap().isNull());
+    QVERIFY(lo->toolTip().startsWith("<p style='color:#b71c1c'>"));
+    QLabel* label = nullptr;
+    for (auto* l : form.findChildren<QLabel*>())
+        if (l->buddy() == lo) label = l;
+    QVERIFY(label);
+    QVERIFY(pixelsNear(shot, shownRect(&form, label), kErrorInk, 40) >= 3);
+    // A field with nothing to say is drawn plain.
+    const QRect epsRect = shownRect(&form, form.editor("rl.eps_low"));
+    QVERIFY(epsRect.height() >= 10);
+    QCOMPARE(pixelsNear(shot, epsRect, kErrorBorder, 8), 0);
+    QCOMPARE(pixelsNear(shot, epsRect, kErrorFill, 2), 0);
+    // The status area lists the error in words.
+    QVERIFY(form.findChild<QLabel*>("validationStatus")->text().contains("correction.is_lower"));
 
-        if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + "/form.png"));
-    }
     ConfigForm plain;
     plain.resize(400, 900);
     plain.show();
-    QTest::qWait(50);
-    {
-        const QPixmap shot = plain.grab();  // rendered in every run; saved when asked
-
-        QVERIFY(!shot.isNull() && shot.width() >= 200 && shot.height() >= 150);
-
-        if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + "/form_default.png"));
-    }
+    QVERIFY(QTest::qWaitForWindowExposed(&plain));
+    const QImage plainShot = plain.grab().toImage();
+    if (!dir.isEmpty()) QVERIFY(plainShot.save(dir + "/form_default.png"));
+    QVERIFY(plain.findChild<QLabel*>("validationStatus")->text().contains("Configuration valid"));
+    QCOMPARE(pixelsNear(plainShot, QRect(QPoint(0, 0), plainShot.size()), kErrorFill, 2), 0);
 }
 
 QTEST_MAIN(ConfigFormTest)

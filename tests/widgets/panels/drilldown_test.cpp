@@ -14,7 +14,9 @@
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QImage>
 #include <QPixmap>
+#include <QScatterSeries>
 #include <QTest>
 #include <QTextBlock>
 #include <QTextBrowser>
@@ -23,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/store/store.h"
+#include "widgets/data/palette.h"
 #include "widgets/panels/drilldown.h"
 
 using namespace mlk;
@@ -237,34 +240,113 @@ void DrillDownTest::colourScale() {
     QVERIFY(hi.red() > hi.green() + 100);
 }
 
-void DrillDownTest::screenshots() {
+namespace {
+
+// Whether a pixel within `radius` of `centre` is within `tolerance` (per
+// channel) of `colour`.
+bool colourNear(const QImage& image, QPoint centre, const QColor& colour, int radius, int tolerance) {
+    for (int dy = -radius; dy <= radius; ++dy)
+        for (int dx = -radius; dx <= radius; ++dx) {
+            const QPoint p = centre + QPoint(dx, dy);
+            if (!image.rect().contains(p)) continue;
+            const QColor c = image.pixelColor(p);
+            if (std::abs(c.red() - colour.red()) <= tolerance && std::abs(c.green() - colour.green()) <= tolerance &&
+                std::abs(c.blue() - colour.blue()) <= tolerance)
+                return true;
+        }
+    return false;
+}
+
+// Where a point of `series` is drawn, in the pixels of the view's viewport.
+QPoint viewPixel(QChartView* view, QAbstractSeries* series, QPointF value) {
+    return view->mapFromScene(view->chart()->mapToScene(view->chart()->mapToPosition(value, series)));
+}
+
+QImage viewImage(QChartView* view) { return view->viewport()->grab().toImage().convertToFormat(QImage::Format_RGB32); }
+
+void saveShot(QWidget& widget, const char* name) {
     const QByteArray dir = qgetenv("MLK_SCREENSHOT_DIR");
+    if (!dir.isEmpty()) QVERIFY(widget.grab().save(QString::fromLocal8Bit(dir) + "/drill_" + name + ".png"));
+}
+
+}  // namespace
+
+// What the user sees on each tab: the tokens where their probabilities put
+// them, the F(t) curve through its points, the histogram's bars. Saved as
+// PNG too when MLK_SCREENSHOT_DIR is set.
+void DrillDownTest::screenshots() {
     DrillDown dd;
     dd.setRunStep(*store_, run_, 0);
     dd.resize(760, 560);
     dd.show();
-    const char* names[] = {"scatter", "ft", "router", "samples"};
-    for (int i = 0; i < 4; ++i) {
-        dd.tabs()->setCurrentIndex(i);
-        QTest::qWait(80);
-        {
-            const QPixmap shot = dd.grab();  // rendered in every run; saved when asked
+    const QColor ink = palette::runColour(1);
 
-            QVERIFY(!shot.isNull() && shot.width() >= 200 && shot.height() >= 150);
-
-            if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + "/drill_" + names[i] + ".png"));
-        }
+    dd.tabs()->setCurrentIndex(0);
+    QTest::qWait(80);
+    {
+        auto* view = dd.scatterView()->findChild<QChartView*>();
+        QScatterSeries* tokens = nullptr;
+        for (QAbstractSeries* s : view->chart()->series())
+            if (auto* sc = qobject_cast<QScatterSeries*>(s)) tokens = sc;
+        QVERIFY(tokens && tokens->count() > 0);
+        const QImage image = viewImage(view);
+        // Translucent dots, darker where they overlap: the token colour's hue,
+        // unlike the white plot and the grey diagonal.
+        const auto tokenAt = [&](QPoint centre, int radius) {
+            for (int dy = -radius; dy <= radius; ++dy)
+                for (int dx = -radius; dx <= radius; ++dx) {
+                    const QPoint p = centre + QPoint(dx, dy);
+                    if (!image.rect().contains(p)) continue;
+                    const QColor c = image.pixelColor(p);
+                    if (c.hsvSaturation() > 60 && std::abs(c.hsvHue() - ink.hsvHue()) < 15) return true;
+                }
+            return false;
+        };
+        int found = 0;
+        for (const QPointF& p : tokens->points()) found += tokenAt(viewPixel(view, tokens, p), 1);
+        QVERIFY2(found == tokens->count(), qPrintable(QStringLiteral("%1 of %2").arg(found).arg(tokens->count())));
+        // None far off every point: the plot's top-left corner is empty.
+        QVERIFY(!tokenAt(viewPixel(view, tokens, QPointF(0.03, 0.97)), 3));
     }
-    dd.setRunStep(*store_, run_, 3);
+    saveShot(dd, "scatter");
+
+    dd.tabs()->setCurrentIndex(1);
+    QTest::qWait(80);
+    {
+        auto* view = dd.ftView()->findChild<QChartView*>();
+        QLineSeries* curve = nullptr;
+        for (QAbstractSeries* s : view->chart()->series())
+            if (auto* l = qobject_cast<QLineSeries*>(s)) curve = l;
+        QVERIFY(curve && curve->count() > 0);
+        const QImage image = viewImage(view);
+        for (const QPointF& p : curve->points())
+            if (p.y() > dd.ftFloor())  // (those at the floor are under their open squares)
+                QVERIFY2(colourNear(image, viewPixel(view, curve, p), ink, 2, 30),
+                         qPrintable(QStringLiteral("F(%1) = %2").arg(p.x()).arg(p.y())));
+    }
+    saveShot(dd, "ft");
+
     dd.tabs()->setCurrentIndex(2);
     QTest::qWait(80);
     {
-        const QPixmap shot = dd.grab();  // rendered in every run; saved when asked
-
-        QVERIFY(!shot.isNull() && shot.width() >= 200 && shot.height() >= 150);
-
-        if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + "/drill_router_dense.png"));
+        auto* view = dd.routerView()->findChild<QChartView*>();
+        QVERIFY(view);
+        const QImage image = viewImage(view);
+        int barPixels = 0;
+        for (int y = 0; y < image.height(); ++y)
+            for (int x = 0; x < image.width(); ++x) barPixels += colourNear(image, QPoint(x, y), ink, 0, 6);
+        QVERIFY2(barPixels > 200, qPrintable(QString::number(barPixels)));  // the bars, in the palette's colour
     }
+    saveShot(dd, "router");
+    dd.tabs()->setCurrentIndex(3);
+    QTest::qWait(80);
+    saveShot(dd, "samples");
+
+    dd.setRunStep(*store_, run_, 3);  // a dense step: no router, said in words
+    dd.tabs()->setCurrentIndex(2);
+    QTest::qWait(80);
+    QVERIFY(dd.routerEmpty());
+    saveShot(dd, "router_dense");
 }
 
 QTEST_MAIN(DrillDownTest)

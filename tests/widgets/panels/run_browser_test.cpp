@@ -1,24 +1,28 @@
-// RunBrowser over a temporary store with three runs: table contents and
-// sorting, selection signals, rename / notes / delete persisted to the store,
-// colours, the "differences only" config diff against a pinned baseline and
-// the metric summary (final / best / mean of last N).
-// MLK_SCREENSHOT_DIR=<dir> also saves <dir>/browser.png.
+// RunBrowser over a temporary run database with three runs: table contents
+// and sorting (missing values last either way), selection signals, rename /
+// notes / delete persisted to the store, colours, a paused run, the
+// "differences only" config diff against a pinned baseline, the metric
+// summary (final / best / mean of last N), and what the rendered browser
+// shows. MLK_SCREENSHOT_DIR=<dir> also saves <dir>/browser.png and
+// <dir>/browser_summary.png.
 #include <algorithm>
 #include <cmath>
 #include <memory>
 
 #include <QHeaderView>
+#include <QImage>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
-#include <QPixmap>
 #include <QTest>
 
 #include "core/config/config.h"
 #include "core/config/presets.h"
 #include "core/store/store.h"
+#include "widgets/data/palette.h"
+#include "widgets/data/run_database.h"
 #include "widgets/panels/run_browser.h"
-#include "widgets/data/run_data.h"
 
 using namespace mlk;
 
@@ -29,6 +33,25 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 QList<int64_t> sorted(QList<int64_t> v) {
     std::sort(v.begin(), v.end());
     return v;
+}
+
+// A table cell's rectangle in the coordinates of `top` (an ancestor).
+QRect cellRect(const QWidget* top, const QTableWidget* t, int row, int col) {
+    return t->visualItemRect(t->item(row, col)).translated(t->viewport()->mapTo(top, QPoint(0, 0)));
+}
+
+// Pixels of `img` inside `rect` whose channels are each within `tol` of `c`.
+int pixelsNear(const QImage& img, const QRect& rect, const QColor& c, int tol = 0) {
+    int n = 0;
+    const QRect r = rect.intersected(img.rect());
+    for (int y = r.top(); y <= r.bottom(); ++y)
+        for (int x = r.left(); x <= r.right(); ++x) {
+            const QColor p = img.pixelColor(x, y);
+            if (std::abs(p.red() - c.red()) <= tol && std::abs(p.green() - c.green()) <= tol &&
+                std::abs(p.blue() - c.blue()) <= tol)
+                ++n;
+        }
+    return n;
 }
 
 }  // namespace
@@ -48,11 +71,14 @@ private slots:
     void configDiffDifferencesOnly();
     void refreshPicksUpNewRuns();
     void metricSummaryOfSelectedRuns();
-    void screenshot();
+    void pausedRunShowsPaused();
+    void followsTheDatabase();
+    void rendersStatusSwatchAndDiffColours();
 
 private:
     std::unique_ptr<QTemporaryDir> dir_;
-    std::unique_ptr<Store> store_;
+    std::unique_ptr<Store> store_;  // the test's own connection, for writing and checking
+    std::unique_ptr<RunDatabase> db_;
     int64_t a_ = 0, b_ = 0, c_ = 0;
     Config ca_, cb_, cc_;
 };
@@ -61,6 +87,8 @@ void RunBrowserTest::init() {
     dir_ = std::make_unique<QTemporaryDir>();
     QVERIFY(dir_->isValid());
     store_ = std::make_unique<Store>(Store::open(dir_->filePath("runs.db").toStdString()));
+    db_ = std::make_unique<RunDatabase>();
+    QVERIFY(db_->open(dir_->filePath("runs.db")));
     ca_ = Config{};
     cb_ = preset_config("r3-tis");
     cb_.seed = 3;
@@ -85,13 +113,14 @@ void RunBrowserTest::init() {
 }
 
 void RunBrowserTest::cleanup() {
+    db_.reset();
     store_.reset();
     dir_.reset();
 }
 
 void RunBrowserTest::listsEveryRunWithStats() {
     RunBrowser br;
-    br.setStore(store_.get());
+    br.setDatabase(db_.get());
     QTableWidget* t = br.table();
     QCOMPARE(t->rowCount(), 3);
     QCOMPARE(sorted(br.runIds()), sorted({a_, b_, c_}));
@@ -105,8 +134,9 @@ void RunBrowserTest::listsEveryRunWithStats() {
     QCOMPARE(cell(b_, RunBrowser::ColStatus), QString("running"));
     QCOMPARE(cell(b_, RunBrowser::ColPreset), QString("r3-tis"));
     QCOMPARE(cell(b_, RunBrowser::ColSteps), QString("3"));
-    QCOMPARE(cell(b_, RunBrowser::ColFinalReward), QString("0.600"));
-    QCOMPARE(cell(b_, RunBrowser::ColBestReward), QString("0.900"));
+    // run_stats' statistics in value_text()'s format, as the metric summary and the CLI.
+    QCOMPARE(cell(b_, RunBrowser::ColFinalReward), QString("0.6"));
+    QCOMPARE(cell(b_, RunBrowser::ColBestReward), QString("0.9"));
     QCOMPARE(cell(a_, RunBrowser::ColMeanK3), QString("0.002"));
     QCOMPARE(cell(c_, RunBrowser::ColMeanK3), QString("\u2014"));  // no k3_kl metric
     QVERIFY(!cell(a_, RunBrowser::ColCreated).isEmpty());
@@ -114,18 +144,23 @@ void RunBrowserTest::listsEveryRunWithStats() {
 
 void RunBrowserTest::sortsNumerically() {
     RunBrowser br;
-    br.setStore(store_.get());
+    br.setDatabase(db_.get());
     br.table()->sortByColumn(RunBrowser::ColBestReward, Qt::DescendingOrder);
     QCOMPARE(br.runIds(), (QList<int64_t>{b_, a_, c_}));
+    // c has no k3_kl: last whichever the order.
     br.table()->sortByColumn(RunBrowser::ColMeanK3, Qt::AscendingOrder);
-    QCOMPARE(br.runIds(), (QList<int64_t>{c_, a_, b_}));  // NaN lowest
+    QCOMPARE(br.runIds(), (QList<int64_t>{a_, b_, c_}));
+    br.table()->sortByColumn(RunBrowser::ColMeanK3, Qt::DescendingOrder);
+    QCOMPARE(br.runIds(), (QList<int64_t>{b_, a_, c_}));
+    br.table()->sortByColumn(RunBrowser::ColId, Qt::AscendingOrder);
+    QCOMPARE(br.runIds(), (QList<int64_t>{a_, b_, c_}));
     br.table()->sortByColumn(RunBrowser::ColName, Qt::AscendingOrder);
     QCOMPARE(br.runIds(), (QList<int64_t>{a_, c_, b_}));
 }
 
 void RunBrowserTest::selectionEmitsIds() {
     RunBrowser br;
-    br.setStore(store_.get());
+    br.setDatabase(db_.get());
     br.resize(900, 600);
     br.show();
     QVERIFY(QTest::qWaitForWindowExposed(&br));
@@ -152,7 +187,7 @@ void RunBrowserTest::selectionEmitsIds() {
 
 void RunBrowserTest::renamePersists() {
     RunBrowser br;
-    br.setStore(store_.get());
+    br.setDatabase(db_.get());
     QSignalSpy spy(&br, &RunBrowser::runRenamed);
     QVERIFY(br.renameRun(a_, "renamed by API"));
     QCOMPARE(qs(store_->run_info(a_)->name), QString("renamed by API"));
@@ -175,7 +210,7 @@ void RunBrowserTest::renamePersists() {
 
 void RunBrowserTest::notesPersist() {
     RunBrowser br;
-    br.setStore(store_.get());
+    br.setDatabase(db_.get());
     QVERIFY(br.setNotes(c_, "diverged at step 2: fp32 rollout, check lr"));
     QCOMPARE(qs(store_->run_info(c_)->notes), QString("diverged at step 2: fp32 rollout, check lr"));
     const int row = static_cast<int>(br.runIds().indexOf(c_));
@@ -185,7 +220,7 @@ void RunBrowserTest::notesPersist() {
 
 void RunBrowserTest::deleteWithAutoConfirm() {
     RunBrowser br;
-    br.setStore(store_.get());
+    br.setDatabase(db_.get());
     br.setBaseline(b_);
     br.selectRuns({b_, c_});
     QSignalSpy deleted(&br, &RunBrowser::runsDeleted);
@@ -204,15 +239,15 @@ void RunBrowserTest::deleteWithAutoConfirm() {
 
 void RunBrowserTest::coloursAreStable() {
     RunBrowser br;
-    br.setStore(store_.get());
-    const auto& pal = RunBrowser::defaultPalette();
+    br.setDatabase(db_.get());
+    const auto& pal = palette::runColours();
     QVERIFY(pal.size() >= 8);
-    QCOMPARE(br.runColour(a_), RunDataStore::defaultColour(a_));  // the chart layer's colour
+    QCOMPARE(br.runColour(a_), palette::runColour(a_));  // the charts' colour
     QCOMPARE(br.runColour(a_ + pal.size()), br.runColour(a_));
     QVERIFY(br.runColour(a_) != br.runColour(b_));
     br.setColourProvider([](int64_t id) { return id == 2 ? QColor(Qt::black) : QColor(); });
     QCOMPARE(br.runColour(2), QColor(Qt::black));
-    QCOMPARE(br.runColour(1), RunDataStore::defaultColour(1));
+    QCOMPARE(br.runColour(1), palette::runColour(1));
     br.setRunColour(1, QColor(Qt::green));
     QCOMPARE(br.runColour(1), QColor(Qt::green));
     br.refresh();
@@ -221,7 +256,7 @@ void RunBrowserTest::coloursAreStable() {
 
 void RunBrowserTest::configDiffDifferencesOnly() {
     RunBrowser br;
-    br.setStore(store_.get());
+    br.setDatabase(db_.get());
     QVERIFY(br.differencesOnly());  // on by default
     QSignalSpy base(&br, &RunBrowser::baselineChanged);
     br.setBaseline(a_);
@@ -260,7 +295,7 @@ void RunBrowserTest::configDiffDifferencesOnly() {
 
 void RunBrowserTest::refreshPicksUpNewRuns() {
     RunBrowser br;
-    br.setStore(store_.get());
+    br.setDatabase(db_.get());
     const int64_t d = store_->create_run("late run", "default", config_to_json(Config{}).dump(), 1);
     QCOMPARE(br.table()->rowCount(), 3);
     br.refresh();
@@ -272,20 +307,12 @@ void RunBrowserTest::refreshPicksUpNewRuns() {
     store_->append_step(d, r);
     br.refresh();
     const int row = static_cast<int>(br.runIds().indexOf(d));
-    QCOMPARE(br.table()->item(row, RunBrowser::ColFinalReward)->text(), QString("0.750"));
-    // a path works too
-    RunBrowser byPath;
-    QVERIFY(byPath.setDatabase(dir_->filePath("runs.db")));
-    QCOMPARE(byPath.table()->rowCount(), 4);
-    QString err;
-    QVERIFY(!byPath.setDatabase(dir_->filePath("missing-dir/x/runs.db"), &err));
-    QVERIFY(!err.isEmpty());
-    QCOMPARE(byPath.table()->rowCount(), 4);
+    QCOMPARE(br.table()->item(row, RunBrowser::ColFinalReward)->text(), QString("0.75"));
 }
 
 void RunBrowserTest::metricSummaryOfSelectedRuns() {
     RunBrowser br;
-    br.setStore(store_.get());
+    br.setDatabase(db_.get());
     MetricSummary* summary = br.metricSummary();
     QTableWidget* t = summary->table();
     br.selectRuns({a_, b_});
@@ -324,25 +351,104 @@ void RunBrowserTest::metricSummaryOfSelectedRuns() {
     }
 }
 
-void RunBrowserTest::screenshot() {
-    const QByteArray dir = qgetenv("MLK_SCREENSHOT_DIR");
+void RunBrowserTest::pausedRunShowsPaused() {
     RunBrowser br;
-    br.setStore(store_.get());
+    br.setDatabase(db_.get());
+    const auto status = [&](int64_t id) {
+        return br.table()->item(static_cast<int>(br.runIds().indexOf(id)), RunBrowser::ColStatus);
+    };
+    store_->set_status(b_, RunStatus::paused);  // as the worker does when it holds a run
+    br.refresh();
+    QCOMPARE(status(b_)->text(), QString("paused"));
+    QCOMPARE(status(b_)->foreground().color(), palette::statusColour("paused"));
+    QCOMPARE(status(a_)->foreground().color(), palette::statusColour("finished"));
+    QVERIFY(palette::statusColour("paused") != palette::statusColour("running"));
+    store_->set_status(b_, RunStatus::running);  // resumed
+    br.refresh();
+    QCOMPARE(status(b_)->text(), QString("running"));
+    QCOMPARE(status(b_)->foreground().color(), palette::statusColour("running"));
+}
+
+void RunBrowserTest::followsTheDatabase() {
+    RunBrowser br;
+    br.setDatabase(db_.get());
+    br.setBaseline(a_);
+    QSignalSpy base(&br, &RunBrowser::baselineChanged);
+    const QString other = dir_->filePath("other.db");
+    Store::open(other.toStdString()).create_run("elsewhere", "default", "{}", 1, RunStatus::stopped);
+    QVERIFY(db_->open(other));  // opened in the shared database: the table starts over
+    QCOMPARE(br.table()->rowCount(), 1);
+    QCOMPARE(br.table()->item(0, RunBrowser::ColName)->text(), QString("elsewhere"));
+    QVERIFY(!br.baseline().has_value());
+    QCOMPARE(base.last().at(0).toLongLong(), -1LL);
+    QString err;
+    QVERIFY(!db_->open(dir_->filePath("missing-dir/x/runs.db"), &err));  // refused: nothing changes
+    QVERIFY(err.contains("missing-dir"));
+    QCOMPARE(br.table()->rowCount(), 1);
+    db_->close();
+    QCOMPARE(br.table()->rowCount(), 0);
+    QVERIFY(br.findChild<QLabel*>("runInfo")->text().contains("No run database open"));
+}
+
+void RunBrowserTest::rendersStatusSwatchAndDiffColours() {
+    RunBrowser br;
+    br.setDatabase(db_.get());
     br.setNotes(a_, "reference run");
     br.setBaseline(a_);
     br.selectRuns({b_, c_});
     br.resize(960, 640);
     br.show();
-    QTest::qWait(50);
-    for (const char* name : {"browser", "browser_summary"}) {
-        if (QLatin1String(name) == QLatin1String("browser_summary")) {
-            br.lowerTabs()->setCurrentWidget(br.metricSummary());
-            QTest::qWait(20);
-        }
-        const QPixmap shot = br.grab();  // rendered in every run; saved when asked
-        QVERIFY(!shot.isNull() && shot.width() >= 200 && shot.height() >= 150);
-        if (!dir.isEmpty()) QVERIFY(shot.save(QString::fromLocal8Bit(dir) + "/" + name + ".png"));
-    }
+    QVERIFY(QTest::qWaitForWindowExposed(&br));
+    const QString dir = qEnvironmentVariable("MLK_SCREENSHOT_DIR");
+    QImage shot = br.grab().toImage();
+    if (!dir.isEmpty()) QVERIFY(shot.save(dir + "/browser.png"));
+    QTableWidget* t = br.table();
+    const auto row = [&](int64_t id) { return static_cast<int>(br.runIds().indexOf(id)); };
+
+    // The swatch of a (not selected) is drawn in a's colour, and only there.
+    const QColor ca = br.runColour(a_);
+    QVERIFY(pixelsNear(shot, cellRect(&br, t, row(a_), RunBrowser::ColColour), ca) >= 60);
+    QCOMPARE(pixelsNear(shot, cellRect(&br, t, row(b_), RunBrowser::ColColour), ca), 0);
+    QVERIFY(t->item(row(a_), RunBrowser::ColColour)->toolTip().contains(ca.name()));
+    // The baseline's id cell carries the flag and says why.
+    QVERIFY(t->item(row(a_), RunBrowser::ColId)->text().contains(QString::fromUtf8("⚑")));
+    QCOMPARE(t->item(row(a_), RunBrowser::ColId)->toolTip(), QString("Baseline of the config diff"));
+    // "finished" is written in the status colour (anti-aliased: near it).
+    const QRect status = cellRect(&br, t, row(a_), RunBrowser::ColStatus);
+    QCOMPARE(t->item(row(a_), RunBrowser::ColStatus)->text(), QString("finished"));
+    QVERIFY(pixelsNear(shot, status, palette::statusColour("finished"), 40) >= 3);
+    QCOMPARE(pixelsNear(shot, status, palette::statusColour("failed"), 40), 0);
+
+    // Config diff: b's model.kind differs from the baseline's and is
+    // highlighted; the baseline's own column is not.
+    QTableWidget* d = br.diffTable();
+    const int kind = static_cast<int>(br.diffKeys().indexOf("model.kind"));
+    QVERIFY(kind >= 0);
+    // b's column, by its header ("#<id> <name>"): the selected runs follow the
+    // table's order, not the order they were selected in.
+    int colB = -1;
+    for (int col = 1; col < d->columnCount(); ++col)
+        if (d->horizontalHeaderItem(col)->text().startsWith(QStringLiteral("#%1 ").arg(b_))) colB = col;
+    QVERIFY(colB > 1);
+    QVERIFY(d->horizontalHeaderItem(1)->text().startsWith(QStringLiteral("baseline #%1 ").arg(a_)));
+    QCOMPARE(d->item(kind, colB)->text(), QString("moe"));
+    QCOMPARE(d->item(kind, colB)->background().color(), palette::changedSetting());
+    const QRect changed = cellRect(&br, d, kind, colB), same = cellRect(&br, d, kind, 1);
+    QVERIFY(pixelsNear(shot, changed, palette::changedSetting()) > changed.width() * changed.height() / 3);
+    QCOMPARE(pixelsNear(shot, same, palette::changedSetting()), 0);
+
+    // The metric summary: b's final reward, and its run cell drawn in b's colour.
+    br.lowerTabs()->setCurrentWidget(br.metricSummary());
+    QTest::qWait(20);
+    shot = br.grab().toImage();
+    if (!dir.isEmpty()) QVERIFY(shot.save(dir + "/browser_summary.png"));
+    QTableWidget* s = br.metricSummary()->table();
+    int rb = -1;
+    for (int r = 0; r < s->rowCount(); ++r)
+        if (s->item(r, MetricSummary::ColRun)->data(Qt::UserRole).toLongLong() == b_) rb = r;
+    QVERIFY(rb >= 0);
+    QCOMPARE(s->item(rb, MetricSummary::ColFinal)->text(), QString("0.6"));
+    QVERIFY(pixelsNear(shot, cellRect(&br, s, rb, MetricSummary::ColRun), br.runColour(b_)) >= 30);
 }
 
 QTEST_MAIN(RunBrowserTest)

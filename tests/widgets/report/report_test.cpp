@@ -1,7 +1,9 @@
 // Reports from real stores: a tiny real RL run (5 steps) and three synthetic
 // runs (a collapse, a truly on-policy run with K3 KL exactly 0, an MoE run with
-// NaN metrics). Every format is generated through the CLI function and its
-// content checked against the database: HTML parses as XML and holds the
+// NaN metrics). Files are written by the `report` command of the CLI binary
+// (as a user would run it) and by build_report directly; their content is
+// checked against the database (statistics by run_stats, numbers by
+// value_text, run colours by palette::runColour): HTML parses as XML and holds the
 // config table, the key charts inline and the embedded CSV; the PDF has
 // pages, pdftotext finds the summary values, pdfdetach finds the CSVs
 // byte-identical to export_csv.
@@ -25,15 +27,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../cli_runner.h"
 #include "core/config/config.h"
-#include "core/store/export.h"
+#include "core/metrics/catalogue.h"
+#include "core/metrics/run_stats.h"
 #include "core/rl/run_controller.h"
+#include "core/store/export.h"
 #include "core/store/store.h"
-#include "widgets/report/report.h"
 #include "widgets/charts/report_charts.h"
-
-// The CLI command is not in a target yet: compile it here.
-#include "app/cli/report.cpp"
+#include "widgets/data/palette.h"
+#include "widgets/report/report.h"
 
 using namespace mlk;
 
@@ -41,7 +44,18 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-int run_cli(const std::vector<std::string>& args) { return cli::cmd_report(args); }
+// `mismatch-lab-cli report ARGS...`: the exit code (the output goes to the test log).
+int run_cli(const std::vector<std::string>& args) {
+    std::string line = "report";
+    for (const auto& a : args) {
+        std::string q = "'";
+        for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        line += " " + q + "'";
+    }
+    const clitest::CliResult r = clitest::cli(line);
+    if (!r.out.empty()) qInfo("%s", r.out.c_str());
+    return r.code;
+}
 
 QString read_text(const QString& path) {
     QFile f(path);
@@ -79,7 +93,6 @@ class ReportTest : public QObject {
     Q_OBJECT
 private slots:
     void initTestCase();
-    void statsAndDetectors();
     void chartsKeepNanAndZero();
     void htmlFromRealRun();
     void comparisonContent();
@@ -192,67 +205,21 @@ QStringList ReportTest::summary_values(Store& s, const std::vector<int64_t>& run
     QStringList v;
     for (int64_t id : runs)
         for (const auto& m : metrics) {
-            const Series ser = s.metric_series(id, m);
+            const std::vector<MetricPoint> ser = s.metric_series(id, m);
             if (ser.empty()) continue;
-            const MetricStats st = metric_stats(ser, metric_higher_is_better(m));
-            v << QString::fromStdString(report_number(st.final_value));
-            if (st.best_step >= 0) v << QString::fromStdString(report_number(st.best));
-            v << QString::fromStdString(report_number(st.mean_last));
+            const RunStats st = run_stats(ser, m);
+            v << QString::fromStdString(value_text(st.final_value));
+            if (st.best_step >= 0) v << QString::fromStdString(value_text(st.best));
+            v << QString::fromStdString(value_text(st.mean_last));
         }
     return v;
-}
-
-void ReportTest::statsAndDetectors() {
-    const MetricStats st = metric_stats({{0, 1.0}, {1, kNaN}, {2, 3.0}, {3, 2.0}}, true, 3);
-    QCOMPARE(st.count, 4);
-    QCOMPARE(st.nonfinite, 1);
-    QCOMPARE(st.final_value, 2.0);
-    QCOMPARE(st.final_step, int64_t(3));
-    QCOMPARE(st.best, 3.0);
-    QCOMPARE(st.best_step, int64_t(2));
-    QCOMPARE(st.last_n, 3);
-    QCOMPARE(st.last_n_finite, 2);
-    QCOMPARE(st.mean_last, 2.5);
-    QCOMPARE(metric_stats({{0, 1.0}, {1, 0.5}}, false).best, 0.5);
-
-    // Collapse: 15 steps at 0.5 then zeros: the 10-step mean drops below 0.25 once 6 zeros are in.
-    Series r;
-    for (int s = 0; s < 30; ++s) r.push_back({s, s < 15 ? 0.5 : 0.0});
-    Detection c = detect_collapse(r);
-    QVERIFY(c.evaluated && c.detected);
-    QCOMPARE(c.step, int64_t(20));
-    Series low;
-    for (int s = 0; s < 30; ++s) low.push_back({s, s < 15 ? 0.08 : 0.0});
-    QVERIFY(!detect_collapse(low).detected);
-    QVERIFY(detect_collapse(low).evaluated);
-    QVERIFY(!detect_collapse({{0, 0.5}, {1, 0.0}}).evaluated);
-
-    // Divergence: non-finite first, then the 10x ratio, skipped at a zero median.
-    Series g, k, z;
-    for (int s = 0; s < 20; ++s) {
-        g.push_back({s, s == 7 ? kNaN : 0.1});
-        k.push_back({s, s == 15 ? 2e-3 : 1e-4});
-        z.push_back({s, s == 15 ? 1e-6 : 0.0});
-    }
-    Detection d = detect_divergence(g, k);
-    QVERIFY(d.detected);
-    QCOMPARE(d.step, int64_t(7));
-    QVERIFY(QString::fromStdString(d.detail).contains("grad_norm is NaN"));
-    Series g_ok(g);
-    g_ok[7].second = 0.1;
-    d = detect_divergence(g_ok, k);
-    QVERIFY(d.detected);
-    QCOMPARE(d.step, int64_t(15));
-    d = detect_divergence(g_ok, z);
-    QVERIFY(d.evaluated && !d.detected);
-    QVERIFY2(QString::fromStdString(d.detail).contains("skipped"), d.detail.c_str());
 }
 
 void ReportTest::chartsKeepNanAndZero() {
     report::ChartSpec spec;
     spec.yScale = report::Scale::log;
     spec.size = QSize(400, 200);
-    report::ChartRun zero{"zero", report::run_color(0), {}}, nan{"nan", report::run_color(1), {}};
+    report::ChartRun zero{"zero", palette::runColour(1), {}}, nan{"nan", palette::runColour(2), {}};
     for (int s = 0; s < 10; ++s) {
         zero.points.push_back({(double)s, 0.0});
         nan.points.push_back({(double)s, s == 4 ? kNaN : 1e-3});
@@ -309,12 +276,12 @@ void ReportTest::htmlFromRealRun() {
     for (const auto& k : config_schema()) {
         const QString v = QString::fromStdString(config_value_text(cfg, k.key)).toHtmlEscaped();
         QRegularExpression row(
-            QStringLiteral("<tr><td class=\"key\">%1</td><td>[^<]*</td><td>(<b>)?%2(</b>)?</td>")
+            QStringLiteral("<tr><td class=\"key\">%1</td><td>[^<]*</td><td( class=\"changed\")?>(<b>)?%2(</b>)?</td>")
                 .arg(QRegularExpression::escape(QString::fromStdString(k.key)), QRegularExpression::escape(v)));
         QVERIFY2(row.match(html).hasMatch(), k.key.c_str());
     }
     // Summary values from the database.
-    for (const QString& v : summary_values(store, {real_}, report_key_metrics()))
+    for (const QString& v : summary_values(store, {real_}, key_metric_names()))
         QVERIFY2(html.contains(QStringLiteral(">%1<").arg(v)) || html.contains(QStringLiteral(">%1 (").arg(v)),
                  qPrintable(v));
     // Environment.
@@ -376,6 +343,29 @@ void ReportTest::comparisonContent() {
     QVERIFY(rep.html.contains(
         QStringLiteral("<td>moe, NaN (#%1)</td><td class=\"num\">910</td><td class=\"num\">80</td>").arg(nanmoe_)));
     QVERIFY(rep.html.contains(QStringLiteral("Drill-down at step 10")));
+    // Each run in the colour the workbench gives it: its swatch, and its line on a key chart.
+    QRegularExpression chart(
+        QStringLiteral("<img src=\"data:image/png;base64,([A-Za-z0-9+/=]+)\"[^>]*alt=\"chart of reward_mean\""));
+    const auto cm = chart.match(rep.html);
+    QVERIFY(cm.hasMatch());
+    QImage rewardChart;
+    QVERIFY(rewardChart.loadFromData(QByteArray::fromBase64(cm.captured(1).toLatin1()), "PNG"));
+    for (int64_t id : req.runs) {
+        const QColor c = palette::runColour(id);
+        QVERIFY2(rep.html.contains(QStringLiteral("<tr><td><span style=\"color:%1\">\u25a0</span></td><td "
+                                                  "class=\"num\">%2</td>")
+                                       .arg(c.name())
+                                       .arg(id)),
+                 qPrintable(c.name()));
+        int near = 0;
+        for (int y = 0; y < rewardChart.height(); ++y)
+            for (int x = 0; x < rewardChart.width(); ++x) {
+                const QColor p = rewardChart.pixelColor(x, y);
+                near +=
+                    std::abs(p.red() - c.red()) + std::abs(p.green() - c.green()) + std::abs(p.blue() - c.blue()) < 24;
+            }
+        QVERIFY2(near > 50, qPrintable(QStringLiteral("run %1: %2 pixels of %3").arg(id).arg(near).arg(c.name())));
+    }
     // Attachments: one CSV per run + the JSON.
     QCOMPARE(rep.attachments.size(), size_t(4));
     QCOMPARE(rep.attachments[0].data.toStdString(), export_csv(store, {collapse_}));
@@ -394,7 +384,7 @@ void ReportTest::pdfFromRealRunAndComparison() {
     const QString one = dir_->filePath(QStringLiteral("report-one.pdf"));
     const QString cmp = dir_->filePath(QStringLiteral("report-compare.pdf"));
     std::vector<Case> cases = {
-        {one, {std::to_string(real_), "--db", db_, "--out", one.toStdString()}, {real_}, report_key_metrics()},
+        {one, {std::to_string(real_), "--db", db_, "--out", one.toStdString()}, {real_}, key_metric_names()},
         {cmp,
          {std::to_string(collapse_), std::to_string(onpolicy_), std::to_string(nanmoe_), "--db", db_, "--out",
           cmp.toStdString(), "--baseline", std::to_string(onpolicy_), "--metric", "accuracy", "--step", "10"},

@@ -1,0 +1,93 @@
+#include "app/cli/drive.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+namespace mlk::cli {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+std::string fmt_eta(double seconds) {
+    if (!std::isfinite(seconds) || seconds < 0) return "?";
+    char buf[32];
+    if (seconds < 90) std::snprintf(buf, sizeof buf, "%.0fs", seconds);
+    else std::snprintf(buf, sizeof buf, "%.0fm%02.0fs", std::floor(seconds / 60), std::fmod(seconds, 60));
+    return buf;
+}
+
+nlohmann::json json_number(double v) {
+    if (std::isfinite(v)) return v;
+    return nullptr;
+}
+
+}  // namespace
+
+void print_warnings(const Config& c) {
+    for (const auto& w : config_warnings(c)) std::fprintf(stderr, "warning: %s\n", w.c_str());
+}
+
+RunCallbacks cli_callbacks() {
+    RunCallbacks cb;
+    cb.on_base = [](const BaseProgress& p) {
+        if (p.step % 100 == 0 || p.step == p.total)
+            std::fprintf(stderr, "base policy: step %d/%d  loss %.3f  held-out reward %.3f\n", p.step, p.total, p.loss,
+                         p.eval_reward);
+    };
+    cb.cancel = &g_stop;
+    return cb;
+}
+
+int drive(RunController& rc, bool json) {
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    const int64_t first = rc.next_step();
+    RunStatus status = RunStatus::finished;
+    try {
+        while (!rc.done()) {
+            if (g_stop) {
+                status = RunStatus::stopped;
+                break;
+            }
+            StepRecord rec = rc.step();
+            const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+            const double per_step = elapsed / (double)(rec.step - first + 1);
+            const double eta = per_step * (double)(rc.total_steps() - rec.step - 1);
+            if (json) {
+                nlohmann::ordered_json j = {{"step", rec.step}};
+                for (const auto& [name, v] : rec.metrics) j[name] = json_number(v);
+                std::cout << j.dump() << "\n" << std::flush;
+            } else {
+                auto m = [&](const char* n) { return RlSession::metric(rec, n); };
+                std::printf("step %lld/%lld  reward %.3f  k3_kl %.3e  grad_norm %.3f  F@2 %.3e  tok/s %.0f  ETA %s\n",
+                            (long long)rec.step + 1, (long long)rc.total_steps(), m("reward_mean"), m("k3_kl"),
+                            m("grad_norm"), m("F@2"), m("tokens_per_s"), fmt_eta(eta).c_str());
+                std::fflush(stdout);
+            }
+        }
+    } catch (...) {
+        rc.finish(RunStatus::failed);
+        throw;
+    }
+    rc.finish(status);
+    if (json) {
+        std::cout << nlohmann::ordered_json{{"run_id", rc.run_id()}, {"status", run_status_name(status)}}.dump()
+                  << "\n";
+    } else {
+        std::printf("run %lld %s after %lld steps\n", (long long)rc.run_id(), run_status_name(status),
+                    (long long)rc.next_step());
+    }
+    return 0;
+}
+
+}  // namespace mlk::cli

@@ -1,0 +1,35 @@
+// `run`: a new RL run into the store, stepped to its end.
+#include <cstdio>
+
+#include "app/cli/args.h"
+#include "app/cli/commands.h"
+#include "app/cli/drive.h"
+#include "core/rl/base_policy.h"
+
+namespace mlk::cli {
+
+int cmd_run(const Argv& argv) {
+    Spec spec;
+    spec.values = {"--preset", "--config", "--set", "--steps", "--db", "--name", "--cache-dir"};
+    spec.repeatable = {"--set"};
+    spec.flags = {"--json"};
+    const Args a = parse_args(argv, spec);
+    Config c = build_config(a);
+    const int steps = parse_steps(a, 0);
+    if (steps > 0) apply_set(c, "rl.steps=" + std::to_string(steps));
+    db_path(a);  // checked before the cache directory is made
+    // Checked (and made) here, before the base policy's warm-up can take minutes.
+    const std::string cache = directory_option(a, "--cache-dir", default_cache_dir());
+    print_warnings(c);
+    Store store = open_store(a);
+    const std::string preset = a.get("--preset", "custom");
+    const std::string name = a.get("--name", preset);
+    RunController rc = RunController::create(store, c, preset, name, cache, cli_callbacks());
+    if (!a.has("--json"))
+        std::printf("run %lld: %s, %lld steps, base policy %s (held-out reward %.3f)\n", (long long)rc.run_id(),
+                    name.c_str(), (long long)rc.total_steps(), rc.base().from_cache ? "from cache" : "trained",
+                    rc.base().eval_reward);
+    return drive(rc, a.has("--json"));
+}
+
+}  // namespace mlk::cli

@@ -1,0 +1,266 @@
+// mismatch-lab-cli as a user runs it: every command's input is checked one
+// way (args.h), bad input exits 2 with a message naming the option and what
+// is allowed, a failure exits 1, and nothing slow starts before the input is
+// known to be good. Plus the `metrics` catalogue and `show`'s statistics.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "../../cli_runner.h"
+#include "core/config/config.h"
+#include "core/metrics/catalogue.h"
+#include "core/metrics/run_stats.h"
+#include "core/store/store.h"
+
+using namespace mlk;
+using clitest::cli;
+namespace fs = std::filesystem;
+
+namespace {
+
+// One scratch folder per process, with a store holding one synthetic run.
+struct Fixture {
+    fs::path dir;
+    std::string db;
+    int64_t run = 0;
+    std::vector<double> k3, grad, reward;
+
+    Fixture() {
+        dir = fs::temp_directory_path() / ("mlk_cli_test_" + std::to_string(getpid()));
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        db = (dir / "runs.sqlite").string();
+        Store store = Store::open(db);
+        Config c;
+        c.rl.steps = 20;
+        run = store.create_run("synthetic", "custom", config_to_json(c).dump(), 1, RunStatus::finished);
+        for (int s = 0; s < 20; ++s) {
+            // k3_kl and grad_norm are lowest at step 3 and highest at step 17:
+            // "best" must be the lowest.
+            k3.push_back(s == 3 ? 1e-6 : s == 17 ? 5e-2 : 1e-4 * (1 + s % 4));
+            grad.push_back(s == 3 ? 0.01 : s == 17 ? 9.0 : 0.2 + 0.01 * s);
+            reward.push_back(s == 11 ? 0.9 : 0.3 + 0.01 * s);
+            StepRecord r;
+            r.step = s;
+            r.metrics = {{"reward_mean", reward.back()}, {"k3_kl", k3.back()}, {"grad_norm", grad.back()}};
+            store.append_step(run, r);
+        }
+    }
+    ~Fixture() { fs::remove_all(dir); }
+};
+
+Fixture& fx() {
+    static Fixture f;
+    return f;
+}
+
+std::string id() { return std::to_string(fx().run); }
+std::string db() { return " --db " + fx().db; }
+
+// Bad input: exit 2 and a message containing each of `words`.
+void expect_usage(const std::string& args, std::initializer_list<const char*> words) {
+    const auto r = cli(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    for (const char* w : words)
+        EXPECT_NE(r.out.find(w), std::string::npos) << args << ": no '" << w << "' in\n" << r.out;
+}
+
+}  // namespace
+
+TEST(CliInput, ExtraPositionalWordsAreRejected) {
+    const fs::path p = fx().dir / "p.sqlite";
+    // Must not silently run the default configuration.
+    expect_usage("run moe-tiny --steps 1 --db " + p.string(), {"unexpected argument 'moe-tiny'", "--preset moe-tiny"});
+    EXPECT_FALSE(fs::exists(p));
+    expect_usage("runs" + db() + " extra", {"unexpected argument 'extra'"});
+    expect_usage("presets extra", {"unexpected argument 'extra'", "no positional"});
+    expect_usage("metrics extra", {"unexpected argument 'extra'"});
+    expect_usage("show " + id() + " " + id() + db(), {"unexpected argument"});
+    expect_usage("probe --preset dense-tiny rollout.precision=fp32", {"--set rollout.precision=fp32"});
+}
+
+TEST(CliInput, UnknownOptionsAreRejectedWithTheAllowedOnes) {
+    expect_usage("presets -x", {"unknown option -x", "--json"});
+    expect_usage("runs" + db() + " --bogus", {"unknown option --bogus", "--db"});
+    expect_usage("runs --db=" + fx().db, {"write --db VALUE"});
+    expect_usage("show " + id() + db() + " --db " + fx().db, {"--db given twice"});
+    expect_usage("export " + id() + db() + " --format xml --out x", {"--format", "csv, json"});
+    expect_usage("frobnicate", {"unknown command 'frobnicate'", "usage:"});
+}
+
+TEST(CliInput, DbMustBeARealFilePath) {
+    expect_usage("runs --db ''", {"--db", "empty"});
+    expect_usage("runs --db :memory:", {"--db", ":memory:", "real file"});
+    expect_usage("run --preset default --steps 1 --db ''", {"--db", "empty"});
+    expect_usage("run --preset default --steps 1 --db :memory:", {"--db", "special name"});
+    expect_usage("run --preset default --steps 1 --db " + fx().dir.string(), {"--db", "is a directory"});
+    expect_usage("runs --db " + (fx().dir / "missing.sqlite").string(), {"--db", "does not exist"});
+    expect_usage("runs", {"missing required option --db"});
+    // A file that is not a run store.
+    const fs::path junk = fx().dir / "junk.sqlite";
+    std::ofstream(junk) << "not a database, just text that is long enough to have a header page..............";
+    const auto r = cli("runs --db " + junk.string());
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("--db"), std::string::npos) << r.out;
+}
+
+TEST(CliInput, StepsAreCheckedTheSameWayEverywhere) {
+    const fs::path p = fx().dir / "steps.sqlite";
+    for (const std::string& cmd :
+         {"run --preset default --db " + p.string(), "resume " + id() + db(), std::string("bench")}) {
+        expect_usage(cmd + " --steps -1", {"--steps", "[1, 100000]"});
+        expect_usage(cmd + " --steps 0", {"--steps", "[1, 100000]"});
+        expect_usage(cmd + " --steps 100001", {"--steps", "out of range"});
+        expect_usage(cmd + " --steps 1.5", {"--steps", "not an integer"});
+        expect_usage(cmd + " --steps ' 3'", {"--steps", "not an integer"});
+    }
+    EXPECT_FALSE(fs::exists(p));
+}
+
+TEST(CliInput, RunIdsArePlainPositiveIntegers) {
+    for (const char* bad : {"' 1'", "+1", "01", "-1", "0", "1x", "abc", "99999999999999999999"})
+        for (const std::string& cmd : {std::string("show ") + bad + db(), std::string("resume ") + bad + db(),
+                                       std::string("export ") + bad + db() + " --format csv --out x.csv"})
+            expect_usage(cmd, {"RUN", "not a run id", "positive integer"});
+    expect_usage("show 999" + db(), {"RUN: run 999 is not in"});
+    expect_usage("show" + db(), {"expected a RUN id"});
+    EXPECT_EQ(cli("show " + id() + db()).code, 0);
+}
+
+TEST(CliInput, CacheDirNamingAFileIsRefusedBeforeAnyWarmUp) {
+    const fs::path file = fx().dir / "cache-file";
+    std::ofstream(file) << "x";
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = cli("run --preset default --steps 1 --db " + (fx().dir / "c.sqlite").string() + " --cache-dir " +
+                       file.string());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("--cache-dir"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("is a file"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("base policy"), std::string::npos) << r.out;
+    EXPECT_LT(s, 10.0);
+    EXPECT_FALSE(fs::exists(fx().dir / "c.sqlite"));
+}
+
+TEST(CliInput, CheckpointPathsAreChecked) {
+    expect_usage("probe --preset dense-tiny --checkpoint " + (fx().dir / "no-such-ckpt").string(),
+                 {"--checkpoint", "not a directory"});
+    const fs::path file = fx().dir / "a-file";
+    std::ofstream(file) << "x";
+    expect_usage("checkpoint --preset dense-tiny --out " + file.string(), {"--out", "is a file"});
+    // A directory without a checkpoint in it.
+    expect_usage("probe --preset dense-tiny --checkpoint " + fx().dir.string(), {"--checkpoint"});
+}
+
+TEST(CliExit, AFailedWriteIsAFailureWithAMessage) {
+    if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+    auto r = cli("probe --preset dense-tiny --set rl.prompts_per_step=2 --dump /dev/full");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("cannot write /dev/full"), std::string::npos) << r.out;
+    r = cli("export " + id() + db() + " --format csv --out /dev/full");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("cannot write /dev/full"), std::string::npos) << r.out;
+    // An output directory where a file should go is bad input.
+    expect_usage("export " + id() + db() + " --format csv --out " + fx().dir.string(), {"--out", "is a directory"});
+}
+
+TEST(CliMetrics, JsonIsTheCatalogue) {
+    const auto r = cli("metrics --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_TRUE(j.is_array());
+    ASSERT_EQ(j.size(), metric_catalogue().size());
+    for (size_t i = 0; i < j.size(); ++i) {
+        const MetricInfo& m = metric_catalogue()[i];
+        const auto& o = j[i];
+        EXPECT_EQ(o.size(), 10u);
+        EXPECT_EQ(o["name"], std::string(m.name));
+        EXPECT_EQ(o["title"], std::string(m.title));
+        EXPECT_EQ(o["unit"], std::string(m.unit));
+        EXPECT_EQ(o["better"], std::string(enum_name(m.better)));
+        EXPECT_EQ(o["kind"], std::string(enum_name(m.kind)));
+        EXPECT_EQ(o["axis"], std::string(enum_name(m.axis)));
+        EXPECT_EQ(o["key_chart"], m.key_chart);
+        EXPECT_EQ(o["group"], std::string(m.group));
+        EXPECT_EQ(o["meaning"], std::string(m.meaning));
+        EXPECT_EQ(o["formula"], std::string(m.formula));
+    }
+    const auto k3 = std::find_if(j.begin(), j.end(), [](const auto& o) { return o["name"] == "k3_kl"; });
+    ASSERT_NE(k3, j.end());
+    EXPECT_EQ((*k3)["better"], "lower");
+    EXPECT_EQ((*k3)["axis"], "log");
+    EXPECT_EQ((*k3)["key_chart"], true);
+}
+
+TEST(CliMetrics, TableHasEveryMetricWithItsFacts) {
+    const auto r = cli("metrics");
+    ASSERT_EQ(r.code, 0) << r.out;
+    for (const auto& m : metric_catalogue()) {
+        // The fact line starts with the name, then its direction, kind and axis.
+        const std::regex line("(^|\\n)" + std::regex_replace(std::string(m.name), std::regex("[.@]"), "\\$&") + " +" +
+                              std::string(enum_name(m.better)) + " +" + std::string(enum_name(m.kind)) + " +" +
+                              std::string(enum_name(m.axis)) + " ");
+        EXPECT_TRUE(std::regex_search(r.out, line)) << m.name;
+        EXPECT_NE(r.out.find(std::string(m.meaning)), std::string::npos) << m.name;
+    }
+}
+
+TEST(CliShow, BestFollowsTheMetricsDirection) {
+    const auto r = cli("show " + id() + db());
+    ASSERT_EQ(r.code, 0) << r.out;
+    auto row = [&](const std::string& name) {
+        std::istringstream in(r.out);
+        for (std::string l; std::getline(in, l);) {
+            std::istringstream w(l);
+            std::vector<std::string> cols;
+            for (std::string c; w >> c;) cols.push_back(c);
+            if (!cols.empty() && cols[0] == name) return cols;
+        }
+        return std::vector<std::string>{};
+    };
+    // name first final best step mean NaN/Inf
+    const auto k = row("k3_kl"), g = row("grad_norm"), rw = row("reward_mean");
+    ASSERT_EQ(k.size(), 7u) << r.out;
+    ASSERT_EQ(g.size(), 7u) << r.out;
+    ASSERT_EQ(rw.size(), 7u) << r.out;
+    EXPECT_EQ(k[3], value_text(1e-6));
+    EXPECT_EQ(k[4], "3");
+    EXPECT_EQ(g[3], value_text(0.01));
+    EXPECT_EQ(g[4], "3");
+    EXPECT_EQ(rw[3], value_text(0.9));
+    EXPECT_EQ(rw[4], "11");
+    std::vector<MetricPoint> series;
+    for (int s = 0; s < 20; ++s) series.push_back({s, fx().k3[s]});
+    const RunStats st = run_stats(series, "k3_kl");
+    EXPECT_EQ(k[2], value_text(st.final_value));
+    EXPECT_EQ(k[5], value_text(st.mean_last));
+    EXPECT_NE(r.out.find("collapse:"), std::string::npos);
+    EXPECT_NE(r.out.find("divergence:"), std::string::npos);
+}
+
+TEST(CliCommands, ExistingBehaviourStillWorks) {
+    auto r = cli("runs" + db() + " --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j.size(), 1u);
+    EXPECT_EQ(j[0]["id"], fx().run);
+    const fs::path csv = fx().dir / "run.csv";
+    r = cli("export " + id() + db() + " --format csv --out " + csv.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_TRUE(fs::file_size(csv) > 0);
+    r = cli("presets --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_FALSE(nlohmann::json::parse(r.out).empty());
+    EXPECT_EQ(cli("--help").code, 0);
+    EXPECT_EQ(cli("").code, 2);
+}

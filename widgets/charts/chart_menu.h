@@ -1,0 +1,27 @@
+// A metric chart's context menu (log scale, smoothing, reset zoom, save as
+// PNG or SVG, remove) and the exports behind it: PNG as shown on screen, SVG
+// with the lines as vector polylines.
+#pragma once
+
+#include <QString>
+
+QT_BEGIN_NAMESPACE
+class QGraphicsView;
+class QMenu;
+class QWidget;
+QT_END_NAMESPACE
+
+namespace mlk {
+
+class MetricChart;
+
+// The menu's actions act on `chart`; the caller owns the menu.
+QMenu* createChartMenu(MetricChart& chart, QWidget* parent);
+
+// The view as it is on screen.
+bool saveViewAsPng(QGraphicsView& view, const QString& path);
+// The view through QSvgGenerator: whatever paints by paint engine type
+// (the line layer) gives vectors.
+bool saveViewAsSvg(QGraphicsView& view, const QString& path, const QString& title, const QString& description);
+
+}  // namespace mlk

@@ -1,0 +1,136 @@
+#include "widgets/charts/chart_tracker.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QGraphicsEllipseItem>
+#include <QObject>
+#include <QPainter>
+#include <QToolTip>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace mlk {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+QString formatValue(double v) {
+    if (std::isnan(v)) return QStringLiteral("NaN");
+    if (std::isinf(v)) return v > 0 ? QStringLiteral("+Inf") : QStringLiteral("-Inf");
+    return QString::number(v, 'g', 6);
+}
+
+// The dot, round although the view paints without antialiasing.
+class SmoothEllipseItem : public QGraphicsEllipseItem {
+public:
+    using QGraphicsEllipseItem::QGraphicsEllipseItem;
+    void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override {
+        painter->setRenderHint(QPainter::Antialiasing);
+        QGraphicsEllipseItem::paint(painter, option, widget);
+    }
+};
+
+}  // namespace
+
+ChartTracker::ChartTracker(QChartView* view, const ChartTraces& traces, const AxisFrame& frame)
+    : view_(view), traces_(traces), frame_(frame), dot_(new SmoothEllipseItem(view->chart())) {
+    dot_->setZValue(1000);
+    dot_->setPen(QPen(Qt::white, 1.5));
+    dot_->hide();
+}
+
+QPointF ChartTracker::scenePosOf(const Trace& trace, std::size_t index) const {
+    const double x = traces_.xsOf(trace)[index];
+    double y = trace.cursor.data.values[index];
+    if (std::isnan(y) || y == kInf) y = markerValue(frame_.y(), true);
+    else if (y == -kInf) y = markerValue(frame_.y(), false);
+    else if (traces_.log()) y = std::max(y, traces_.logFloor());
+    return frame_.toScene(view_->chart()->plotArea(), x, y);
+}
+
+std::optional<ChartTracker::Nearest> ChartTracker::nearest(const QPoint& viewPos) const {
+    const QRectF plot = view_->chart()->plotArea();
+    const QPointF scene = view_->mapToScene(viewPos);
+    if (!plot.adjusted(-6, -6, 6, 6).contains(scene) || !frame_.canMap(plot)) return std::nullopt;
+    const double xValue = frame_.xAtScene(plot, scene.x());
+    const double floor = traces_.logFloor();
+    std::optional<Nearest> best;
+    double bestDistance = kInf;
+    const auto consider = [&](const SeedGroup* group, const Trace* trace, std::size_t i, QPointF pos) {
+        const double distance = std::hypot(pos.x() - scene.x(), pos.y() - scene.y());
+        if (distance >= bestDistance) return;
+        bestDistance = distance;
+        best = Nearest{group, trace, i, pos};
+    };
+    for (const auto& [key, group] : traces_.groups()) {
+        if (group.aggregated.isEmpty()) continue;
+        const std::vector<double>& xs = group.aggregate.xs;
+        const auto after = static_cast<std::size_t>(std::lower_bound(xs.begin(), xs.end(), xValue) - xs.begin());
+        for (std::size_t i : {after == 0 ? after : after - 1, after}) {
+            if (i >= xs.size()) continue;
+            const double mean = group.aggregate.mean[i];
+            consider(&group, nullptr, i, frame_.toScene(plot, xs[i], traces_.log() ? std::max(mean, floor) : mean));
+        }
+    }
+    for (const auto& [id, trace] : traces_.traces()) {
+        if (!traces_.isShown(trace) || trace.cursor.data.size() == 0) continue;
+        const std::vector<double>& xs = traces_.xsOf(trace);
+        const auto after = static_cast<std::size_t>(std::lower_bound(xs.begin(), xs.end(), xValue) - xs.begin());
+        for (std::size_t i : {after == 0 ? after : after - 1, after})
+            if (i < xs.size()) consider(nullptr, &trace, i, scenePosOf(trace, i));
+    }
+    return best;
+}
+
+QString ChartTracker::describe(const Nearest& nearest) const {
+    if (const SeedGroup* group = nearest.group) {
+        const SeedAggregate& a = group->aggregate;
+        const std::size_t i = nearest.index;
+        return QObject::tr(
+                   "<b>%1</b><br>step %2<br>mean of %3 runs: %4<br>min \u2013 max: %5 \u2013 %6<br>(smoothed values)")
+            .arg(group->name.toHtmlEscaped())
+            .arg(static_cast<qint64>(a.steps[i]))
+            .arg(a.runs[i])
+            .arg(formatValue(a.mean[i]), formatValue(a.lo[i]), formatValue(a.hi[i]));
+    }
+    const Trace& trace = *nearest.trace;
+    const double raw = trace.cursor.data.values[nearest.index];
+    const double smoothed = nearest.index < trace.smoothed.size() ? trace.smoothed[nearest.index] : std::nan("");
+    QString rawText = formatValue(raw);
+    if (traces_.log() && raw <= 0) rawText += QObject::tr(" (drawn at floor)");
+    QString where = QObject::tr("step %1").arg(static_cast<qint64>(trace.cursor.data.steps[nearest.index]));
+    if (traces_.xAxis() == ChartXAxis::wallTime)
+        where += QObject::tr(" at %1 s")
+                     .arg(trace.elapsed[nearest.index], 0, 'f', trace.elapsed[nearest.index] < 100 ? 2 : 0);
+    return QObject::tr("<b>%1</b><br>%2<br>raw: %3<br>smoothed: %4")
+        .arg(trace.name.toHtmlEscaped(), where, rawText,
+             std::isfinite(raw) ? formatValue(smoothed) : QObject::tr("n/a"));
+}
+
+QString ChartTracker::textAt(const QPoint& viewPos) const {
+    const auto found = nearest(viewPos);
+    return found ? describe(*found) : QString();
+}
+
+void ChartTracker::show(const QPoint& viewPos) {
+    const auto found = nearest(viewPos);
+    if (!found) {
+        clear();
+        return;
+    }
+    const double r = 4.5;
+    dot_->setRect(QRectF(found->scenePos - QPointF(r, r), QSizeF(2 * r, 2 * r)));
+    dot_->setBrush(found->group ? found->group->colour : found->trace->colour);
+    dot_->show();
+    QToolTip::showText(view_->mapToGlobal(viewPos), describe(*found), view_);
+}
+
+void ChartTracker::clear() {
+    dot_->hide();
+    QToolTip::hideText();
+}
+
+}  // namespace mlk

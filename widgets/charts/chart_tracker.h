@@ -1,0 +1,51 @@
+// The hover read-out of a metric chart (PlotJuggler's "tracker"): the point
+// nearest the mouse, a run's raw value or a seed group's mean, gets a dot in
+// its colour and a tooltip naming the run, step (and wall time), raw and
+// smoothed value, or the group's mean and min-max.
+#pragma once
+
+#include <QPoint>
+#include <QPointF>
+#include <QString>
+
+#include <cstddef>
+#include <optional>
+
+#include "widgets/charts/axis_frame.h"
+#include "widgets/charts/chart_traces.h"
+
+QT_BEGIN_NAMESPACE
+class QChartView;
+class QGraphicsEllipseItem;
+QT_END_NAMESPACE
+
+namespace mlk {
+
+class ChartTracker {
+public:
+    ChartTracker(QChartView* view, const ChartTraces& traces, const AxisFrame& frame);
+
+    QString textAt(const QPoint& viewPos) const;  // "" away from every point
+    void show(const QPoint& viewPos);             // dot and tooltip, or clear()
+    void clear();
+    // Scene position of a point of `trace` as drawn: NaN/Inf at their marker,
+    // values below a log axis' floor at the floor.
+    QPointF scenePosOf(const Trace& trace, std::size_t index) const;
+
+private:
+    struct Nearest {
+        const SeedGroup* group = nullptr;  // set: the point is on a group's mean line
+        const Trace* trace = nullptr;
+        std::size_t index = 0;
+        QPointF scenePos;
+    };
+    std::optional<Nearest> nearest(const QPoint& viewPos) const;
+    QString describe(const Nearest& nearest) const;
+
+    QChartView* view_;
+    const ChartTraces& traces_;
+    const AxisFrame& frame_;
+    QGraphicsEllipseItem* dot_;
+};
+
+}  // namespace mlk

@@ -1,0 +1,49 @@
+// The drill-down's two XY plots, drawn by the shared axis rules
+// (axis_rules.h, painted by axis_frame.h) and in the palette's colours: the
+// training-vs-rollout probability scatter with its y = x diagonal, and F(t),
+// the fraction of tokens whose ratio exceeds t, on log t with the fraction on
+// a log axis (values <= 0 held at the log floor, as in every chart) or a
+// linear one. Data in, chart out: the panel (widgets/panels/drilldown.h) owns
+// the widgets, the step selection and the notes.
+#pragma once
+
+#include <QList>
+#include <QPointF>
+
+#include <memory>
+
+#include "widgets/charts/axis_frame.h"
+
+QT_BEGIN_NAMESPACE
+class QChart;
+class QScatterSeries;
+QT_END_NAMESPACE
+
+namespace mlk {
+
+// Sets up `chart` as the probability scatter: both axes 0..1, the diagonal
+// over the tokens; returns the (empty) token series.
+QScatterSeries* buildProbabilityPlot(QChart* chart);
+
+// What drawFtPlot drew.
+struct FtPlot {
+    QList<QPointF> drawn;  // every finite (t, F) with t > 0, F <= 0 at the floor on a log y
+    int atFloor = 0;       // of those, drawn at the floor
+    double floor = 0;      // log y: where F <= 0 is drawn (logFloorFor)
+    int skipped = 0;       // non-finite or t <= 0: not drawn
+    double tMin = 0, tMax = 0;
+};
+
+class FtPlotter {
+public:
+    // Paints its axes into `chart` (which it must outlive no longer than the chart).
+    explicit FtPlotter(QChart* chart);
+    // Replaces the curve by `points` (t, fraction).
+    FtPlot draw(const QList<QPointF>& points, bool logY);
+
+private:
+    QChart* chart_;
+    std::shared_ptr<AxisFrame> frame_;
+};
+
+}  // namespace mlk

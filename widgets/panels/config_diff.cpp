@@ -1,0 +1,166 @@
+#include "widgets/panels/config_diff.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <vector>
+
+#include <QCheckBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/config.h"
+#include "widgets/data/palette.h"
+#include "widgets/panels/run_browser_parts.h"
+
+namespace mlk {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+// Dotted key -> display text for a stored config; schema keys through the
+// typed parser (so defaults are filled in), raw flattening as the fallback for
+// a config this build cannot parse.
+using FlatConfig = std::map<std::string, std::string>;
+
+void flattenRaw(const nlohmann::json& j, const std::string& prefix, FlatConfig& out) {
+    if (j.is_object()) {
+        for (auto it = j.begin(); it != j.end(); ++it)
+            flattenRaw(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+    } else {
+        out[prefix] = j.is_string() ? j.get<std::string>() : j.dump();
+    }
+}
+
+FlatConfig flatConfig(const std::string& configJson) {
+    FlatConfig out;
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(configJson.empty() ? std::string("{}") : configJson);
+    } catch (const nlohmann::json::exception&) {
+        return out;
+    }
+    try {
+        const Config c = config_from_json(j);
+        for (const ConfigKey& k : config_schema()) out[k.key] = config_value_text(c, k.key);
+    } catch (const ConfigError&) {
+        flattenRaw(j, "", out);
+    }
+    return out;
+}
+
+}  // namespace
+
+ConfigDiffView::ConfigDiffView(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(2);
+    auto* head = new QHBoxLayout;
+    title_ = new QLabel(this);
+    title_->setWordWrap(true);
+    title_->setTextFormat(Qt::RichText);
+    only_ = new QCheckBox(tr("Differences only"), this);
+    only_->setObjectName(QStringLiteral("differencesOnly"));
+    only_->setChecked(true);
+    head->addWidget(title_, 1);
+    head->addWidget(only_, 0, Qt::AlignTop);
+    layout->addLayout(head);
+    table_ = new QTableWidget(0, 2, this);
+    table_->setObjectName(QStringLiteral("configDiff"));
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->verticalHeader()->hide();
+    table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+    table_->horizontalHeader()->setStretchLastSection(true);
+    table_->setAlternatingRowColors(true);
+    table_->setWordWrap(false);
+    layout->addWidget(table_, 1);
+    connect(only_, &QCheckBox::toggled, this, [this] { rebuild(); });
+}
+
+void ConfigDiffView::setColumns(const QString& title, const QList<Column>& columns) {
+    title_->setText(title);
+    columns_ = columns;
+    rebuild();
+}
+
+void ConfigDiffView::setDifferencesOnly(bool on) { only_->setChecked(on); }
+bool ConfigDiffView::differencesOnly() const { return only_->isChecked(); }
+
+QStringList ConfigDiffView::keys() const {
+    QStringList out;
+    for (int r = 0; r < table_->rowCount(); ++r)
+        if (auto* it = table_->item(r, 0); it && table_->columnSpan(r, 0) == 1) out << it->text();
+    return out;
+}
+
+void ConfigDiffView::rebuild() {
+    std::vector<FlatConfig> flat;
+    for (const Column& c : columns_) flat.push_back(flatConfig(c.configJson));
+    std::vector<std::string> keys;
+    std::set<std::string> seen;
+    for (const ConfigKey& k : config_schema())
+        if (seen.insert(k.key).second) keys.push_back(k.key);
+    for (const FlatConfig& f : flat)
+        for (const auto& [k, v] : f)
+            if (seen.insert(k).second) keys.push_back(k);
+
+    table_->clear();
+    table_->setColumnCount(1 + static_cast<int>(columns_.size()));
+    QStringList headers{tr("Key")};
+    for (const Column& c : columns_) headers << c.title;
+    table_->setHorizontalHeaderLabels(headers);
+    for (int i = 0; i < columns_.size(); ++i)
+        if (columns_[i].colour.isValid())
+            table_->horizontalHeaderItem(i + 1)->setIcon(run_browser::colourSwatch(columns_[i].colour));
+    table_->setRowCount(0);
+    if (columns_.isEmpty()) return;
+    const bool only = only_->isChecked();
+    const QString missing = QStringLiteral("\u2014");
+    for (const std::string& k : keys) {
+        QStringList values;
+        bool differs = false;
+        for (const FlatConfig& f : flat) {
+            const auto it = f.find(k);
+            values << (it == f.end() ? missing : qs(it->second));
+            if (values.back() != values.front()) differs = true;
+        }
+        if (only && !differs) continue;
+        const int r = table_->rowCount();
+        table_->insertRow(r);
+        auto* keyItem = new QTableWidgetItem(qs(k));
+        if (const ConfigKey* meta = find_config_key(k))
+            keyItem->setToolTip(QStringLiteral("%1 (%2)").arg(qs(meta->label), qs(meta->section)));
+        if (differs) {
+            QFont font = keyItem->font();
+            font.setBold(true);
+            keyItem->setFont(font);
+        }
+        table_->setItem(r, 0, keyItem);
+        for (int i = 0; i < values.size(); ++i) {
+            auto* item = new QTableWidgetItem(values[i]);
+            if (i > 0 && values[i] != values[0]) item->setBackground(palette::changedSetting());
+            table_->setItem(r, i + 1, item);
+        }
+    }
+    table_->resizeColumnToContents(0);
+    for (int c = 1; c < table_->columnCount() - 1; ++c) {
+        table_->resizeColumnToContents(c);
+        table_->setColumnWidth(c, std::min(table_->columnWidth(c), 220));
+    }
+    if (only && table_->rowCount() == 0 && columns_.size() > 1) {
+        table_->setRowCount(1);
+        auto* item = new QTableWidgetItem(tr("(identical configs)"));
+        item->setForeground(palette::neutralInk());
+        item->setFlags(Qt::ItemIsEnabled);
+        table_->setItem(0, 0, item);
+        table_->setSpan(0, 0, 1, table_->columnCount());
+    }
+}
+
+}  // namespace mlk

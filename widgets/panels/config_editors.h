@@ -1,0 +1,37 @@
+// The config form's field editors, one per schema key type: bool ->
+// QCheckBox, enum -> QComboBox, int -> QSpinBox (a QLineEdit with an integer
+// check when the range exceeds int, e.g. the seed), number -> QLineEdit
+// parsed with std::from_chars, so 1e-4 or 1.001 are held exactly. The form
+// (config_form.h) lays them out and validates; these move values between an
+// editor and a Config.
+#pragma once
+
+#include <QString>
+
+#include <functional>
+
+#include "core/config/config.h"
+
+class QObject;
+class QWidget;
+
+namespace mlk::config_editors {
+
+// A new, parentless editor for `key`; `edited` runs after every user edit
+// (not after load()). Spin and combo boxes ignore the mouse wheel unless
+// focused, so scrolling the form never changes a setting by accident.
+QWidget* make(const ConfigKey& key, QObject* context, std::function<void()> edited);
+
+// Shows the value of `key` in `cfg` (signals blocked).
+void load(QWidget* editor, const ConfigKey& key, const Config& cfg);
+
+// Writes the editor's value into `cfg`. Returns "" on success, else the
+// message to show (text that does not parse, or the ConfigError of a value
+// config_set refuses); `cfg` then keeps its last good value.
+QString store(QWidget* editor, const ConfigKey& key, Config& cfg);
+
+// The key's tooltip() as rich text (Qt wraps it): label, key, description,
+// range, default and the community names.
+QString richTooltip(const ConfigKey& key);
+
+}  // namespace mlk::config_editors

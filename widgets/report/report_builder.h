@@ -1,0 +1,94 @@
+// Internals of build_report (report.cpp), not part of the library's API: the
+// report's runs as loaded from the store, the HTML helpers every section uses,
+// and the Builder whose sections live in report_builder.cpp (runs, summary,
+// data files), report_figures.cpp (key charts, drill-down) and
+// report_tables.cpp (configuration, environment, appendix).
+#pragma once
+
+#include <QColor>
+#include <QString>
+#include <QStringList>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config/settings.h"
+#include "core/metrics/run_stats.h"
+#include "core/store/store.h"
+#include "widgets/charts/report_charts.h"
+#include "widgets/report/report.h"
+
+#ifndef MLK_VERSION
+#define MLK_VERSION "unknown"
+#endif
+
+namespace mlk::report_detail {
+
+inline constexpr int kLastN = 10;           // "mean of the last N steps" in the summary
+inline constexpr int kAppendixColumns = 8;  // metric columns per appendix table
+inline constexpr int kPageWidth = 640;      // usable width of an A4 page at 96 dpi with 2 cm margins
+
+inline QString qs(const std::string& s) { return QString::fromStdString(s); }
+inline QString esc(const QString& s) { return s.toHtmlEscaped(); }
+inline QString esc(const std::string& s) { return qs(s).toHtmlEscaped(); }
+// Every number of the report's tables goes through value_text, as in the GUI and the CLI.
+inline QString num(double v, int significant = 5) { return qs(value_text(v, significant)); }
+
+// Long names (metric columns) may wrap after an underscore.
+QString breakable(const std::string& s);
+QString table_open(const QString& cls = QStringLiteral("grid"));
+QString img_tag(const report::RenderedChart& c, const QString& alt);
+QString notes_html(const QStringList& notes);
+// A square of the run's colour before its name.
+QString swatch(const QColor& c);
+// A chart's title and y axis from the catalogue; a metric it does not know
+// (from an older or newer version) gets its name and a linear axis.
+QString metric_chart_title(const std::string& name);
+bool metric_log_axis(const std::string& name);
+
+struct RunData {
+    RunInfo info;
+    std::optional<Config> cfg;
+    std::string cfg_error;
+    QColor color;   // palette::runColour(id): the colour the GUI gives the run
+    QString label;  // "name (#id)"
+    std::vector<int64_t> steps;
+    std::map<std::string, std::vector<MetricPoint>> series;
+    std::optional<int64_t> drill_step;
+};
+
+struct Builder {
+    Store& store;
+    const ReportRequest& req;
+    std::vector<RunData> runs;         // baseline first
+    std::vector<std::string> metrics;  // summary / chart metrics: the key ones, then the requested ones
+    Report out;
+    QString files_html, files_pdf;  // the data-files paragraph of each flavour
+
+    Builder(Store& s, const ReportRequest& r) : store(s), req(r) {}
+
+    // Loads the runs and checks the request; throws ReportInputError.
+    void resolve();
+    const std::vector<MetricPoint>& series_of(RunData& r, const std::string& metric);
+
+    QString head();
+    QString runs_section();
+    QString summary_section();
+    QString charts_section();
+    QString drill_section();
+    QString config_section();
+    QString environment_section();
+    QString appendix_section();
+    void attachments();
+
+private:
+    void resolve_drill_steps();
+    QString ft_figure();
+    QString router_figure(bool* shown);
+    QString scatter_figures(bool after_router);
+};
+
+}  // namespace mlk::report_detail
