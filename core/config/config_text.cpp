@@ -120,14 +120,14 @@ std::string excerpt(const json& v) {
 
 int json_depth(const json& v, int limit) {
     int deepest = 0;
-    std::vector<std::pair<const json*, int>> todo = {{&v, 0}};
-    while (!todo.empty()) {
-        const auto [x, d] = todo.back();
-        todo.pop_back();
+    std::vector<std::pair<const json*, int>> pending = {{&v, 0}};
+    while (!pending.empty()) {
+        const auto [x, d] = pending.back();
+        pending.pop_back();
         if (!x->is_structured()) continue;
         deepest = std::max(deepest, d + 1);
         if (deepest > limit) return deepest;
-        for (const auto& child : *x) todo.emplace_back(&child, d + 1);
+        for (const auto& child : *x) pending.emplace_back(&child, d + 1);
     }
     return deepest;
 }

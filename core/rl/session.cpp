@@ -209,70 +209,77 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
     return {loss_sum / mini, clip_sum / mini, norm_sum / mini, kl_sum / mini, lr_used, ms_since(t0)};
 }
 
-StepRecord RlSession::record(int64_t step, const std::vector<Prompt>& prompts, const Measurement& m,
-                             const Scores& scores, const CorrectionResult& corr, const TrainOutcome& trained,
-                             double step_ms) const {
-    const int B = cfg_.rl.prompts_per_step, n = cfg_.rl.samples_per_prompt, S = B * n;
-    const bool moe = model_.kind == ModelKind::moe;
-    const TokenView& tv = m.tokens;
-    const MismatchMetrics& mm = m.mismatch;
-    const RouterDiff& rd = m.router;
-    const CorrectionStats& cs = corr.stats;
-    double rmean = 0, rvar = 0, acc = 0, ent = 0;
-    for (int i = 0; i < S; ++i) {
-        rmean += scores.rewards[i] / S;
-        acc += scores.exact[i] / S;
-    }
-    for (int i = 0; i < S; ++i) rvar += (scores.rewards[i] - rmean) * (scores.rewards[i] - rmean) / S;
-    for (float e : tv.entropy) ent += e;
-    if (!tv.entropy.empty()) ent /= (double)tv.entropy.size();
-    double total_tokens = 0;
-    for (int l : m.batch.lengths) total_tokens += l;
+namespace {
 
-    StepMetrics v;
-    v.reward_mean = rmean, v.reward_std = std::sqrt(rvar), v.accuracy = acc, v.response_length = scores.mean_length;
+// Reward mean and spread, exact-match accuracy, and mean entropy per response token.
+struct BatchScore {
+    double reward_mean = 0, reward_std = 0, accuracy = 0, entropy = 0;
+};
+BatchScore batch_score(const std::vector<double>& rewards, const std::vector<double>& exact,
+                       const std::vector<float>& entropy) {
+    const double S = (double)rewards.size();
+    BatchScore b;
+    for (size_t i = 0; i < rewards.size(); ++i) {
+        b.reward_mean += rewards[i] / S;
+        b.accuracy += exact[i] / S;
+    }
+    double var = 0;
+    for (double r : rewards) var += (r - b.reward_mean) * (r - b.reward_mean) / S;
+    b.reward_std = std::sqrt(var);
+    for (float e : entropy) b.entropy += e;
+    if (!entropy.empty()) b.entropy /= (double)entropy.size();
+    return b;
+}
+
+void set_mismatch(StepMetrics& v, const MismatchMetrics& mm, const RouterDiff& rd) {
     v.k3_kl = mm.k3_kl, v.kl = mm.kl, v.logp_abs_diff_mean = mm.logp_abs_diff_mean;
     v.logp_abs_diff_max = mm.logp_abs_diff_max;
     v.f_1_1 = mm.f_1_1, v.f_1_5 = mm.f_1_5, v.f_2 = mm.f_2, v.f_5 = mm.f_5, v.f_10 = mm.f_10;
     v.chi2_token = mm.chi2_token, v.chi2_seq = mm.chi2_seq;
     v.training_ppl = mm.training_ppl, v.rollout_ppl = mm.rollout_ppl, v.log_ppl_diff = mm.log_ppl_diff;
     v.log_ppl_abs_diff = mm.log_ppl_abs_diff, v.ppl_ratio = mm.ppl_ratio;
+    v.router_diff_router = rd.router_level, v.router_diff_token = rd.token_level;
+    v.router_diff_sequence = rd.sequence_level;
+}
+
+void set_correction(StepMetrics& v, const CorrectionStats& cs) {
     v.ess = cs.ess, v.is_weight_mean = cs.is_weight_mean, v.is_weight_min = cs.is_weight_min;
     v.is_weight_max = cs.is_weight_max;
     v.truncated_fraction = cs.truncated_high_fraction, v.truncated_low_fraction = cs.truncated_low_fraction;
     v.masked_fraction = cs.masked_fraction, v.rejected_token_fraction = cs.rejected_token_fraction;
     v.rejected_seq_fraction = cs.rejected_seq_fraction, v.vetoed_seq_fraction = cs.vetoed_seq_fraction;
     v.kept_token_fraction = cs.kept_token_fraction;
-    v.entropy = ent, v.grad_norm = trained.grad_norm, v.policy_loss = trained.loss;
-    v.clip_fraction = trained.clip_fraction, v.ppo_kl = trained.ppo_kl;
-    v.router_diff_router = rd.router_level, v.router_diff_token = rd.token_level;
-    v.router_diff_sequence = rd.sequence_level;
-    v.lr = trained.lr;
-    v.rollout_ms = m.rollout_ms, v.recompute_ms = m.recompute_ms, v.train_ms = trained.ms;
-    v.tokens_per_s = step_ms > 0 ? total_tokens / (step_ms / 1000.0) : 0.0;
+}
 
-    StepRecord rec;
-    rec.step = step;
-    rec.metrics = to_named_values(v);
-    // A bounded, evenly strided sample of token pairs for the scatter plot.
+// A bounded, evenly strided sample of token pairs for the scatter plot, the
+// F(t) curve and the router-flip histogram.
+void add_distributions(StepRecord& rec, const Measurement& m) {
+    const TokenView& tv = m.tokens;
     const size_t N = tv.lp_roll.size(), cap = 1024;
     const size_t stride = N > cap ? (N + cap - 1) / cap : 1;
     for (size_t i = 0, idx = 0; i < N; i += stride, ++idx)
         rec.token_samples.push_back({(int32_t)idx, tv.lp_roll[i], tv.lp_train[i], tv.seq[i],
                                      tv.pos[i] - m.batch.prompt_lens[tv.seq[i]], tv.token[i]});
+    const MismatchMetrics& mm = m.mismatch;
     for (size_t i = 0; i < mm.f_grid.size(); ++i) rec.ft_curve.push_back({mm.f_grid[i], mm.f_curve[i]});
-    for (size_t d = 0; d < rd.histogram.size(); ++d) rec.router_hist.push_back({(int32_t)d, (int64_t)rd.histogram[d]});
+    const auto& hist = m.router.histogram;
+    for (size_t d = 0; d < hist.size(); ++d) rec.router_hist.push_back({(int32_t)d, (int64_t)hist[d]});
+}
 
-    // Text samples: the first sample of up to four prompts, every token with
-    // both log-probs and the number of router flips at its position.
+// Text samples: the first sample of up to four prompts, every token with both
+// log-probs and the number of router flips at the position that predicted it.
+void add_text_samples(StepRecord& rec, const std::vector<Prompt>& prompts, const Measurement& m,
+                      const std::vector<double>& rewards, int samples_per_prompt, bool moe) {
+    const TokenView& tv = m.tokens;
+    const int S = (int)m.roll.sequences.size(), n = samples_per_prompt;
     std::vector<int> rd_offset(S + 1, 0);  // routing_diff walks every position of every sequence
     for (int i = 0; i < S; ++i) rd_offset[i + 1] = rd_offset[i] + (int)m.roll.sequences[i].tokens.size();
-    for (int p = 0; p < std::min(B, 4); ++p) {
+    for (int p = 0; p < std::min((int)prompts.size(), 4); ++p) {
         const int i = p * n;
         const auto& s = m.roll.sequences[i];
         nlohmann::json toks = nlohmann::json::array();
         for (int t = tv.seq_offsets[i]; t < tv.seq_offsets[i + 1]; ++t) {
-            const int flips = moe ? rd.per_token_sum[rd_offset[i] + tv.pos[t] - 1] : 0;  // routing that predicted it
+            const int flips = moe ? m.router.per_token_sum[rd_offset[i] + tv.pos[t] - 1] : 0;
             toks.push_back({{"id", tv.token[t]},
                             {"text", Vocab::token_text(tv.token[t])},
                             {"lp_roll", tv.lp_roll[t]},
@@ -280,8 +287,34 @@ StepRecord RlSession::record(int64_t step, const std::vector<Prompt>& prompts, c
                             {"flips", flips}});
         }
         std::vector<int32_t> resp(s.tokens.begin() + s.prompt_len, s.tokens.end());
-        rec.text_samples.push_back({p, prompts[p].text, Vocab::decode(resp), scores.rewards[i], toks.dump()});
+        rec.text_samples.push_back({p, prompts[p].text, Vocab::decode(resp), rewards[i], toks.dump()});
     }
+}
+
+}  // namespace
+
+StepRecord RlSession::record(int64_t step, const std::vector<Prompt>& prompts, const Measurement& m,
+                             const Scores& scores, const CorrectionResult& corr, const TrainOutcome& trained,
+                             double step_ms) const {
+    const BatchScore b = batch_score(scores.rewards, scores.exact, m.tokens.entropy);
+    double total_tokens = 0;
+    for (int l : m.batch.lengths) total_tokens += l;
+
+    StepMetrics v;
+    v.reward_mean = b.reward_mean, v.reward_std = b.reward_std, v.accuracy = b.accuracy;
+    v.response_length = scores.mean_length, v.entropy = b.entropy;
+    set_mismatch(v, m.mismatch, m.router);
+    set_correction(v, corr.stats);
+    v.grad_norm = trained.grad_norm, v.policy_loss = trained.loss;
+    v.clip_fraction = trained.clip_fraction, v.ppo_kl = trained.ppo_kl, v.lr = trained.lr;
+    v.rollout_ms = m.rollout_ms, v.recompute_ms = m.recompute_ms, v.train_ms = trained.ms;
+    v.tokens_per_s = step_ms > 0 ? total_tokens / (step_ms / 1000.0) : 0.0;
+
+    StepRecord rec;
+    rec.step = step;
+    rec.metrics = to_named_values(v);
+    add_distributions(rec, m);
+    add_text_samples(rec, prompts, m, scores.rewards, cfg_.rl.samples_per_prompt, model_.kind == ModelKind::moe);
     return rec;
 }
 

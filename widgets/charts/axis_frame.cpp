@@ -1,10 +1,14 @@
 #include "widgets/charts/axis_frame.h"
 
+#include <QAbstractBarSeries>
+#include <QBarCategoryAxis>
 #include <QChart>
 #include <QFontMetrics>
 #include <QGraphicsLayout>
 #include <QLegend>
+#include <QLogValueAxis>
 #include <QPainter>
+#include <QValueAxis>
 
 #include <algorithm>
 #include <cmath>
@@ -202,6 +206,64 @@ void addAxisFrame(QChart* chart, std::shared_ptr<AxisFrame> frame) {
         chart, [chart, frame](QPainter* p) { frame->paintGrid(p, chart->plotArea()); }, ChartLayerItem::kUnderSeries);
     new ChartLayerItem(
         chart, [chart, frame](QPainter* p) { frame->paintAxes(p, chart->plotArea()); }, ChartLayerItem::kOverSeries);
+}
+
+namespace {
+QAbstractAxis* hiddenAxis(const AxisScale& scale) {
+    QAbstractAxis* axis = nullptr;
+    if (scale.log) {
+        auto* a = new QLogValueAxis;
+        a->setBase(10);
+        a->setRange(scale.lo, scale.hi);
+        axis = a;
+    } else {
+        auto* a = new QValueAxis;
+        a->setRange(scale.lo, scale.hi);
+        axis = a;
+    }
+    axis->setVisible(false);
+    return axis;
+}
+
+void removeAxes(QChart* chart) {
+    for (QAbstractAxis* a : chart->axes()) {
+        chart->removeAxis(a);
+        delete a;
+    }
+}
+}  // namespace
+
+void setHiddenAxes(QChart* chart, const AxisScale& x, const AxisScale& y) {
+    removeAxes(chart);
+    QAbstractAxis* ax = hiddenAxis(x);
+    QAbstractAxis* ay = hiddenAxis(y);
+    chart->addAxis(ax, Qt::AlignBottom);
+    chart->addAxis(ay, Qt::AlignLeft);
+    for (QAbstractSeries* s : chart->series()) {
+        s->attachAxis(ax);
+        s->attachAxis(ay);
+    }
+}
+
+void setBarAxes(QChart* chart, QAbstractBarSeries* series, const QStringList& categories, const QString& xTitle,
+                double largest, const QString& yTitle, AxisFrame& frame) {
+    removeAxes(chart);
+    auto* ax = new QBarCategoryAxis;
+    ax->append(categories);
+    ax->setTitleText(xTitle);
+    ax->setGridLineVisible(false);
+    ax->setLabelsColor(frame_colours::label());
+    ax->setTitleBrush(frame_colours::label());
+    ax->setLinePenColor(frame_colours::axis());
+    QAbstractAxis* ay = hiddenAxis(barAxis(largest));
+    chart->addAxis(ax, Qt::AlignBottom);
+    chart->addAxis(ay, Qt::AlignLeft);
+    series->attachAxis(ax);
+    series->attachAxis(ay);
+    frame.setDrawsX(false);
+    frame.setX(linearAxis(0, 1, 1));  // bars are placed by the category axis
+    frame.setY(barAxis(largest), yTitle);
+    frame.fitMargins(chart);
 }
 
 }  // namespace mlk

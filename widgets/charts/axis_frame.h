@@ -24,6 +24,7 @@
 #include "widgets/charts/axis_rules.h"
 
 QT_BEGIN_NAMESPACE
+class QAbstractBarSeries;
 class QChart;
 class QPainter;
 QT_END_NAMESPACE
@@ -104,5 +105,16 @@ private:
 // Hide the chart's own axes; call frame->fitMargins(chart) after each change
 // of scales.
 void addAxisFrame(QChart* chart, std::shared_ptr<AxisFrame> frame);
+
+// Replaces the chart's axes by hidden Qt Charts axes over x and y (the
+// mapping its series are drawn by) and attaches every series to them.
+void setHiddenAxes(QChart* chart, const AxisScale& x, const AxisScale& y);
+
+// A bar chart's axes: Qt Charts' category axis along x (it draws the
+// category labels and the title), y from barAxis(largest) painted by
+// `frame` (added to the chart once, addAxisFrame); the series is attached to
+// both.
+void setBarAxes(QChart* chart, QAbstractBarSeries* series, const QStringList& categories, const QString& xTitle,
+                double largest, const QString& yTitle, AxisFrame& frame);
 
 }  // namespace mlk

@@ -234,6 +234,7 @@ AxisScale valueAxis(std::span<const double> values, const ValueAxisOptions& opti
     RobustRangeOptions robustOptions;
     robustOptions.logSpace = log;
     robustOptions.margin = 0.05;  // the rounding below adds room too
+    if (options.wholeRange) robustOptions.lowQuantile = 0, robustOptions.highQuantile = 1;
     const std::optional<YRange> robust = robustYRange(values, robustOptions);
     // Worked out in axis units: log10 of the value on a log axis.
     const auto toAxis = [log](double v) { return log ? std::log10(v) : v; };
@@ -259,6 +260,15 @@ AxisScale valueAxis(std::span<const double> values, const ValueAxisOptions& opti
     if (log) return logAxis(std::pow(10.0, std::floor(lo * 4) / 4), std::pow(10.0, std::ceil(hi * 4) / 4));
     const double step = niceTickInterval(hi - lo, options.targetTicks);
     return linearAxis(std::floor(lo / step) * step, std::ceil(hi / step) * step, options.targetTicks);
+}
+
+AxisScale barAxis(double largest, int targetTicks) {
+    const double top = largest > 0 && std::isfinite(largest) ? largest * 1.12 : 1.0;
+    const double step = niceTickInterval(top, targetTicks);
+    AxisScale a = linearAxis(0, std::ceil(top / step - 1e-9) * step, targetTicks);
+    a.ticks = linearTicks(a.lo, a.hi, step);  // the rounding's own step, so the top sits on a tick
+    a.interval = step;
+    return a;
 }
 
 double markerValue(const AxisScale& y, bool top) {

@@ -147,14 +147,21 @@ struct ValueAxisOptions {
     bool markersAtBottom = false;     // -Inf in view
     bool nonNegative = false;         // linear: the values can never be < 0, so neither is the axis
     int targetTicks = 5;              // linear
+    // Every value inside, outliers too: a printed chart has no zoom to find
+    // a point the robust range left out.
+    bool wholeRange = false;
 };
 
 // The y axis over the shown values: their outlier-robust range (5-95 % with
-// tail fences, robustYRange) with room for markers and the floor, at least one
+// tail fences, robustYRange; or all of them with wholeRange) with room for markers and the floor, at least one
 // power of ten on a log axis, rounded out to ticks (quarter decades on a log
 // axis) so labels sit on the edges and a live update inside the same ticks
 // leaves the axis alone.
 AxisScale valueAxis(std::span<const double> values, const ValueAxisOptions& options);
+
+// The value axis of a bar chart: from 0 to above the tallest bar (largest)
+// by room for its value label, on ticks.
+AxisScale barAxis(double largest, int targetTicks = 5);
 
 // Where a NaN/Inf marker is drawn: just inside the top (NaN, +Inf) or bottom
 // (-Inf) edge of y.

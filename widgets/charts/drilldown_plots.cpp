@@ -3,9 +3,7 @@
 #include <QChart>
 #include <QLegend>
 #include <QLineSeries>
-#include <QLogValueAxis>
 #include <QScatterSeries>
-#include <QValueAxis>
 
 #include <algorithm>
 #include <cmath>
@@ -19,19 +17,6 @@ namespace mlk {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// Qt Charts' axes stay, hidden, as the mapping of the series; the frame
-// paints the axes by the shared rules.
-void attachHidden(QChart* chart, QAbstractAxis* x, QAbstractAxis* y) {
-    chart->addAxis(x, Qt::AlignBottom);
-    chart->addAxis(y, Qt::AlignLeft);
-    x->setVisible(false);
-    y->setVisible(false);
-    for (QAbstractSeries* s : chart->series()) {
-        s->attachAxis(x);
-        s->attachAxis(y);
-    }
-}
 
 }  // namespace
 
@@ -54,14 +39,11 @@ QScatterSeries* buildProbabilityPlot(QChart* chart) {
     scatter->setBorderColor(Qt::transparent);
     chart->addSeries(scatter);
     chart->addSeries(diag);  // on top, so the reference stays visible under dense points
-    auto* ax = new QValueAxis;
-    ax->setRange(0, 1);
-    auto* ay = new QValueAxis;
-    ay->setRange(0, 1);
-    attachHidden(chart, ax, ay);
+    const AxisScale unit = linearAxis(0, 1, 5);
+    setHiddenAxes(chart, unit, unit);
     auto frame = std::make_shared<AxisFrame>(chart->font());
-    frame->setX(linearAxis(0, 1, 5), QObject::tr("rollout probability  exp(lp_roll)"));
-    frame->setY(linearAxis(0, 1, 5), QObject::tr("training probability  exp(lp_train)"));
+    frame->setX(unit, QObject::tr("rollout probability  exp(lp_roll)"));
+    frame->setY(unit, QObject::tr("training probability  exp(lp_train)"));
     addAxisFrame(chart, frame);
     frame->fitMargins(chart);
     return scatter;
@@ -73,10 +55,6 @@ FtPlotter::FtPlotter(QChart* chart) : chart_(chart), frame_(std::make_shared<Axi
 
 FtPlot FtPlotter::draw(const QList<QPointF>& points, bool logY) {
     chart_->removeAllSeries();
-    for (QAbstractAxis* a : chart_->axes()) {
-        chart_->removeAxis(a);
-        delete a;
-    }
     chart_->setTitle(QObject::tr("F(t): fraction of tokens with max(\u03C1, 1/\u03C1) > t"));
     FtPlot plot;
     double minPos = kInf, maxY = 0, tMin = kInf, tMax = 0;
@@ -137,21 +115,7 @@ FtPlot FtPlotter::draw(const QList<QPointF>& points, bool logY) {
         for (const QPointF& p : plot.drawn) ys.push_back(p.y());
         y = valueAxis(ys, options);
     }
-    auto* ax = new QLogValueAxis;
-    ax->setBase(10);
-    ax->setRange(x.lo, x.hi);
-    QAbstractAxis* ay = nullptr;
-    if (logY) {
-        auto* l = new QLogValueAxis;
-        l->setBase(10);
-        l->setRange(y.lo, y.hi);
-        ay = l;
-    } else {
-        auto* v = new QValueAxis;
-        v->setRange(y.lo, y.hi);
-        ay = v;
-    }
-    attachHidden(chart_, ax, ay);
+    setHiddenAxes(chart_, x, y);
     frame_->setX(x, QObject::tr("threshold t (log)"));
     frame_->setY(y, QObject::tr("fraction of tokens"));
     frame_->fitMargins(chart_);

@@ -1,7 +1,6 @@
 #include "widgets/charts/report_charts.h"
 
 #include <QApplication>
-#include <QBarCategoryAxis>
 #include <QBarSeries>
 #include <QBarSet>
 #include <QBuffer>
@@ -11,10 +10,8 @@
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
-#include <QLogValueAxis>
 #include <QPainter>
 #include <QScatterSeries>
-#include <QValueAxis>
 
 #include <algorithm>
 #include <cmath>
@@ -53,12 +50,6 @@ QChart* new_chart(const ChartSpec& spec) {
     return chart;
 }
 
-void style_axis(QAbstractAxis* axis, const QString& title) {
-    axis->setTitleText(title);
-    axis->setTitleFont(chart_font(8, true));
-    axis->setLabelsFont(chart_font(8));
-    axis->setGridLineColor(frame_colours::grid());
-}
 
 // Renders the chart (owned by the scene from here on) into PNG bytes.
 QByteArray render_png(QChart* chart, QSize size, qreal ratio) {
@@ -94,48 +85,8 @@ QString list_x(const std::vector<double>& xs, bool integer) {
     return parts.join(QStringLiteral(", "));
 }
 
-// A "nice" tick step (1, 2, 2.5 or 5 times a power of ten) for about `target` intervals.
-double nice_step(double span, int target = 5) {
-    const double raw = span / target;
-    const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-    const double f = raw / mag;
-    const double n = f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10;
-    return n * mag;
-}
-
 void hide_legend(QChart* chart, QAbstractSeries* s) {
     for (QLegendMarker* m : chart->legend()->markers(s)) m->setVisible(false);
-}
-
-// ticks > 1: a linear axis whose range is already aligned to nice ticks.
-QAbstractAxis* make_axis(Scale scale, double lo, double hi, bool integer, const QString& title, bool isX,
-                         int ticks = 0) {
-    if (scale == Scale::log) {
-        auto* a = new QLogValueAxis;
-        a->setBase(10);
-        a->setLabelFormat(isX ? QStringLiteral("%g") : QStringLiteral("%.0e"));
-        a->setRange(lo, hi);
-        a->setMinorTickCount(-1);  // automatic minor ticks between decades
-        a->setMinorGridLineColor(frame_colours::minorGrid());
-        style_axis(a, title);
-        return a;
-    }
-    auto* a = new QValueAxis;
-    a->setRange(lo, hi);
-    if (ticks > 1) {
-        a->setTickCount(ticks);
-        a->setLabelFormat(QStringLiteral("%g"));
-    } else if (integer && isX) {
-        a->setLabelFormat(QStringLiteral("%d"));
-        const double span = hi - lo;
-        if (span <= 10 && std::floor(lo) == lo && std::floor(hi) == hi) a->setTickCount(std::max(2, (int)span + 1));
-        else a->applyNiceNumbers();
-    } else {
-        a->setLabelFormat(QStringLiteral("%.3g"));
-        a->setTickCount(6);
-    }
-    style_axis(a, title);
-    return a;
 }
 
 }  // namespace
@@ -162,7 +113,8 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
     const bool logY = spec.yScale == Scale::log, logX = spec.xScale == Scale::log;
 
     // ---- ranges -----------------------------------------------------------
-    double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
+    double xlo = INFINITY, xhi = -INFINITY;
+    std::vector<double> ys;  // finite values in the x range
     bool anyFloor = false, anyTopEdge = false, anyBottomEdge = false;
     for (const auto& r : runs)
         for (const auto& p : r.points) {
@@ -173,11 +125,9 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
                 anyTopEdge = true;
             } else if (p.y == -INFINITY) {
                 anyBottomEdge = true;
-            } else if (logY && p.y <= 0) {
-                anyFloor = true;
             } else {
-                ylo = std::min(ylo, p.y);
-                yhi = std::max(yhi, p.y);
+                anyFloor = anyFloor || (logY && p.y <= 0);
+                ys.push_back(p.y);
             }
         }
     if (!std::isnan(spec.xMin)) xlo = spec.xMin;
@@ -194,69 +144,31 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
         if (xhi <= xlo) xhi = xlo * 10;
     }
 
-    double axLo, axHi, floorY = kNaN, topY = kNaN, bottomY = kNaN;
-    int yTicks = 0;
-    if (logY) {
-        double dlo, dhi;
-        if (ylo <= yhi) {
-            dlo = std::pow(10.0, std::floor(std::log10(ylo)));
-            dhi = std::pow(10.0, std::ceil(std::log10(yhi)));
-            if (dhi <= dlo) dhi = dlo * 10;
-        } else {
-            dlo = 1e-12;  // no positive value at all
-            dhi = 1e-10;
-        }
-        if (anyFloor || anyBottomEdge) {
-            // The rule every log axis follows (axis_rules.h): a decade under
-            // the smallest positive value, on a power of ten.
-            floorY = ylo <= yhi ? logFloorFor(ylo) : dlo;
-            out.floor = floorY;
-            dlo = floorY;
-        }
-        axLo = dlo / std::pow(10.0, 0.25);
-        axHi = ylo <= yhi ? std::max(dhi, yhi * 1.4) : dhi;  // headroom for markers at the top decade
-        if (anyTopEdge) {
-            topY = dhi * std::pow(10.0, 0.3);
-            axHi = dhi * std::pow(10.0, 0.5);
-        }
-        if (anyBottomEdge) bottomY = floorY;  // -inf on a log axis: at the floor too
-        if (!std::isnan(spec.yMin)) axLo = spec.yMin;
-        if (!std::isnan(spec.yMax)) axHi = spec.yMax;
-    } else {
-        if (!(ylo <= yhi)) ylo = 0, yhi = 1;
-        if (ylo == yhi) {
-            const double half = ylo == 0 ? 1.0 : std::abs(ylo) * 0.2;
-            ylo -= half, yhi += half;
-        }
-        const bool fixed = !std::isnan(spec.yMin) || !std::isnan(spec.yMax);
-        if (!std::isnan(spec.yMin)) ylo = spec.yMin;
-        if (!std::isnan(spec.yMax)) yhi = spec.yMax;
-        double step;
-        if (fixed) {
-            step = (yhi - ylo) / 5;
-            axLo = ylo, axHi = yhi;
-        } else {
-            step = nice_step(yhi - ylo);
-            axLo = std::floor(ylo / step + 1e-9) * step;
-            axHi = std::ceil(yhi / step - 1e-9) * step;
-        }
-        // NaN/Inf markers sit in an extra band of one tick beyond the data.
-        if (anyTopEdge) topY = axHi + step * 0.55, axHi += step;
-        if (anyBottomEdge) bottomY = axLo - step * 0.55, axLo -= step;
-        yTicks = (int)std::lround((axHi - axLo) / step) + 1;
+    // ---- y: the rules every chart follows (axis_rules.h), every value in view
+    double floorY = kNaN, topY = kNaN, bottomY = kNaN;
+    ValueAxisOptions yOptions;
+    yOptions.log = logY;
+    yOptions.wholeRange = true;
+    yOptions.markersAtTop = anyTopEdge;
+    yOptions.markersAtBottom = anyBottomEdge;
+    if (logY && (anyFloor || anyBottomEdge)) {
+        floorY = logFloorFor(smallestPositive(ys));
+        out.floor = floorY;
+        yOptions.floor = floorY;
+        yOptions.valuesAtFloor = true;
     }
+    AxisScale y = valueAxis(ys, yOptions);
+    if (!std::isnan(spec.yMin) || !std::isnan(spec.yMax)) {
+        const double lo = std::isnan(spec.yMin) ? y.lo : spec.yMin, hi = std::isnan(spec.yMax) ? y.hi : spec.yMax;
+        y = logY ? logAxis(lo, hi) : linearAxis(lo, hi, yOptions.targetTicks);
+    }
+    if (anyTopEdge) topY = markerValue(y, true);
+    if (anyBottomEdge) bottomY = logY ? floorY : markerValue(y, false);  // -inf on a log axis: at the floor
+    const double axLo = y.lo, axHi = y.hi;
+    const AxisScale x = logX ? logAxis(xlo, xhi) : linearAxis(xlo, xhi, 6, spec.integerX ? 1 : 0);
 
     QChart* chart = new_chart(spec);
-    QAbstractAxis* ax = make_axis(spec.xScale, xlo, xhi, spec.integerX, spec.xLabel, true);
-    QAbstractAxis* ay = make_axis(spec.yScale, axLo, axHi, false, spec.yLabel, false, yTicks);
-    chart->addAxis(ax, Qt::AlignBottom);
-    chart->addAxis(ay, Qt::AlignLeft);
-
-    auto attach = [&](QAbstractSeries* s) {
-        chart->addSeries(s);
-        s->attachAxis(ax);
-        s->attachAxis(ay);
-    };
+    auto attach = [&](QAbstractSeries* s) { chart->addSeries(s); };
 
     std::vector<QAbstractSeries*> hidden;
     const QString xWord = spec.xLabel.isEmpty() ? QStringLiteral("x") : spec.xLabel.section(QStringLiteral(" ("), 0, 0);
@@ -388,9 +300,15 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
         s->setPen(QPen(palette::floorMarker(), 1.5));
         attach(s);
     }
+    setHiddenAxes(chart, x, y);
     for (QAbstractSeries* s : hidden) hide_legend(chart, s);
     // A horizontal legend is one row and truncates names: many runs go in a column on the right.
     if (runs.size() > 4) chart->legend()->setAlignment(Qt::AlignRight);
+    auto frame = std::make_shared<AxisFrame>(chart_font(8));
+    frame->setX(x, spec.xLabel);
+    frame->setY(y, spec.yLabel);
+    addAxisFrame(chart, frame);
+    frame->fitMargins(chart);
 
     out.png = render_png(chart, spec.size, spec.pixelRatio);
     return out;
@@ -432,20 +350,13 @@ RenderedChart render_bar_chart(const ChartSpec& spec, const QStringList& categor
     series->setLabelsPosition(QAbstractBarSeries::LabelsOutsideEnd);
     series->setLabelsPrecision(labelPrecision);
     chart->addSeries(series);
-    auto* ax = new QBarCategoryAxis;
-    ax->append(categories);
-    style_axis(ax, spec.xLabel);
-    auto* ay = new QValueAxis;
-    const double step = nice_step(hi > 0 ? hi * 1.1 : 1.0);
-    const int ticks = (int)std::ceil(hi * 1.1 / step - 1e-9);
-    ay->setRange(0, std::max(1, ticks) * step);
-    ay->setTickCount(std::max(1, ticks) + 1);
-    ay->setLabelFormat(QStringLiteral("%g"));
-    style_axis(ay, spec.yLabel);
-    chart->addAxis(ax, Qt::AlignBottom);
-    chart->addAxis(ay, Qt::AlignLeft);
-    series->attachAxis(ax);
-    series->attachAxis(ay);
+    auto frame = std::make_shared<AxisFrame>(chart_font(8));
+    addAxisFrame(chart, frame);
+    setBarAxes(chart, series, categories, spec.xLabel, hi, spec.yLabel, *frame);
+    for (QAbstractAxis* a : chart->axes(Qt::Horizontal)) {
+        a->setTitleFont(chart_font(8, true));
+        a->setLabelsFont(chart_font(8));
+    }
     chart->legend()->setMarkerShape(QLegend::MarkerShapeRectangle);
     out.png = render_png(chart, spec.size, spec.pixelRatio);
     return out;

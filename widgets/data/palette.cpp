@@ -1,5 +1,8 @@
 #include "widgets/data/palette.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace mlk::palette {
 
 const QList<QColor>& runColours() {
@@ -28,5 +31,24 @@ QColor nonFiniteMarker() { return QColor(0xd3, 0x2f, 0x2f); }
 QColor floorMarker() { return QColor(0x75, 0x75, 0x75); }
 QColor neutralInk() { return QColor(0x61, 0x61, 0x61); }
 QColor changedSetting() { return QColor(0xff, 0xf3, 0xc4); }
+QColor secondaryText() { return QColor(0x55, 0x55, 0x55); }
+QColor routerFlip() { return QColor(0x6a, 0x1b, 0x9a); }
+QColor codeBackground() { return QColor(0xf1, 0xf1, 0xf1); }
+
+Tone errorTone() { return {QColor(0xb7, 0x1c, 0x1c), QColor(0xd3, 0x2f, 0x2f), QColor(0xff, 0xf5, 0xf5)}; }
+Tone warningTone() { return {QColor(0x8a, 0x61, 0x00), QColor(0xe0, 0xa0, 0x00), QColor(0xff, 0xfb, 0xea)}; }
+Tone okTone() { return {QColor(0x2e, 0x7d, 0x32), QColor(0x81, 0xc7, 0x84), QColor(0xed, 0xf7, 0xed)}; }
+Tone infoTone() { return {QColor(0x0d, 0x3c, 0x61), QColor(0x90, 0xca, 0xf9), QColor(0xe8, 0xf4, 0xfd)}; }
+
+QColor mismatchHeat(double d) {
+    if (std::isnan(d)) return QColor(0xbd, 0xbd, 0xbd);
+    const double lo = -6.0, hi = 0.0;  // log10 range
+    const double t = std::clamp(d <= 0 ? 0.0 : (std::log10(d) - lo) / (hi - lo), 0.0, 1.0);
+    const QColor a(0xff, 0xff, 0xff), b = nonFiniteMarker();
+    auto mix = [t](float x, float y) { return static_cast<float>(x + t * (y - x)); };
+    return QColor::fromRgbF(mix(a.redF(), b.redF()), mix(a.greenF(), b.greenF()), mix(a.blueF(), b.blueF()));
+}
+
+QColor inkOn(const QColor& background) { return background.lightnessF() < 0.62 ? Qt::white : Qt::black; }
 
 }  // namespace mlk::palette

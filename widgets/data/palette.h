@@ -24,5 +24,24 @@ QColor nonFiniteMarker();  // NaN / Inf markers at a plot edge
 QColor floorMarker();      // values <= 0 held at a log axis' floor
 QColor neutralInk();       // reference lines, secondary text
 QColor changedSetting();   // background of a setting that differs from the baseline
+QColor secondaryText();    // hints, notes and empty-state text beside the primary text
+QColor routerFlip();       // a position where the two engines routed to different experts
+QColor codeBackground();   // behind token text set in a fixed-width font
+
+// How a message reads: its text, the outline of the field it marks, and the
+// fill behind that field.
+struct Tone {
+    QColor ink, border, fill;
+};
+Tone errorTone();    // an invalid setting, a failed load
+Tone warningTone();  // valid, but probably not what the user meant
+Tone okTone();       // the configuration is valid
+Tone infoTone();     // a neutral banner
+
+// The per-token mismatch scale |lp_roll - lp_train|: white at <= 1e-6, red at
+// >= 1, log-spaced between; grey for a token without a value.
+QColor mismatchHeat(double absLogpDiff);
+// Black or white, whichever reads better on `background`.
+QColor inkOn(const QColor& background);
 
 }  // namespace mlk::palette

@@ -15,6 +15,8 @@
 #include <QSignalBlocker>
 #include <QSpinBox>
 
+#include "widgets/data/palette.h"
+
 namespace mlk::config_editors {
 
 namespace {
@@ -72,8 +74,8 @@ QString richTooltip(const ConfigKey& k) {
     // tooltip(): description, then "Range/Values: ... Default: ...", then
     // community names, one per line. Rich text so Qt wraps long lines.
     const QStringList lines = qs(k.tooltip()).split(QLatin1Char('\n'));
-    QString html = QStringLiteral("<p style='white-space:normal'><b>%1</b> <span style='color:#666'>(%2)</span></p>")
-                       .arg(qs(k.label).toHtmlEscaped(), qs(k.key).toHtmlEscaped());
+    QString html = QStringLiteral("<p style='white-space:normal'><b>%1</b> <span style='color:%3'>(%2)</span></p>")
+                       .arg(qs(k.label).toHtmlEscaped(), qs(k.key).toHtmlEscaped(), palette::secondaryText().name());
     for (int i = 0; i < lines.size(); ++i) html += QStringLiteral("<p>%1</p>").arg(lines[i].toHtmlEscaped());
     return html;
 }

@@ -20,6 +20,7 @@
 #include <QVBoxLayout>
 
 #include "core/config/presets.h"
+#include "widgets/data/palette.h"
 #include "widgets/panels/config_editors.h"
 
 namespace mlk {
@@ -42,18 +43,23 @@ QString cleanJsonError(const char* what) {
     return s;
 }
 
-const char* kStyle = R"(
+// Fields marked invalid or doubtful take the palette's error and warning tones.
+QString formStyle() {
+    const palette::Tone e = palette::errorTone(), w = palette::warningTone();
+    return QStringLiteral(R"(
 QLineEdit[mlkState="error"], QSpinBox[mlkState="error"], QComboBox[mlkState="error"] {
-    border: 1px solid #d32f2f; border-radius: 3px; padding: 1px 3px; background: #fff5f5; }
+    border: 1px solid %1; border-radius: 3px; padding: 1px 3px; background: %2; }
 QLineEdit[mlkState="warning"], QSpinBox[mlkState="warning"], QComboBox[mlkState="warning"] {
-    border: 1px solid #e0a000; border-radius: 3px; padding: 1px 3px; background: #fffbea; }
-QCheckBox[mlkState="error"] { background: #fff5f5; border: 1px solid #d32f2f; border-radius: 3px; }
-QCheckBox[mlkState="warning"] { background: #fffbea; border: 1px solid #e0a000; border-radius: 3px; }
-QLabel[mlkState="error"] { color: #b71c1c; }
-QLabel[mlkState="warning"] { color: #8a6100; }
-QToolButton#mlkSectionHeader { font-weight: bold; border: none; border-bottom: 1px solid #c8c8c8;
+    border: 1px solid %4; border-radius: 3px; padding: 1px 3px; background: %5; }
+QCheckBox[mlkState="error"] { background: %2; border: 1px solid %1; border-radius: 3px; }
+QCheckBox[mlkState="warning"] { background: %5; border: 1px solid %4; border-radius: 3px; }
+QLabel[mlkState="error"] { color: %3; }
+QLabel[mlkState="warning"] { color: %6; }
+QToolButton#mlkSectionHeader { font-weight: bold; border: none; border-bottom: 1px solid palette(mid);
     padding: 4px 2px; text-align: left; }
-)";
+)")
+        .arg(e.border.name(), e.fill.name(), e.ink.name(), w.border.name(), w.fill.name(), w.ink.name());
+}
 
 void repolish(QWidget* w) {
     w->style()->unpolish(w);
@@ -82,7 +88,7 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent) {
 }
 
 void ConfigForm::buildUi() {
-    setStyleSheet(QString::fromLatin1(kStyle));
+    setStyleSheet(formStyle());
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(6, 6, 6, 6);
     outer->setSpacing(4);
@@ -335,12 +341,15 @@ void ConfigForm::revalidate() {
 
     QString html;
     if (errs.isEmpty() && warns.isEmpty()) {
-        html = QStringLiteral("<span style='color:#2e7d32'>\u2714 %1</span>").arg(tr("Configuration valid"));
+        html = QStringLiteral("<span style='color:%2'>\u2714 %1</span>")
+                   .arg(tr("Configuration valid"), palette::okTone().ink.name());
     } else {
         for (const QString& e : errs)
-            html += QStringLiteral("<div style='color:#b71c1c'>\u2716 %1</div>").arg(e.toHtmlEscaped());
+            html += QStringLiteral("<div style='color:%2'>\u2716 %1</div>")
+                        .arg(e.toHtmlEscaped(), palette::errorTone().ink.name());
         for (const QString& w : warns)
-            html += QStringLiteral("<div style='color:#8a6100'>\u26A0 %1</div>").arg(w.toHtmlEscaped());
+            html += QStringLiteral("<div style='color:%2'>\u26A0 %1</div>")
+                        .arg(w.toHtmlEscaped(), palette::warningTone().ink.name());
     }
     status_->setText(html);
 
@@ -371,7 +380,7 @@ void ConfigForm::applyMarks() {
         } else {
             f.marker->setPixmap(f.state == QLatin1String("error") ? err : warn);
             const QString color =
-                f.state == QLatin1String("error") ? QStringLiteral("#b71c1c") : QStringLiteral("#8a6100");
+                (f.state == QLatin1String("error") ? palette::errorTone() : palette::warningTone()).ink.name();
             QString msgHtml;
             for (const QString& m : f.message.split(QLatin1Char('\n')))
                 msgHtml +=
@@ -416,8 +425,9 @@ void ConfigForm::updatePresetInfo() {
             if (!diff.empty()) {
                 QStringList keys;
                 for (const auto& d : diff) keys << qs(d.key);
-                html += QStringLiteral("<br/><i style='color:#555'>%1</i>")
-                            .arg(tr("Modified: %1").arg(keys.join(QStringLiteral(", "))).toHtmlEscaped());
+                html += QStringLiteral("<br/><i style='color:%2'>%1</i>")
+                            .arg(tr("Modified: %1").arg(keys.join(QStringLiteral(", "))).toHtmlEscaped(),
+                                 palette::secondaryText().name());
             }
         } catch (const ConfigError&) {
         }
@@ -553,10 +563,10 @@ bool ConfigForm::isSectionExpanded(const QString& section) const {
 void ConfigForm::showBanner(const QString& text, bool error) {
     bannerText_ = text;
     banner_->setText(text);
-    bannerRow_->setStyleSheet(error ? QStringLiteral("QFrame#banner { background: #fdecea; border: 1px solid #e57373; "
-                                                     "border-radius: 3px; } QLabel { color: #8e0000; }")
-                                    : QStringLiteral("QFrame#banner { background: #e8f4fd; border: 1px solid #90caf9; "
-                                                     "border-radius: 3px; } QLabel { color: #0d3c61; }"));
+    const palette::Tone t = error ? palette::errorTone() : palette::infoTone();
+    bannerRow_->setStyleSheet(
+        QStringLiteral("QFrame#banner { background: %1; border: 1px solid %2; border-radius: 3px; } QLabel { color: %3; }")
+            .arg(t.fill.name(), t.border.name(), t.ink.name()));
     bannerRow_->show();
 }
 

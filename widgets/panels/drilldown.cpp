@@ -5,7 +5,6 @@
 #include <limits>
 
 #include <QAbstractTextDocumentLayout>
-#include <QBarCategoryAxis>
 #include <QBarSeries>
 #include <QBarSet>
 #include <QChart>
@@ -27,7 +26,6 @@
 #include <QTextBrowser>
 #include <QToolTip>
 #include <QVBoxLayout>
-#include <QValueAxis>
 
 #include <nlohmann/json.hpp>
 
@@ -96,22 +94,11 @@ QLabel* makeNote(QWidget* parent) {
     auto* l = new QLabel(parent);
     l->setWordWrap(true);
     l->setTextFormat(Qt::RichText);
-    l->setStyleSheet(QStringLiteral("color: #444; padding: 2px 4px;"));
+    l->setStyleSheet(QStringLiteral("color: %1; padding: 2px 4px;").arg(palette::secondaryText().name()));
     return l;
 }
 
 }  // namespace
-
-QColor DrillDown::diffColour(double d) {
-    if (std::isnan(d)) return QColor(0xbd, 0xbd, 0xbd);
-    const double lo = -6.0, hi = 0.0;  // log10 range
-    double t = d <= 0 ? 0.0 : (std::log10(d) - lo) / (hi - lo);
-    t = std::clamp(t, 0.0, 1.0);
-    const QColor a(0xff, 0xff, 0xff), b(0xd3, 0x2f, 0x2f);
-    return QColor::fromRgbF(static_cast<float>(a.redF() + t * (b.redF() - a.redF())),
-                            static_cast<float>(a.greenF() + t * (b.greenF() - a.greenF())),
-                            static_cast<float>(a.blueF() + t * (b.blueF() - a.blueF())));
-}
 
 DrillDown::DrillDown(QWidget* parent) : QWidget(parent) { buildUi(); }
 
@@ -213,10 +200,13 @@ void DrillDown::buildUi() {
         l->setContentsMargins(0, 0, 0, 0);
         routerStack_ = new QStackedWidget(routerPage_);
         routerView_ = makeView(new QChart, routerStack_);
+        routerFrame_ = std::make_shared<AxisFrame>(routerView_->chart()->font());
+        addAxisFrame(routerView_->chart(), routerFrame_);
         routerEmptyLabel_ = new QLabel(routerStack_);
         routerEmptyLabel_->setAlignment(Qt::AlignCenter);
         routerEmptyLabel_->setWordWrap(true);
-        routerEmptyLabel_->setStyleSheet(QStringLiteral("color: #555; font-size: 13pt;"));
+        routerEmptyLabel_->setStyleSheet(
+            QStringLiteral("color: %1; font-size: 13pt;").arg(palette::secondaryText().name()));
         routerStack_->addWidget(routerView_);
         routerStack_->addWidget(routerEmptyLabel_);
         routerNote_ = makeNote(routerPage_);
@@ -359,8 +349,9 @@ void DrillDown::fillScatter(const std::vector<TokenSample>& ts) {
                    .arg(num(maxAbs, 3))
                    .arg(identical);
         if (nonFinite)
-            note += QStringLiteral(" \u00B7 <span style='color:#b71c1c'>%1</span>")
-                        .arg(tr("%n token(s) with a non-finite log-prob not drawn", nullptr, nonFinite));
+            note += QStringLiteral(" \u00B7 <span style='color:%2'>%1</span>")
+                        .arg(tr("%n token(s) with a non-finite log-prob not drawn", nullptr, nonFinite),
+                             palette::errorTone().ink.name());
     }
     scatterNote_->setText(note);
 }
@@ -403,10 +394,6 @@ QList<QPointF> DrillDown::ftPoints() const { return ftDrawn_; }
 void DrillDown::fillRouter(const std::vector<RouterBin>& rh) {
     QChart* chart = routerView_->chart();
     chart->removeAllSeries();
-    for (QAbstractAxis* a : chart->axes()) {
-        chart->removeAxis(a);
-        delete a;
-    }
     histValues_.clear();
     histCats_.clear();
     routerEmpty_ = rh.empty();
@@ -441,18 +428,7 @@ void DrillDown::fillRouter(const std::vector<RouterBin>& rh) {
     series->setLabelsPosition(QAbstractBarSeries::LabelsOutsideEnd);
     series->setLabelsFormat(QStringLiteral("@value"));
     chart->addSeries(series);
-    auto* ax = new QBarCategoryAxis;
-    ax->append(histCats_);
-    ax->setTitleText(tr("d = experts flipped"));
-    auto* ay = new QValueAxis;
-    ay->setRange(0, maxCount > 0 ? maxCount * 1.12 : 1);
-    ay->applyNiceNumbers();
-    ay->setLabelFormat(QStringLiteral("%.0f"));
-    ay->setTitleText(tr("count"));
-    chart->addAxis(ax, Qt::AlignBottom);
-    chart->addAxis(ay, Qt::AlignLeft);
-    series->attachAxis(ax);
-    series->attachAxis(ay);
+    setBarAxes(chart, series, histCats_, tr("d = experts flipped"), maxCount, tr("count"), *routerFrame_);
     chart->legend()->setVisible(false);
     routerNote_->setText(tr("%1 (token, layer) pairs \u00B7 %2 with at least one flipped expert (%3%)")
                              .arg(total)
@@ -472,27 +448,28 @@ void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
     const double stops[] = {0, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1};
     const char* names[] = {"\u2264 1e-6", "1e-5", "1e-4", "1e-3", "0.01", "0.1", "\u2265 1"};
     for (int i = 0; i < 7; ++i) {
-        const QColor c = diffColour(stops[i]);
+        const QColor c = palette::mismatchHeat(stops[i]);
         h += QStringLiteral("<span style='background-color:%1; color:%2; font-family:monospace'>&nbsp;%3&nbsp;</span> ")
-                 .arg(c.name(), i >= 5 ? QStringLiteral("#fff") : QStringLiteral("#000"), QString::fromUtf8(names[i]));
+                 .arg(c.name(), palette::inkOn(c).name(), QString::fromUtf8(names[i]));
     }
     h += QStringLiteral(
              " &nbsp; <span style='text-decoration:underline'>%1</span><span "
-             "style='color:#6a1b9a; font-weight:bold'>\u207F</span> = %2</p>")
-             .arg(tr("token"), tr("n router flips (MoE)"));
+             "style='color:%3; font-weight:bold'>\u207F</span> = %2</p>")
+             .arg(tr("token"), tr("n router flips (MoE)"), palette::routerFlip().name());
     h += QStringLiteral("<hr/>");
 
     if (ts.empty())
-        h += QStringLiteral("<p style='color:#555'>%1</p>").arg(tr("No text samples stored for this step."));
+        h += QStringLiteral("<p style='color:%2'>%1</p>")
+                 .arg(tr("No text samples stored for this step."), palette::secondaryText().name());
 
     for (const TextSample& s : ts) {
         h += QStringLiteral("<p style='margin-top:8px; margin-bottom:2px'><b>%1</b> &nbsp; %2 <b>%3</b></p>")
                  .arg(tr("Sample %1").arg(s.idx), tr("reward"),
                       std::isfinite(s.reward) ? QString::number(s.reward, 'f', 2) : num(s.reward));
         h += QStringLiteral(
-                 "<p style='margin:2px'>%1 <span style='font-family:monospace; background-color:#f1f1f1'>"
+                 "<p style='margin:2px'>%1 <span style='font-family:monospace; background-color:%3'>"
                  "%2</span></p>")
-                 .arg(tr("Prompt:"), qs(s.prompt).toHtmlEscaped());
+                 .arg(tr("Prompt:"), qs(s.prompt).toHtmlEscaped(), palette::codeBackground().name());
         nlohmann::json toks;
         bool ok = true;
         try {
@@ -506,8 +483,8 @@ void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
         if (!ok || toks.empty()) {
             h += QStringLiteral("<span>%1</span></span>").arg(qs(s.response).toHtmlEscaped());
             if (!ok)
-                h += QStringLiteral(" <span style='color:#b71c1c; font-size:9pt'>%1</span>")
-                         .arg(tr("(per-token data unreadable)"));
+                h += QStringLiteral(" <span style='color:%2; font-size:9pt'>%1</span>")
+                         .arg(tr("(per-token data unreadable)"), palette::errorTone().ink.name());
             h += QStringLiteral("</p>");
             continue;
         }
@@ -524,30 +501,30 @@ void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
                 t.contains("text") && t["text"].is_string() ? qs(t["text"].get<std::string>()) : QStringLiteral("?");
             const double d = std::abs(lt - lr);
             if (std::isfinite(d)) maxD = std::max(maxD, d);
-            const QColor bg = diffColour(d);
-            const bool dark = !std::isnan(d) && d >= 0.1;
+            const QColor bg = palette::mismatchHeat(d);
             QString tip = tr("token \u201C%1\u201D (id %2)\nlp_roll = %3\nlp_train = %4\nlp_train \u2212 lp_roll = %5")
                               .arg(text)
                               .arg(t.contains("id") ? QString::fromStdString(t["id"].dump()) : QStringLiteral("?"))
                               .arg(num(lr, 8), num(lt, 8), num(lt - lr, 4));
             if (flips > 0) tip += tr("\nrouter flips: %1").arg(flips);
-            QString style = QStringLiteral("background-color:%1; color:%2").arg(bg.name(), dark ? "#fff" : "#000");
+            QString style = QStringLiteral("background-color:%1; color:%2").arg(bg.name(), palette::inkOn(bg).name());
             if (flips > 0) style += QStringLiteral("; text-decoration:underline");
             QString shown = text.toHtmlEscaped();
             if (text == QLatin1String(" ")) shown = QStringLiteral("&#x2423;");
             h += QStringLiteral("<span title=\"%1\" style='%2'>%3</span>").arg(tip.toHtmlEscaped(), style, shown);
             if (flips > 0) {
                 ++nFlipTokens;
-                h += QStringLiteral("<span class='flip' style='color:#6a1b9a; font-weight:bold'>%1</span>")
-                         .arg(superscript(flips));
+                h += QStringLiteral("<span class='flip' style='color:%2; font-weight:bold'>%1</span>")
+                         .arg(superscript(flips), palette::routerFlip().name());
             }
             h += QStringLiteral("&#x200A;");  // hair space between chips
         }
-        h += QStringLiteral("</span></p><p style='margin:2px; color:#555; font-size:9pt'>%1</p>")
+        h += QStringLiteral("</span></p><p style='margin:2px; color:%2; font-size:9pt'>%1</p>")
                  .arg(tr("%1 tokens \u00B7 max |\u0394 log p| = %2 \u00B7 %3 with router flips")
                           .arg(toks.size())
                           .arg(num(maxD, 3))
-                          .arg(nFlipTokens));
+                          .arg(nFlipTokens),
+                      palette::secondaryText().name());
     }
     h += QStringLiteral("</body></html>");
     samplesHtml_ = h;

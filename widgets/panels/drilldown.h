@@ -79,10 +79,6 @@ public:
     QWidget* routerView() const;
     QWidget* samplesView() const;
 
-    // Background colour for |lp_train - lp_roll| = d: white at d <= 1e-6,
-    // full red at d >= 1, log-linear between.
-    static QColor diffColour(double absDiff);
-
 signals:
     void stepChanged(int64_t step);
 
@@ -125,6 +121,7 @@ private:
     QWidget* routerPage_ = nullptr;
     QStackedWidget* routerStack_ = nullptr;
     QChartView* routerView_ = nullptr;
+    std::shared_ptr<AxisFrame> routerFrame_;  // the histogram's count axis, by the shared axis rules
     QLabel* routerNote_ = nullptr;
     QLabel* routerEmptyLabel_ = nullptr;
     QList<qreal> histValues_;

@@ -2,78 +2,70 @@
 // of what every lane of the SIMD types computes. Included only by
 // cpu_isa_scalar.cpp. fma is the correctly rounded fmaf.
 
+// The lane masks are returned by value inside this file only; their ABI never
+// crosses it.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 struct V {
-    float f[16];
+    // GCC's generic vectors: +, -, *, / and compares are lane-wise IEEE
+    // operations, lowered to whatever the baseline ISA has, so the compiler
+    // sees 16 lanes as one value instead of 16 unrolled scalars.
+    typedef float Lanes __attribute__((vector_size(64)));
+    typedef int32_t ILanes __attribute__((vector_size(64)));
+    Lanes f;
     using Mask = uint32_t;  // bit i = lane i active
     static constexpr int kMR = 4;
     static constexpr int kNV = 1;
     static constexpr int kNV1 = 2;
 
     static Mask mask(int n) { return n >= 16 ? 0xffffu : (n <= 0 ? 0u : ((1u << n) - 1u)); }
-    static V zero() {
-        V r;
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) r.f[i] = 0.0f;
-        return r;
+    static ILanes lanes(Mask m) {
+        const ILanes bit = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
+        return (ILanes{} + (int32_t)m & bit) != 0;
     }
-    static V set1(float x) {
-        V r;
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) r.f[i] = x;
-        return r;
-    }
+    static V zero() { return V{Lanes{}}; }
+    static V set1(float x) { return V{Lanes{} + x}; }
     static V load(const float* p) {
         V r;
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) r.f[i] = p[i];
+        __builtin_memcpy(&r.f, p, sizeof r.f);
         return r;
     }
     static V loadm(const float* p, Mask m) {
-        V r;
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) r.f[i] = (m >> i) & 1u ? p[i] : 0.0f;
+        V r{Lanes{}};
+        for (int i = 0; i < 16; ++i)
+            if ((m >> i) & 1u) r.f[i] = p[i];
         return r;
     }
-    void store(float* p) const { _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) p[i] = f[i]; }
+    void store(float* p) const { __builtin_memcpy(p, &f, sizeof f); }
     void storem(float* p, Mask m) const {
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) if ((m >> i) & 1u) p[i] = f[i];
+        for (int i = 0; i < 16; ++i)
+            if ((m >> i) & 1u) p[i] = f[i];
     }
     static V gatherm(const float* base, int stride, Mask m) {
-        V r;
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) r.f[i] = (m >> i) & 1u ? base[(int64_t)i * stride] : 0.0f;
+        V r{Lanes{}};
+        for (int i = 0; i < 16; ++i)
+            if ((m >> i) & 1u) r.f[i] = base[(int64_t)i * stride];
         return r;
     }
-
-#define MLK_V_BINOP(op)                                                                  \
-    friend V operator op(const V& a, const V& b) {                                       \
-        V r;                                                                             \
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) r.f[i] = a.f[i] op b.f[i]; \
-        return r;                                                                        \
-    }
-    MLK_V_BINOP(+)
-    MLK_V_BINOP(-)
-    MLK_V_BINOP(*)
-    MLK_V_BINOP(/)
-#undef MLK_V_BINOP
+    friend V operator+(const V& a, const V& b) { return V{a.f + b.f}; }
+    friend V operator-(const V& a, const V& b) { return V{a.f - b.f}; }
+    friend V operator*(const V& a, const V& b) { return V{a.f * b.f}; }
+    friend V operator/(const V& a, const V& b) { return V{a.f / b.f}; }
     static V fma(const V& a, const V& b, const V& c) {
         V r;
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) r.f[i] = __builtin_fmaf(a.f[i], b.f[i], c.f[i]);
+        for (int i = 0; i < 16; ++i) r.f[i] = __builtin_fmaf(a.f[i], b.f[i], c.f[i]);
         return r;
     }
-    static V max(const V& a, const V& b) {  // same NaN/zero convention as maxps: a > b ? a : b
-        V r;
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) r.f[i] = a.f[i] > b.f[i] ? a.f[i] : b.f[i];
-        return r;
-    }
-    static V select(Mask m, const V& a, const V& b) {
-        V r;
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) r.f[i] = (m >> i) & 1u ? a.f[i] : b.f[i];
-        return r;
-    }
+    static V max(const V& a, const V& b) { return V{a.f > b.f ? a.f : b.f}; }  // maxps' NaN/zero convention
+    static V select(Mask m, const V& a, const V& b) { return V{lanes(m) ? a.f : b.f}; }
     static V exp(const V& x) {
         V r;
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) r.f[i] = exp_s(x.f[i]);
+        for (int i = 0; i < 16; ++i) r.f[i] = exp_s(x.f[i]);
         return r;
     }
     float sum_tree() const {
         float l[16];
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) l[i] = f[i];
+        for (int i = 0; i < 16; ++i) l[i] = f[i];
         for (int s = 8; s > 0; s >>= 1)
             for (int i = 0; i < s; ++i) l[i] = l[i] + l[i + s];
         return l[0];
@@ -86,7 +78,7 @@ struct V {
     V round(Dtype dt) const {
         if (dt == Dtype::f32) return *this;
         V r;
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) r.f[i] = round_to(f[i], dt);
+        for (int i = 0; i < 16; ++i) r.f[i] = round_to(f[i], dt);
         return r;
     }
 };

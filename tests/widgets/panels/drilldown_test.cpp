@@ -232,12 +232,17 @@ void DrillDownTest::stepSelectorAndDenseStep() {
 }
 
 void DrillDownTest::colourScale() {
-    QCOMPARE(DrillDown::diffColour(0), QColor(Qt::white));
-    QCOMPARE(DrillDown::diffColour(1e-9), QColor(Qt::white));
-    const QColor mid = DrillDown::diffColour(1e-3), hi = DrillDown::diffColour(5);
+    using palette::mismatchHeat, palette::inkOn;
+    QCOMPARE(mismatchHeat(0), QColor(Qt::white));
+    QCOMPARE(mismatchHeat(1e-9), QColor(Qt::white));
+    const QColor mid = mismatchHeat(1e-3), hi = mismatchHeat(5);
     QVERIFY(mid.green() < 255 && mid.green() > hi.green());
-    QCOMPARE(hi, DrillDown::diffColour(1));
+    QCOMPARE(hi, mismatchHeat(1));
     QVERIFY(hi.red() > hi.green() + 100);
+    // Token text stays readable: dark on the pale end, white from 0.1 up.
+    QCOMPARE(inkOn(mismatchHeat(1e-2)), QColor(Qt::black));
+    QCOMPARE(inkOn(mismatchHeat(0.1)), QColor(Qt::white));
+    QCOMPARE(inkOn(mismatchHeat(1)), QColor(Qt::white));
 }
 
 namespace {
