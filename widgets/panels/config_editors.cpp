@@ -48,17 +48,9 @@ QString zeroMeaning(const std::string& desc) {
     return m.hasMatch() ? m.captured(1) : QString();
 }
 
-bool parseDouble(const QString& text, double& out) {
-    const std::string s = text.trimmed().toStdString();
-    const char* b = s.data();
-    const char* e = b + s.size();
-    if (b != e && *b == '+') ++b;
-    if (b == e) return false;
-    auto [p, ec] = std::from_chars(b, e, out);
-    return ec == std::errc() && p == e && std::isfinite(out);
-}
-
-bool parseInt(const QString& text, int64_t& out) {
+// The whole text (a leading '+' allowed) as a number of type T.
+template <class T>
+bool parseNumber(const QString& text, T& out) {
     const std::string s = text.trimmed().toStdString();
     const char* b = s.data();
     const char* e = b + s.size();
@@ -67,6 +59,9 @@ bool parseInt(const QString& text, int64_t& out) {
     auto [p, ec] = std::from_chars(b, e, out);
     return ec == std::errc() && p == e;
 }
+
+bool parseDouble(const QString& text, double& out) { return parseNumber(text, out) && std::isfinite(out); }
+bool parseInt(const QString& text, int64_t& out) { return parseNumber(text, out); }
 
 }  // namespace
 
