@@ -36,6 +36,11 @@ void print_warnings(const Config& c) {
 }
 
 RunCallbacks cli_callbacks() {
+    // From here on SIGINT / SIGTERM stop the run at the next step (or the
+    // warm-up at its next step) with a resumable state, instead of killing
+    // the process mid-write.
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
     RunCallbacks cb;
     cb.on_base = [](const BaseProgress& p) {
         if (p.step % 100 == 0 || p.step == p.total)
@@ -47,8 +52,6 @@ RunCallbacks cli_callbacks() {
 }
 
 int drive(RunController& rc, bool json) {
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
     const int64_t first = rc.next_step();
@@ -74,9 +77,13 @@ int drive(RunController& rc, bool json) {
                             m("grad_norm"), m("F@2"), m("tokens_per_s"), fmt_eta(eta).c_str());
                 std::fflush(stdout);
             }
+            if (!rc.divergence().empty()) {
+                status = RunStatus::diverged;
+                break;
+            }
         }
-    } catch (...) {
-        rc.finish(RunStatus::failed);
+    } catch (const std::exception& e) {
+        rc.finish(RunStatus::failed, e.what());
         throw;
     }
     rc.finish(status);
@@ -87,6 +94,22 @@ int drive(RunController& rc, bool json) {
         std::printf("run %lld %s after %lld steps\n", (long long)rc.run_id(), run_status_name(status),
                     (long long)rc.next_step());
     }
+    if (status == RunStatus::diverged) {
+        std::fprintf(stderr, "error: run %lld %s (the steps before it are stored)\n", (long long)rc.run_id(),
+                     rc.divergence().c_str());
+        return 1;
+    }
+    return 0;
+}
+
+int stopped_in_warmup(const StoppedInWarmup& e, const std::string& db, bool json) {
+    if (json)
+        std::cout << nlohmann::ordered_json{{"run_id", e.run_id}, {"status", run_status_name(RunStatus::stopped)}}.dump()
+                  << "\n";
+    else
+        std::printf("run %lld stopped during the base-policy warm-up; `mismatch-lab-cli resume %lld --db %s` "
+                    "warms up again and runs it\n",
+                    (long long)e.run_id, (long long)e.run_id, db.c_str());
     return 0;
 }
 

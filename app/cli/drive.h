@@ -10,10 +10,14 @@ namespace mlk::cli {
 
 // Prints config_warnings() on stderr.
 void print_warnings(const Config& c);
-// Base-policy progress on stderr; cancelled by SIGINT / SIGTERM once drive() runs.
+// Base-policy progress on stderr; installs the SIGINT / SIGTERM handlers
+// that stop the warm-up or the run cleanly.
 RunCallbacks cli_callbacks();
 // Steps `rc` to its end, printing each step (a JSON object per line with
-// `json`), then finishes it as finished, stopped or failed. Returns 0.
+// `json`), then finishes it as finished, stopped, diverged (returns 1 with
+// the step and metric on stderr) or failed (rethrows). Returns 0 otherwise.
 int drive(RunController& rc, bool json);
+// A run stopped by a signal during the warm-up: says how to go on. Returns 0.
+int stopped_in_warmup(const StoppedInWarmup& e, const std::string& db, bool json);
 
 }  // namespace mlk::cli

@@ -17,7 +17,7 @@ const char* kUsage =
     "  probe --preset NAME [--set key=value ...] [--config FILE] [--checkpoint DIR] [--json] [--dump FILE]\n"
     "  checkpoint --preset NAME --out DIR [--set key=value ...] [--config FILE]\n"
     "  run --preset P [--config FILE] [--set k=v ...] [--steps N] --db FILE [--name NAME] [--json] [--cache-dir DIR]\n"
-    "  resume RUN --db FILE [--steps N] [--json]\n"
+    "  resume RUN --db FILE [--steps N] [--json] [--cache-dir DIR]\n"
     "  runs --db FILE [--json]\n"
     "  show RUN --db FILE\n"
     "  presets [--json]\n"

@@ -1,5 +1,6 @@
 // `run`: a new RL run into the store, stepped to its end.
 #include <cstdio>
+#include <optional>
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
@@ -24,7 +25,13 @@ int cmd_run(const Argv& argv) {
     Store store = open_store(a);
     const std::string preset = a.get("--preset", "custom");
     const std::string name = a.get("--name", preset);
-    RunController rc = RunController::create(store, c, preset, name, cache, cli_callbacks());
+    std::optional<RunController> created;
+    try {
+        created.emplace(RunController::create(store, c, preset, name, cache, cli_callbacks()));
+    } catch (const StoppedInWarmup& e) {
+        return stopped_in_warmup(e, store.path(), a.has("--json"));
+    }
+    RunController& rc = *created;
     if (!a.has("--json"))
         std::printf("run %lld: %s, %lld steps, base policy %s (held-out reward %.3f)\n", (long long)rc.run_id(),
                     name.c_str(), (long long)rc.total_steps(), rc.base().from_cache ? "from cache" : "trained",

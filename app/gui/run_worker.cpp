@@ -134,22 +134,35 @@ void RunWorker::work() {
                 data_->setRunStatus(runId, name);
                 emit runStatusChanged(runId, name);
             };
-            while (!rc.done()) {
-                if (stop_ || !waitWhilePaused(held, setHeld)) {
-                    status = RunStatus::stopped;
-                    break;
+            try {
+                while (!rc.done()) {
+                    if (stop_ || !waitWhilePaused(held, setHeld)) {
+                        status = RunStatus::stopped;
+                        break;
+                    }
+                    current = rc.next_step();
+                    const auto started = std::chrono::steady_clock::now();
+                    StepRecord rec = rc.step();
+                    stepSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+                    ++stepsDone;
+                    data_->appendStep(runId, rec);
+                    emit stepCompleted(runId, (int)rec.step, (int)total, eta(rec.step + 1));
+                    if (!rc.divergence().empty()) {
+                        status = RunStatus::diverged;
+                        break;
+                    }
                 }
-                current = rc.next_step();
-                const auto started = std::chrono::steady_clock::now();
-                StepRecord rec = rc.step();
-                stepSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-                ++stepsDone;
-                data_->appendStep(runId, rec);
-                emit stepCompleted(runId, (int)rec.step, (int)total, eta(rec.step + 1));
+            } catch (const std::exception& e) {
+                rc.finish(RunStatus::failed, e.what());  // stores the real error; never throws
+                throw;
             }
-            rc.finish(status);
+            rc.finish(status);  // a failed last checkpoint stores "failed" and throws
             data_->setRunStatus(runId, run_status_name(status));
             emit runFinished(runId, run_status_name(status));
+            if (status == RunStatus::diverged)
+                emit failed(tr("Run %1 %2; the steps before it are stored.")
+                                .arg(runId)
+                                .arg(QString::fromStdString(rc.divergence())));
         } catch (const std::exception& e) {
             if (runId >= 0) {
                 data_->setRunStatus(runId, "failed");

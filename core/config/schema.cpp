@@ -350,6 +350,17 @@ std::vector<Entry> build_schema() {
             .label("Checkpoint every")
             .range(1, 100000)
             .desc("Save a checkpoint (safetensors with Hugging Face names) every this many RL steps."));
+    add(field(F(run.keep_last))
+            .label("Keep last checkpoints")
+            .range(1, 100000)
+            .desc("Keep the newest this many checkpoints of a run and delete older ones (plus those kept by "
+                  "run.keep_every), so a long run's disk use stays bounded.")
+            .names("trainer.max_actor_ckpt_to_keep", "save_total_limit"));
+    add(field(F(run.keep_every))
+            .label("Also keep every")
+            .range(0, 100000)
+            .desc("Also keep the checkpoint of every step count that is a multiple of this (0: none), e.g. for "
+                  "later analysis of a long run."));
     return t;
 }
 #undef F

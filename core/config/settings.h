@@ -175,6 +175,8 @@ struct BaseSettings {
 };
 struct RunSettings {
     int checkpoint_every = 10;
+    int keep_last = 3;   // checkpoints kept: the newest keep_last ...
+    int keep_every = 0;  // ... plus every step that is a multiple of keep_every (0: none)
     bool operator==(const RunSettings&) const = default;
 };
 

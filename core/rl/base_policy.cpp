@@ -112,7 +112,7 @@ BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
     pr.total = cfg.base.sft_steps;
     int step = 0;
     for (; step < cfg.base.sft_steps; ++step) {
-        if (cancel && cancel->load()) throw std::runtime_error("base-policy warm-up cancelled");
+        if (cancel && cancel->load()) throw WarmupCancelled();
         std::vector<std::vector<int32_t>> seqs;
         std::vector<int32_t> prompt_lens;
         for (int i = 0; i < bs; ++i) {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ struct BasePolicy {
     std::string path;  // the cached checkpoint directory
 };
 
+// Thrown by make_base_policy when `cancel` is set during the warm-up.
+struct WarmupCancelled : std::runtime_error {
+    WarmupCancelled() : std::runtime_error("base-policy warm-up cancelled") {}
+};
+
 // $MLK_CACHE_DIR, else $XDG_CACHE_HOME/mismatch-lab, else ~/.cache/mismatch-lab.
 std::string default_cache_dir();
 
@@ -36,7 +42,8 @@ std::string base_policy_key(const Config& cfg);
 // Loads the cached base policy or trains it: next-token cross-entropy on the
 // task's reference answers, AdamW (base.lr), batches of base.batch_size,
 // evaluated every 25 steps on the held-out set; stops at base.sft_steps or as
-// soon as the held-out reward reaches base.target_reward. cancel may be null.
+// soon as the held-out reward reaches base.target_reward. cancel may be null;
+// when it is set the warm-up throws WarmupCancelled.
 BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
                             const std::function<void(const BaseProgress&)>& progress,
                             const std::atomic<bool>* cancel = nullptr);

@@ -1,8 +1,45 @@
 #include "core/rl/run_controller.h"
 
+#include <cmath>
+#include <filesystem>
+#include <set>
+
 #include "core/model/checkpoint.h"
 
 namespace mlk {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Removes what a killed or failed writer left in the run's checkpoint folder:
+// temporary files of an interrupted write and step folders the store does not
+// list (written but never committed, or dropped by a resume). Called with the
+// writer lock held, so no live writer's files are touched.
+void tidy_checkpoint_folder(Store& store, int64_t run_id, const std::string& root) {
+    std::set<fs::path> listed;
+    for (const Checkpoint& c : store.checkpoints(run_id)) listed.insert(fs::path(c.path).lexically_normal());
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
+        const std::string name = e.path().filename().string();
+        const bool temporary = name.find(".tmp.") != std::string::npos;
+        const bool orphan = name.rfind("step-", 0) == 0 && !listed.count(e.path().lexically_normal());
+        if (temporary || orphan) fs::remove_all(e.path(), ec);
+    }
+}
+
+// The first of the step's loss, gradient norm and key metrics that is NaN/Inf.
+std::string divergence_of(const StepRecord& rec) {
+    for (const char* name : {"policy_loss", "grad_norm", "k3_kl", "reward_mean"}) {
+        const double v = RlSession::metric(rec, name);
+        if (!std::isfinite(v))
+            return "diverged at step " + std::to_string(rec.step + 1) + ": " + name + " is " +
+                   (std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf");
+    }
+    return {};
+}
+
+}  // namespace
 
 RunController RunController::create(Store& store, const Config& cfg_in, const std::string& preset,
                                     const std::string& name, const std::string& cache_dir, const RunCallbacks& cb,
@@ -16,59 +53,105 @@ RunController RunController::create(Store& store, const Config& cfg_in, const st
     rc.total_steps_ = cfg.rl.steps;
     rc.run_id_ = store.create_run(name, preset, config_to_json(cfg).dump(), (uint64_t)cfg.seed);
     try {
+        rc.lock_.emplace(RunWriterLock::acquire(store.path(), rc.run_id_));
         rc.base_ = make_base_policy(cfg, cache_dir, cb.on_base, cb.cancel);
         // Step -1 is the base policy: a run resumed before its first
         // checkpoint restarts from here.
         store.add_checkpoint(rc.run_id_, -1, rc.base_.path);
         rc.session_ = std::make_unique<RlSession>(cfg, rc.base_.params, &store, rc.run_id_,
                                                   run_checkpoint_root(store.path(), rc.run_id_));
-    } catch (...) {
-        store.set_status(rc.run_id_, RunStatus::failed);
+    } catch (const WarmupCancelled&) {
+        store.set_status(rc.run_id_, RunStatus::stopped);
+        throw StoppedInWarmup(rc.run_id_);
+    } catch (const std::exception& e) {
+        store.set_status(rc.run_id_, RunStatus::failed, e.what());
         throw;
     }
     return rc;
 }
 
-RunController RunController::resume(Store& store, int64_t run_id, const RunCallbacks& cb, int64_t more_steps) {
+RunController RunController::resume(Store& store, int64_t run_id, const RunCallbacks& cb, int64_t more_steps,
+                                    const std::string& cache_dir) {
     std::optional<RunInfo> info = store.run_info(run_id);
     if (!info) throw std::invalid_argument("run " + std::to_string(run_id) + " is not in " + store.path());
+    // Everything that can fail comes before the first write to the store.
+    RunWriterLock lock = RunWriterLock::acquire(store.path(), run_id);
     Config cfg = config_from_json(nlohmann::json::parse(info->config_json));
-    std::optional<Checkpoint> ck = store.last_checkpoint(run_id);
-    if (!ck) throw std::runtime_error("run " + std::to_string(run_id) + " has no checkpoint to resume from");
-    LoadedCheckpoint loaded = load_checkpoint(ck->path);
-    AdamW opt;
-    if (loaded.optimizer) {
-        opt.step = loaded.optimizer->step;
-        opt.m = std::move(loaded.optimizer->m);
-        opt.v = std::move(loaded.optimizer->v);
-    }
-    store.truncate_after(run_id, ck->step);
     RunController rc;
     rc.store_ = &store;
     rc.cb_ = cb;
     rc.run_id_ = run_id;
-    rc.resumed_from_ = ck->step;
-    rc.total_steps_ = more_steps > 0 ? ck->step + 1 + more_steps : cfg.rl.steps;
-    rc.base_.params = loaded.params;
-    rc.base_.path = ck->path;
-    rc.base_.from_cache = true;
+    AdamW opt;
+    int64_t from = -1;
+    if (std::optional<Checkpoint> ck = store.last_checkpoint(run_id)) {
+        LoadedCheckpoint loaded = load_checkpoint(ck->path);
+        if (loaded.optimizer) {
+            opt.step = loaded.optimizer->step;
+            opt.m = std::move(loaded.optimizer->m);
+            opt.v = std::move(loaded.optimizer->v);
+        }
+        from = ck->step;
+        rc.base_.params = std::move(loaded.params);
+        rc.base_.path = ck->path;
+        rc.base_.from_cache = true;
+    } else {
+        // Stopped during the warm-up: it is deterministic, so warm up again.
+        rc.base_ = make_base_policy(cfg, cache_dir, cb.on_base, cb.cancel);
+    }
+    rc.resumed_from_ = from;
+    rc.total_steps_ = more_steps > 0 ? from + 1 + more_steps : cfg.rl.steps;
+    rc.session_ = std::make_unique<RlSession>(cfg, rc.base_.params, &store, run_id,
+                                              run_checkpoint_root(store.path(), run_id), from + 1, std::move(opt));
+    if (from < 0) store.add_checkpoint(run_id, -1, rc.base_.path);
+    store.truncate_after(run_id, from);
+    tidy_checkpoint_folder(store, run_id, run_checkpoint_root(store.path(), run_id));
     store.set_status(run_id, RunStatus::running);
-    rc.session_ = std::make_unique<RlSession>(cfg, std::move(loaded.params), &store, run_id,
-                                              run_checkpoint_root(store.path(), run_id), ck->step + 1, std::move(opt));
+    rc.lock_.emplace(std::move(lock));
     return rc;
 }
 
-StepRecord RunController::step() { return session_->step(cb_.on_phase); }
+StepRecord RunController::step() {
+    StepRecord rec = session_->step(cb_.on_phase);
+    divergence_ = divergence_of(rec);
+    return rec;
+}
 
 void RunController::set_paused(bool paused) {
     store_->set_status(run_id_, paused ? RunStatus::paused : RunStatus::running);
 }
 
-void RunController::finish(RunStatus status) {
-    std::optional<int64_t> last = store_->last_step(run_id_);
-    std::optional<Checkpoint> ck = store_->last_checkpoint(run_id_);
-    if (last && (!ck || ck->step < *last)) session_->checkpoint();
-    store_->set_status(run_id_, status);
+void RunController::finish(RunStatus status, const std::string& error) {
+    const auto checkpoint_last_step = [&] {
+        std::optional<int64_t> last = store_->last_step(run_id_);
+        std::optional<Checkpoint> ck = store_->last_checkpoint(run_id_);
+        if (last && (!ck || ck->step < *last)) session_->checkpoint();
+    };
+    if (status == RunStatus::failed) {
+        std::string why = error;
+        try {
+            checkpoint_last_step();
+        } catch (const std::exception& e) {
+            why += std::string(" (the rescue checkpoint failed too: ") + e.what() + ")";
+        }
+        try {
+            store_->set_status(run_id_, RunStatus::failed, why);
+        } catch (const std::exception&) {
+            // The store itself fails (disk full, locked): the released writer
+            // lock still tells every reader the run is not running.
+        }
+        lock_.reset();
+        return;
+    }
+    if (status != RunStatus::diverged) {
+        try {
+            checkpoint_last_step();
+        } catch (const std::exception& e) {
+            finish(RunStatus::failed, std::string("cannot save the last checkpoint: ") + e.what());
+            throw;
+        }
+    }
+    store_->set_status(run_id_, status, status == RunStatus::diverged ? divergence_ : error);
+    lock_.reset();
 }
 
 }  // namespace mlk

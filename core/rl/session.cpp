@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include "core/model/checkpoint.h"
@@ -20,10 +21,6 @@ const char* phase_name(Phase p) {
         case Phase::saving: return "saving";
     }
     return "?";
-}
-
-std::string run_checkpoint_root(const std::string& db_path, int64_t run_id) {
-    return db_path + ".ckpt/run-" + std::to_string(run_id);
 }
 
 double RlSession::metric(const StepRecord& r, const std::string& name) {
@@ -57,7 +54,26 @@ void RlSession::checkpoint() {
     OptimizerState st{opt_.step, opt_.m, opt_.v};
     save_checkpoint(dir, model_, layout_, params_.data(), {{"step", step}, {"run_id", run_id_}},
                     opt_.m.empty() ? nullptr : &st);
-    if (store_) store_->add_checkpoint(run_id_, step, dir);
+    if (!store_) return;
+    store_->add_checkpoint(run_id_, step, dir);
+    prune_checkpoints();
+}
+
+// The newest run.keep_last step checkpoints stay, and those after a multiple
+// of run.keep_every steps; the base policy (step -1, in the shared cache) is
+// never this run's to delete. The row goes first: a reader never finds a
+// listed checkpoint without its folder.
+void RlSession::prune_checkpoints() {
+    std::vector<Checkpoint> own;
+    for (Checkpoint& c : store_->checkpoints(run_id_))
+        if (c.step >= 0) own.push_back(std::move(c));
+    const int keep_last = cfg_.run.keep_last, every = cfg_.run.keep_every;
+    for (size_t i = 0; i + keep_last < own.size(); ++i) {
+        if (every > 0 && (own[i].step + 1) % every == 0) continue;
+        store_->remove_checkpoint(run_id_, own[i].step);
+        std::error_code ec;
+        std::filesystem::remove_all(own[i].path, ec);
+    }
 }
 
 namespace {

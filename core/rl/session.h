@@ -17,6 +17,7 @@
 #include "core/rl/measure.h"
 #include "core/rl/optim.h"
 #include "core/rl/tasks.h"
+#include "core/store/run_lock.h"
 #include "core/store/store.h"
 
 namespace mlk {
@@ -40,7 +41,8 @@ public:
     const Config& config() const { return cfg_; }
 
     // Writes a checkpoint for the last completed step now (also done every
-    // run.checkpoint_every steps).
+    // run.checkpoint_every steps), then deletes those run.keep_last and
+    // run.keep_every do not keep.
     void checkpoint();
 
     static double metric(const StepRecord& r, const std::string& name);  // NaN when absent
@@ -57,6 +59,7 @@ private:
     std::vector<Prompt> sample_prompts(int64_t step) const;
     Scores score(const std::vector<Prompt>& prompts, const RolloutResult& roll) const;
     CorrectionSettings correction_settings() const;
+    void prune_checkpoints();
     TrainOutcome train_policy(const Measurement& m, const Scores& scores, const CorrectionResult& corr);
     StepRecord record(int64_t step, const std::vector<Prompt>& prompts, const Measurement& m, const Scores& scores,
                       const CorrectionResult& corr, const TrainOutcome& trained, double step_ms) const;
@@ -74,8 +77,5 @@ private:
     std::string ckpt_root_;
     int64_t next_step_;
 };
-
-// Where a run's checkpoints live next to its database: "<db>.ckpt/run-<id>".
-std::string run_checkpoint_root(const std::string& db_path, int64_t run_id);
 
 }  // namespace mlk

@@ -2,8 +2,10 @@
 // checkpoints. Opening and migrations: store_open.cpp.
 #include "core/store/store.h"
 
+#include <filesystem>
 #include <set>
 
+#include "core/store/run_lock.h"
 #include "core/store/store_db.h"
 
 #ifndef MLK_VERSION
@@ -36,6 +38,15 @@ int64_t Store::create_run(const std::string& name, const std::string& preset, co
 }
 
 namespace {
+// A run stored as running or paused whose writer holds no lock any more was
+// interrupted (killed, crashed): readers are told so. (In-memory stores have
+// one process, which is the writer.)
+std::string reader_status(const std::string& db_path, int64_t run_id, const std::string& stored) {
+    const bool live = stored == run_status_name(RunStatus::running) || stored == run_status_name(RunStatus::paused);
+    if (!live || db_path.empty() || db_path == ":memory:" || run_writer_alive(db_path, run_id)) return stored;
+    return kInterruptedStatus;
+}
+
 void update_run_field(Store::Impl& impl, const char* sql, int64_t run_id, const std::string& value) {
     Transaction tx(impl, true);
     require_run(impl, run_id);
@@ -45,9 +56,28 @@ void update_run_field(Store::Impl& impl, const char* sql, int64_t run_id, const 
 }
 }  // namespace
 
-void Store::set_status(int64_t run_id, RunStatus status) {
+void Store::set_status(int64_t run_id, RunStatus status, const std::string& error) {
     std::lock_guard lock(impl_->mu);
-    update_run_field(*impl_, "UPDATE runs SET status = ?, updated = ? WHERE id = ?", run_id, run_status_name(status));
+    const auto write = [&] {
+        Transaction tx(*impl_, true);
+        require_run(*impl_, run_id);
+        Query q(*impl_, "UPDATE runs SET status = ?, error = ?, updated = ? WHERE id = ?");
+        q.bind(1, run_status_name(status)).bind(2, error).bind(3, now_iso()).bind(4, run_id).run();
+        tx.commit();
+    };
+    try {
+        write();
+    } catch (const StoreError&) {
+        // The status that says why a run ended matters most when the disk is
+        // full: move the write-ahead log into the database, which frees its
+        // space, and try once more.
+        if (path_.empty() || path_ == ":memory:") throw;
+        try {
+            impl_->exec("PRAGMA wal_checkpoint(TRUNCATE)");
+        } catch (const StoreError&) {
+        }
+        write();
+    }
 }
 
 void Store::rename_run(int64_t run_id, const std::string& name) {
@@ -94,6 +124,7 @@ std::vector<RunSummary> Store::list_runs() {
         r.created = q.text(4);
         r.updated = q.text(5);
         r.steps = q.i64(6);
+        r.status = reader_status(path_, r.id, r.status);
         out.push_back(std::move(r));
     }
     return out;
@@ -104,7 +135,7 @@ std::optional<RunInfo> Store::run_info(int64_t run_id) {
     Query q(*impl_,
             "SELECT r.id, r.name, r.created, r.status, r.preset, r.config_json, r.seed, r.app_version, "
             "r.notes, r.updated, (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id), "
-            "(SELECT MAX(step) FROM steps s WHERE s.run_id = r.id) FROM runs r WHERE r.id = ?");
+            "(SELECT MAX(step) FROM steps s WHERE s.run_id = r.id), r.error FROM runs r WHERE r.id = ?");
     q.bind(1, run_id);
     if (!q.row()) return std::nullopt;
     RunInfo r;
@@ -120,6 +151,8 @@ std::optional<RunInfo> Store::run_info(int64_t run_id) {
     r.updated = q.text(9);
     r.steps = q.i64(10);
     if (!q.is_null(11)) r.last_step = q.i64(11);
+    r.error = q.text(12);
+    r.status = reader_status(path_, r.id, r.status);
     return r;
 }
 
@@ -334,14 +367,46 @@ std::vector<TextSample> Store::text_samples(int64_t run_id, int64_t step) {
 
 // ----------------------------------------------------------- checkpoints ---
 
+namespace {
+namespace fs = std::filesystem;
+// A checkpoint below the database's folder is stored relative to it.
+std::string stored_checkpoint_path(const std::string& db_path, const std::string& path) {
+    if (db_path.empty() || db_path == ":memory:") return path;
+    const fs::path folder = fs::path(db_path).parent_path();
+    const fs::path abs = fs::absolute(path).lexically_normal();
+    const fs::path rel = abs.lexically_relative(folder);
+    if (rel.empty() || *rel.begin() == "..") return abs.string();
+    return rel.string();
+}
+// Relative paths are relative to the database's folder. Files written before
+// that rule held paths relative to the writer's working directory, such as
+// "sub/runs.sqlite.ckpt/run-1/step-3" for `--db sub/runs.sqlite`: their part
+// from "<db file name>.ckpt/" on is what lies next to the database.
+std::string resolved_checkpoint_path(const std::string& db_path, const std::string& stored) {
+    const fs::path p(stored);
+    if (p.is_absolute() || db_path.empty() || db_path == ":memory:") return stored;
+    const fs::path folder = fs::path(db_path).parent_path();
+    const std::string own = fs::path(db_path).filename().string() + ".ckpt/";
+    const size_t at = stored.find(own);
+    const bool legacy = at != std::string::npos && at > 0 && stored[at - 1] == '/';
+    return (folder / (legacy ? stored.substr(at) : stored)).lexically_normal().string();
+}
+}  // namespace
+
 void Store::add_checkpoint(int64_t run_id, int64_t step, const std::string& path) {
     std::lock_guard lock(impl_->mu);
     Transaction tx(*impl_, true);
     require_run(*impl_, run_id);
     Query q(*impl_, "INSERT OR REPLACE INTO checkpoints(run_id, step, path, created) VALUES(?, ?, ?, ?)");
-    q.bind(1, run_id).bind(2, step).bind(3, path).bind(4, now_iso()).run();
+    q.bind(1, run_id).bind(2, step).bind(3, stored_checkpoint_path(path_, path)).bind(4, now_iso()).run();
     touch_run(*impl_, run_id);
     tx.commit();
+}
+
+void Store::remove_checkpoint(int64_t run_id, int64_t step) {
+    std::lock_guard lock(impl_->mu);
+    Query q(*impl_, "DELETE FROM checkpoints WHERE run_id = ? AND step = ?");
+    q.bind(1, run_id).bind(2, step).run();
 }
 
 std::optional<Checkpoint> Store::last_checkpoint(int64_t run_id) {
@@ -349,7 +414,7 @@ std::optional<Checkpoint> Store::last_checkpoint(int64_t run_id) {
     Query q(*impl_, "SELECT step, path, created FROM checkpoints WHERE run_id = ? ORDER BY step DESC LIMIT 1");
     q.bind(1, run_id);
     if (!q.row()) return std::nullopt;
-    return Checkpoint{q.i64(0), q.text(1), q.text(2)};
+    return Checkpoint{q.i64(0), resolved_checkpoint_path(path_, q.text(1)), q.text(2)};
 }
 
 std::vector<Checkpoint> Store::checkpoints(int64_t run_id) {
@@ -357,7 +422,7 @@ std::vector<Checkpoint> Store::checkpoints(int64_t run_id) {
     Query q(*impl_, "SELECT step, path, created FROM checkpoints WHERE run_id = ? ORDER BY step");
     q.bind(1, run_id);
     std::vector<Checkpoint> out;
-    while (q.row()) out.push_back(Checkpoint{q.i64(0), q.text(1), q.text(2)});
+    while (q.row()) out.push_back(Checkpoint{q.i64(0), resolved_checkpoint_path(path_, q.text(1)), q.text(2)});
     return out;
 }
 

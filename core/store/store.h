@@ -33,8 +33,14 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-enum class RunStatus { running, paused, finished, failed, stopped };
+// diverged: stopped at a step whose loss, gradient norm or key metric was
+// NaN/Inf (that step is stored; no checkpoint is written after it).
+enum class RunStatus { running, paused, finished, failed, stopped, diverged };
 const char* run_status_name(RunStatus s);
+// What list_runs and run_info report, instead of the stored "running" or
+// "paused", for a run whose writing process is gone (core/store/run_lock.h).
+// Never stored: `resume` continues such a run.
+inline constexpr const char* kInterruptedStatus = "interrupted";
 RunStatus parse_run_status(const std::string& s);  // throws StoreError on an unknown name
 
 struct TokenSample {
@@ -102,6 +108,7 @@ struct RunInfo {
     std::string name, created, status, preset, config_json;
     uint64_t seed = 0;
     std::string app_version, notes, updated;
+    std::string error;  // why the run failed or diverged; empty otherwise
     int64_t steps = 0;
     std::optional<int64_t> last_step;
 };
@@ -131,12 +138,16 @@ public:
     Store& operator=(const Store&) = delete;
     ~Store();
 
+    // The database's absolute path (as opened, made absolute): checkpoint
+    // paths below its folder are stored relative to it, so a run resumes
+    // from any working directory and the folder can be moved whole.
     const std::string& path() const { return path_; }
 
     // Runs. Times are ISO-8601 UTC with milliseconds ("2025-01-31T12:00:00.123Z").
     int64_t create_run(const std::string& name, const std::string& preset, const std::string& config_json,
                        uint64_t seed, RunStatus status = RunStatus::running);
-    void set_status(int64_t run_id, RunStatus status);
+    // error: why a run failed or diverged (cleared with any other status).
+    void set_status(int64_t run_id, RunStatus status, const std::string& error = {});
     void rename_run(int64_t run_id, const std::string& name);
     void set_notes(int64_t run_id, const std::string& notes);
     void delete_run(int64_t run_id);      // the run and all its rows; no-op if absent
@@ -164,8 +175,9 @@ public:
     std::vector<RouterBin> router_hist(int64_t run_id, int64_t step);
     std::vector<TextSample> text_samples(int64_t run_id, int64_t step);
 
-    // Checkpoints.
+    // Checkpoints. Paths come back absolute whichever way they were stored.
     void add_checkpoint(int64_t run_id, int64_t step, const std::string& path);
+    void remove_checkpoint(int64_t run_id, int64_t step);  // the row only; no-op if absent
     std::optional<Checkpoint> last_checkpoint(int64_t run_id);  // highest step
     std::vector<Checkpoint> checkpoints(int64_t run_id);        // ascending step
 

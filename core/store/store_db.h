@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -37,14 +38,30 @@ struct Store::Impl {
     std::unordered_map<std::string, store_detail::StmtPtr> cache;
     std::mutex mu;
 
-    [[noreturn]] void fail(const std::string& what) const {
-        throw StoreError("run store " + path + ": " + what + ": " + (db ? sqlite3_errmsg(db.get()) : "no connection"));
+    // SQLite's message, with the system's reason where an OS call failed:
+    // "disk I/O error" alone does not tell a full disk from a bad one.
+    std::string reason(const char* sqlite_message) const {
+        if (!db) return "no connection";
+        std::string msg = sqlite_message ? sqlite_message : sqlite3_errmsg(db.get());
+        const int primary = sqlite3_extended_errcode(db.get()) & 0xff;
+        const int sys = sqlite3_system_errno(db.get());
+        if (sys != 0 && (primary == SQLITE_IOERR || primary == SQLITE_FULL || primary == SQLITE_CANTOPEN))
+            msg += std::string(" (") + std::strerror(sys) + ")";
+        else if (sqlite3_extended_errcode(db.get()) == SQLITE_IOERR_WRITE)
+            // A short write sets no errno: the disk filled up or a file-size limit was reached.
+            msg += " (a write was cut short: the disk is full or a file-size limit was reached)";
+        return msg;
     }
+
+    [[noreturn]] void fail(const std::string& what) const {
+        throw StoreError("run store " + path + ": " + what + ": " + reason(nullptr));
+    }
+
 
     void exec(const char* sql) {
         char* err = nullptr;
         if (sqlite3_exec(db.get(), sql, nullptr, nullptr, &err) != SQLITE_OK) {
-            std::string msg = err ? err : sqlite3_errmsg(db.get());
+            std::string msg = reason(err);
             sqlite3_free(err);
             throw StoreError("run store " + path + ": " + msg);
         }

@@ -37,7 +37,7 @@ CREATE TABLE runs(
   id INTEGER PRIMARY KEY,
   name TEXT NOT NULL,
   created TEXT NOT NULL,            -- ISO-8601 UTC
-  status TEXT NOT NULL,             -- running|paused|finished|failed|stopped
+  status TEXT NOT NULL,             -- running|paused|finished|failed|stopped (|diverged, v3)
   preset TEXT NOT NULL DEFAULT '',
   config_json TEXT NOT NULL DEFAULT '{}',
   seed INTEGER NOT NULL DEFAULT 0,  -- uint64 stored as its int64 bit pattern
@@ -81,12 +81,18 @@ INSERT INTO steps(run_id, step, time) SELECT DISTINCT run_id, step, '' FROM metr
 CREATE INDEX metrics_by_name ON metrics(run_id, name, step);
 )sql";
 
+// v3: why a run failed or diverged, next to its status.
+constexpr const char* kSchemaV3 = R"sql(
+ALTER TABLE runs ADD COLUMN error TEXT NOT NULL DEFAULT '';
+)sql";
+
 static_assert(Store::kApplicationId == 1296845617, "kSchemaV1 spells the application id out");
 
 const std::vector<Migration>& migrations() {
     static const std::vector<Migration> m = {
         {1, kSchemaV1},
         {2, kSchemaV2},
+        {3, kSchemaV3},
     };
     return m;
 }
@@ -166,15 +172,16 @@ const char* run_status_name(RunStatus s) {
         case RunStatus::finished: return "finished";
         case RunStatus::failed: return "failed";
         case RunStatus::stopped: return "stopped";
+        case RunStatus::diverged: return "diverged";
     }
     return "unknown";
 }
 
 RunStatus parse_run_status(const std::string& s) {
-    for (RunStatus r :
-         {RunStatus::running, RunStatus::paused, RunStatus::finished, RunStatus::failed, RunStatus::stopped})
+    for (RunStatus r : {RunStatus::running, RunStatus::paused, RunStatus::finished, RunStatus::failed,
+                        RunStatus::stopped, RunStatus::diverged})
         if (s == run_status_name(r)) return r;
-    throw StoreError("unknown run status '" + s + "' (allowed: running, paused, finished, failed, stopped)");
+    throw StoreError("unknown run status '" + s + "' (allowed: running, paused, finished, failed, stopped, diverged)");
 }
 
 // ------------------------------------------------------------------ open ---
@@ -237,7 +244,7 @@ Store Store::open(const std::string& path) {
         version = m.version;
     }
     impl->cache.clear();  // statements prepared against the old schema
-    return Store(std::move(impl), path);
+    return Store(std::move(impl), memory ? path : std::filesystem::absolute(path).lexically_normal().string());
 }
 
 }  // namespace mlk

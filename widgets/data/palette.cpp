@@ -24,6 +24,8 @@ QColor statusColour(std::string_view status) {
     if (status == "finished") return QColor(0x2e, 0x7d, 0x32);
     if (status == "failed") return QColor(0xc6, 0x28, 0x28);
     if (status == "running") return QColor(0x15, 0x65, 0xc0);
+    if (status == "diverged") return QColor(0x8e, 0x24, 0xaa);
+    if (status == "interrupted") return QColor(0xe6, 0x51, 0x00);
     return QColor(0x61, 0x61, 0x61);
 }
 

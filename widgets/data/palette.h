@@ -16,7 +16,7 @@ const QList<QColor>& runColours();
 // Default colour of run `runId` (ids start at 1).
 QColor runColour(qint64 runId);
 
-// Run status: finished, failed, running, and anything else.
+// Run status: finished, failed, running, diverged, interrupted, and anything else.
 QColor statusColour(std::string_view status);
 
 // Markers and highlights.

@@ -101,6 +101,8 @@ TEST(Config, DefaultsMatchTheSpecification) {
         {"base.batch_size", 32},
         {"base.target_reward", 0.25},
         {"run.checkpoint_every", 10},
+        {"run.keep_last", 3},
+        {"run.keep_every", 0},
     };
     const json flat = config_to_flat_json(Config{});
     EXPECT_EQ(flat, expected) << flat.dump(1);

@@ -181,7 +181,7 @@ TEST(Rl, SigkillLosesNoCompletedStepAndResumeContinues) {
     auto runs = store.list_runs();
     ASSERT_EQ(runs.size(), 1u);
     const int64_t id = runs[0].id;
-    ASSERT_EQ(runs[0].status, "running") << "the kill must land mid-run";
+    ASSERT_EQ(runs[0].status, kInterruptedStatus) << "the kill must land mid-run; its writer is gone";
     std::vector<int64_t> steps = store.steps(id);
     for (size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i], (int64_t)i) << "completed steps are contiguous";
     for (int64_t s : steps) {

@@ -59,7 +59,8 @@ PRAGMA user_version = 1;
         EXPECT_TRUE(std::isnan(kl[0].second));
         EXPECT_EQ(kl[1].second, 1e-3);
         EXPECT_EQ(s.ft_curve(7, 1), (std::vector<FtPoint>{{2.0, 0.125}}));
-        EXPECT_EQ(s.last_checkpoint(7)->path, "ck/1.safetensors");
+        // A relative path is read as relative to the database's folder.
+        EXPECT_EQ(s.last_checkpoint(7)->path, (fs::path(path).parent_path() / "ck/1.safetensors").string());
         s.append_step(7, make_step(3));
         EXPECT_EQ(s.last_step(7), 3);
         EXPECT_EQ(s.list_runs().at(0).steps, 4);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/store/run_lock.h"
 #include "tests/core/store/store_test_util.h"
 
 using namespace mlk;
@@ -54,6 +55,8 @@ TEST_F(StoreTest, RoundTripEveryTableExactly) {
         TextSample{3, "", "", -std::numeric_limits<double>::infinity(), "{}"},
     };
     s.append_step(id, rec);
+    // Its writer is alive: without the lock a "running" run reads "interrupted".
+    const RunWriterLock writing = RunWriterLock::acquire(s.path(), id);
 
     // A second connection reads it back.
     Store r = Store::open(path);
@@ -171,7 +174,9 @@ TEST_F(StoreTest, StepsSinceAndLastStep) {
     for (size_t i = 0; i < all.size(); ++i) {
         EXPECT_GE(all[i].time, std::floor(before * 1000) / 1000);
         EXPECT_LE(all[i].time, after + 0.001);
-        if (i > 0) EXPECT_GE(all[i].time, all[i - 1].time);
+        if (i > 0) {
+            EXPECT_GE(all[i].time, all[i - 1].time);
+        }
     }
     auto tail = s.steps_since(id, 6);
     ASSERT_EQ(tail.size(), 3u);
@@ -229,6 +234,8 @@ TEST_F(StoreTest, RenameNotesStatusListDelete) {
     EXPECT_THROW(s.rename_run(999, "x"), StoreError);
     EXPECT_THROW(s.set_status(999, RunStatus::failed), StoreError);
 
+    // b's writer is alive (it holds the run's writer lock): b reads as stored.
+    RunWriterLock writing_b = RunWriterLock::acquire(s.path(), b);
     auto runs = s.list_runs();
     ASSERT_EQ(runs.size(), 2u);
     EXPECT_EQ(runs[0].id, b);  // newest first
@@ -268,7 +275,8 @@ TEST_F(StoreTest, CheckpointsAndTruncateAfter) {
     auto last = s.last_checkpoint(id);
     ASSERT_TRUE(last);
     EXPECT_EQ(last->step, 8);
-    EXPECT_EQ(last->path, "ckpt/step8.safetensors");
+    // Outside the database's folder: stored and given back absolute.
+    EXPECT_EQ(last->path, fs::absolute("ckpt/step8.safetensors").lexically_normal().string());
     EXPECT_EQ(s.checkpoints(id).size(), 2u);
 
     // Resume from step 4: everything after it goes, step 4 stays whole.
@@ -324,4 +332,69 @@ TEST_F(StoreTest, ReaderWhileWriterAppends) {
     EXPECT_EQ(seen, kSteps - 1);
     EXPECT_GT(batches, 1);  // the reader really read while the writer wrote
     EXPECT_EQ(r.run_info(id)->steps, kSteps);
+}
+
+// A running or paused run reads as interrupted once no process holds its
+// writer lock; the lock refuses a second writer; the error of a failed run
+// is stored with its status and cleared by the next status.
+TEST_F(StoreTest, LiveStatusFollowsTheWriterLockAndErrorsAreStored) {
+    Store s = Store::open(file("runs.sqlite"));
+    const int64_t id = s.create_run("r", "p", "{}", 1);
+    EXPECT_EQ(s.run_info(id)->status, kInterruptedStatus);
+    EXPECT_FALSE(run_writer_alive(s.path(), id));
+    {
+        RunWriterLock lock = RunWriterLock::acquire(s.path(), id);
+        EXPECT_TRUE(run_writer_alive(s.path(), id));
+        EXPECT_EQ(s.run_info(id)->status, "running");
+        EXPECT_EQ(s.list_runs().front().status, "running");
+        try {
+            RunWriterLock::acquire(s.path(), id);
+            ADD_FAILURE() << "a second writer was let in";
+        } catch (const std::runtime_error& e) {
+            EXPECT_NE(std::string(e.what()).find("pid " + std::to_string(getpid())), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_EQ(s.run_info(id)->status, kInterruptedStatus);
+    s.set_status(id, RunStatus::failed, "disk full");
+    EXPECT_EQ(s.run_info(id)->status, "failed");
+    EXPECT_EQ(s.run_info(id)->error, "disk full");
+    s.set_status(id, RunStatus::diverged, "diverged at step 3: k3_kl is NaN");
+    EXPECT_EQ(parse_run_status(s.run_info(id)->status), RunStatus::diverged);
+    s.set_status(id, RunStatus::finished);
+    EXPECT_EQ(s.run_info(id)->error, "");
+}
+
+// Checkpoints below the database's folder are stored relative to it and come
+// back absolute, so the folder can move and a run resume from anywhere.
+TEST_F(StoreTest, CheckpointPathsAreRelativeToTheDatabase) {
+    const std::string db = file("runs.sqlite");
+    const int64_t id = [&] {
+        Store s = Store::open(db);
+        const int64_t id = s.create_run("r", "p", "{}", 1);
+        s.add_checkpoint(id, 0, run_checkpoint_root(s.path(), id) + "/step-0");
+        s.add_checkpoint(id, -1, "/elsewhere/cache/base-abc");
+        return id;
+    }();
+    {
+        Raw raw(db);
+        EXPECT_EQ(raw.scalar("SELECT path FROM checkpoints WHERE step = 0"), "runs.sqlite.ckpt/run-1/step-0");
+        EXPECT_EQ(raw.scalar("SELECT path FROM checkpoints WHERE step = -1"), "/elsewhere/cache/base-abc");
+        // As an older build stored it for `--db sub/runs.sqlite`: relative to its working directory.
+        raw.exec("INSERT INTO checkpoints VALUES(1, 1, 'sub/runs.sqlite.ckpt/run-1/step-1', '')");
+    }
+    const fs::path moved = dir_ / "moved";
+    fs::create_directories(moved);
+    fs::rename(db, moved / "runs.sqlite");
+    // Opened through a relative path from another working directory.
+    const fs::path cwd = fs::current_path();
+    fs::current_path(dir_);
+    Store s = Store::open("moved/runs.sqlite");
+    fs::current_path(cwd);
+    EXPECT_EQ(s.path(), (moved / "runs.sqlite").string());
+    const std::vector<Checkpoint> all = s.checkpoints(id);
+    ASSERT_EQ(all.size(), 3u);
+    EXPECT_EQ(all[0].path, "/elsewhere/cache/base-abc");
+    EXPECT_EQ(all[1].path, (moved / "runs.sqlite.ckpt/run-1/step-0").string());
+    EXPECT_EQ(all[2].path, (moved / "runs.sqlite.ckpt/run-1/step-1").string());
+    EXPECT_EQ(s.last_checkpoint(id)->path, all[2].path);
 }

@@ -11,6 +11,7 @@
 #include <limits>
 #include <thread>
 
+#include "core/store/run_lock.h"
 #include "core/store/store.h"
 #include "widgets/data/palette.h"
 #include "widgets/data/run_data.h"
@@ -51,6 +52,8 @@ private slots:
         Store writer = Store::open(path_);
         const int64_t a = writer.create_run("baseline", "tiny-dense", "{}", 1, RunStatus::finished);
         const int64_t b = writer.create_run("aligned", "tiny-moe", "{}", 2, RunStatus::running);
+        // b's writer is alive: without its lock a "running" run reads "interrupted".
+        const RunWriterLock writingB = RunWriterLock::acquire(writer.path(), b);
         writeSteps(writer, a, 0, 5);
         writeSteps(writer, b, 0, 3);
         writer.append_step(b, stepOf(3, {{"reward_mean", std::numeric_limits<double>::quiet_NaN()}}));

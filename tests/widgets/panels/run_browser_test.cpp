@@ -19,6 +19,7 @@
 
 #include "core/config/config.h"
 #include "core/config/presets.h"
+#include "core/store/run_lock.h"
 #include "core/store/store.h"
 #include "widgets/data/palette.h"
 #include "widgets/data/run_database.h"
@@ -78,6 +79,7 @@ private slots:
 private:
     std::unique_ptr<QTemporaryDir> dir_;
     std::unique_ptr<Store> store_;  // the test's own connection, for writing and checking
+    std::unique_ptr<RunWriterLock> writingB_;
     std::unique_ptr<RunDatabase> db_;
     int64_t a_ = 0, b_ = 0, c_ = 0;
     Config ca_, cb_, cc_;
@@ -97,6 +99,8 @@ void RunBrowserTest::init() {
     cc_.rollout.precision = Dtype::f32;
     a_ = store_->create_run("baseline dense", "default", config_to_json(ca_).dump(), ca_.seed, RunStatus::finished);
     b_ = store_->create_run("moe tis", "r3-tis", config_to_json(cb_).dump(), cb_.seed, RunStatus::running);
+    // b's writer is alive: without its lock a "running" run reads "interrupted".
+    writingB_ = std::make_unique<RunWriterLock>(RunWriterLock::acquire(store_->path(), b_));
     c_ = store_->create_run("fp32 rollout", "default", config_to_json(cc_).dump(), cc_.seed, RunStatus::failed);
     // rewards: a rises to 0.5, b peaks at 0.9 then 0.6, c has no k3 (NaN mean)
     const double ra[] = {0.1, 0.3, 0.5}, rb[] = {0.2, 0.9, 0.6}, rc[] = {0.05, 0.1, 0.15};
@@ -113,6 +117,7 @@ void RunBrowserTest::init() {
 }
 
 void RunBrowserTest::cleanup() {
+    writingB_.reset();
     db_.reset();
     store_.reset();
     dir_.reset();
