@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -30,10 +31,36 @@ using DbPtr = std::unique_ptr<sqlite3, DbClose>;
 using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalize>;
 }  // namespace store_detail
 
+namespace store_detail {
+// This process's connections, counted per file (device and inode). POSIX
+// drops every fcntl lock a process holds on a file as soon as it closes any
+// descriptor of that file, and SQLite's locks are such locks: reading the
+// header through a descriptor of our own while a connection is open would
+// let another process believe it is alone, checkpoint and reset the WAL
+// under that connection (stale reads, "database disk image is malformed").
+class ConnectionMark {
+public:
+    // Marks `path` (which exists) as open in this process. When no
+    // connection of this process has it open yet, `check_first` runs first,
+    // under the registry's lock, so no other thread opens the file meanwhile;
+    // what it throws leaves no mark.
+    ConnectionMark(const std::string& path, const std::function<void()>& check_first);
+    ~ConnectionMark();
+    ConnectionMark(const ConnectionMark&) = delete;
+    ConnectionMark& operator=(const ConnectionMark&) = delete;
+
+private:
+    uint64_t dev_ = 0, ino_ = 0;
+    bool marked_ = false;
+};
+}  // namespace store_detail
+
 // ------------------------------------------------------------ connection ---
 
 struct Store::Impl {
     std::string path;
+    // Before the handle: the mark goes only once the connection is closed.
+    std::unique_ptr<store_detail::ConnectionMark> mark;
     store_detail::DbPtr db;  // declared before the cache: statements are finalised first
     std::unordered_map<std::string, store_detail::StmtPtr> cache;
     std::mutex mu;
@@ -56,7 +83,6 @@ struct Store::Impl {
     [[noreturn]] void fail(const std::string& what) const {
         throw StoreError("run store " + path + ": " + what + ": " + reason(nullptr));
     }
-
 
     void exec(const char* sql) {
         char* err = nullptr;

@@ -1,12 +1,19 @@
 // Opening a run store: refusing files that are not one, and the ordered schema
 // migrations that bring an older file up to date. Also the small helpers of
 // store_db.h.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
 
 #include "core/store/store_db.h"
 
@@ -121,6 +128,38 @@ void check_header(const std::string& path) {
 
 namespace store_detail {
 
+namespace {
+std::mutex open_files_mu;
+std::map<std::pair<uint64_t, uint64_t>, int> open_files;
+}  // namespace
+
+ConnectionMark::ConnectionMark(const std::string& path, const std::function<void()>& check_first) {
+    std::lock_guard lock(open_files_mu);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+        check_first();  // names what is wrong with the path
+        return;
+    }
+    dev_ = (uint64_t)st.st_dev, ino_ = (uint64_t)st.st_ino;
+    int& count = open_files[{dev_, ino_}];
+    if (count == 0) {
+        try {
+            check_first();
+        } catch (...) {
+            open_files.erase({dev_, ino_});
+            throw;
+        }
+    }
+    ++count;
+    marked_ = true;
+}
+
+ConnectionMark::~ConnectionMark() {
+    if (!marked_) return;
+    std::lock_guard lock(open_files_mu);
+    if (--open_files[{dev_, ino_}] == 0) open_files.erase({dev_, ino_});
+}
+
 std::string now_iso() {
     using namespace std::chrono;
     const int64_t ms = duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
@@ -193,11 +232,30 @@ Store::Store(Store&&) noexcept = default;
 Store& Store::operator=(Store&&) noexcept = default;
 Store::~Store() = default;
 
-Store Store::open(const std::string& path) {
-    const bool memory = path.empty() || path == ":memory:";
-    if (!memory) check_header(path);
+namespace {
 
-    auto impl = std::make_unique<Impl>();
+using Clock = std::chrono::steady_clock;
+
+// Runs `attempt` until it succeeds, retrying while another connection holds
+// a lock it needs (SQLite does not call the busy handler for every such
+// case, e.g. a journal-mode change), for at most 10 s.
+template <class F>
+auto retry_while_locked(Store::Impl& impl, F attempt) {
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    for (int wait_ms = 1;; wait_ms = std::min(2 * wait_ms, 100)) {
+        try {
+            return attempt();
+        } catch (const StoreError&) {
+            const int code = sqlite3_errcode(impl.db.get()) & 0xff;
+            if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || Clock::now() > deadline) throw;
+            sqlite3_exec(impl.db.get(), "ROLLBACK", nullptr, nullptr, nullptr);  // if a read was open
+            std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+        }
+    }
+}
+
+std::unique_ptr<Store::Impl> connect(const std::string& path) {
+    auto impl = std::make_unique<Store::Impl>();
     impl->path = path;
     sqlite3* raw = nullptr;
     const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
@@ -205,45 +263,113 @@ Store Store::open(const std::string& path) {
     if (rc != SQLITE_OK) impl->fail("cannot open");
     sqlite3_extended_result_codes(raw, 1);
     sqlite3_busy_timeout(raw, 10000);
+    return impl;
+}
 
-    // Read-only checks first: a refused file is never written to.
+struct Header {
     int version = 0, app_id = 0, objects = 0;
-    try {
-        version = pragma_int(*impl, "PRAGMA user_version");
-        app_id = pragma_int(*impl, "PRAGMA application_id");
-        objects = pragma_int(*impl, "SELECT COUNT(*) FROM sqlite_master");
-    } catch (const StoreError& e) {
-        throw StoreError(std::string(e.what()) + " (is it a Mismatch Lab run store?)");
-    }
-    if (version > schema_version())
-        throw StoreError("run store " + path + ": schema version " + std::to_string(version) +
-                         " is newer than this build of Mismatch Lab understands (" + std::to_string(schema_version()) +
-                         "); file left unchanged");
-    if ((version > 0 && app_id != kApplicationId) || (version == 0 && objects > 0))
-        throw StoreError("run store " + path +
-                         ": a SQLite database but not a Mismatch Lab run store; file left unchanged");
+};
 
-    if (!memory) {
-        Query q(*impl, "PRAGMA journal_mode=WAL");
-        if (!q.row() || q.text(0) != "wal") impl->fail("cannot switch to WAL journal mode");
-    }
-    impl->exec("PRAGMA synchronous=NORMAL");
+// The three facts in one read transaction: read one by one, they could
+// straddle another process's schema creation (no version yet, tables already).
+Header read_header(Store::Impl& impl) {
+    return retry_while_locked(impl, [&] {
+        Transaction tx(impl, false);
+        Header h;
+        h.version = pragma_int(impl, "PRAGMA user_version");
+        h.app_id = pragma_int(impl, "PRAGMA application_id");
+        h.objects = pragma_int(impl, "SELECT COUNT(*) FROM sqlite_master");
+        tx.commit();
+        return h;
+    });
+}
 
+// WAL lets readers go on beside the writer. The mode is stored in the file:
+// switching a file that is already WAL would only contend for its lock.
+void use_wal(Store::Impl& impl) {
+    const auto mode = [&](const char* sql) {
+        Query q(impl, sql);
+        return q.row() ? q.text(0) : std::string();
+    };
+    if (retry_while_locked(impl, [&] { return mode("PRAGMA journal_mode"); }) == "wal") return;
+    if (retry_while_locked(impl, [&] { return mode("PRAGMA journal_mode=WAL"); }) != "wal")
+        impl.fail("cannot switch to WAL journal mode");
+}
+
+// Brings the file from `version` to the newest schema, one migration per
+// transaction; another process may migrate at the same time.
+void migrate(Store::Impl& impl, int version) {
     for (const Migration& m : migrations()) {
         if (m.version <= version) continue;
-        Transaction tx(*impl, true);
-        // Another process may have migrated between our read and our lock.
-        const int now = pragma_int(*impl, "PRAGMA user_version");
+        Transaction tx(impl, true);
+        const int now = pragma_int(impl, "PRAGMA user_version");
         if (now >= m.version) {
             version = now;
             continue;
         }
-        impl->exec(m.sql);
-        impl->exec(("PRAGMA user_version = " + std::to_string(m.version)).c_str());
+        impl.exec(m.sql);
+        impl.exec(("PRAGMA user_version = " + std::to_string(m.version)).c_str());
         tx.commit();
         version = m.version;
     }
-    impl->cache.clear();  // statements prepared against the old schema
+    impl.cache.clear();  // statements prepared against the old schema
+}
+
+// A new run store appears whole: built under a temporary name beside `path`
+// and linked into place only if nothing is there yet, so no other process
+// ever opens it half made. False when another process got there first or
+// the file system cannot link (the caller then opens the file in place).
+bool create_whole(const std::string& path) {
+    static std::atomic<int> counter{0};
+    const std::string tmp = path + ".new." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    const auto remove_tmp = [&] {
+        for (const char* suffix : {"", "-wal", "-shm", "-journal"}) ::unlink((tmp + suffix).c_str());
+    };
+    try {
+        auto impl = connect(tmp);
+        use_wal(*impl);
+        migrate(*impl, 0);
+    } catch (...) {
+        remove_tmp();
+        throw;
+    }
+    const bool linked = ::link(tmp.c_str(), path.c_str()) == 0;
+    remove_tmp();
+    return linked;
+}
+
+}  // namespace
+
+Store Store::open(const std::string& path) {
+    const bool memory = path.empty() || path == ":memory:";
+    std::unique_ptr<store_detail::ConnectionMark> mark;
+    if (!memory) {
+        std::error_code ec;
+        if (!std::filesystem::exists(path, ec) && !ec) create_whole(path);
+        // A file this process already has open passed the check then.
+        mark = std::make_unique<store_detail::ConnectionMark>(path, [&] { check_header(path); });
+    }
+    auto impl = connect(path);
+    impl->mark = std::move(mark);
+
+    // Read-only checks first: a refused file is never written to.
+    Header h;
+    try {
+        h = read_header(*impl);
+    } catch (const StoreError& e) {
+        throw StoreError(std::string(e.what()) + " (is it a Mismatch Lab run store?)");
+    }
+    if (h.version > schema_version())
+        throw StoreError("run store " + path + ": schema version " + std::to_string(h.version) +
+                         " is newer than this build of Mismatch Lab understands (" + std::to_string(schema_version()) +
+                         "); file left unchanged");
+    if ((h.version > 0 && h.app_id != kApplicationId) || (h.version == 0 && h.objects > 0))
+        throw StoreError("run store " + path +
+                         ": a SQLite database but not a Mismatch Lab run store; file left unchanged");
+
+    if (!memory) use_wal(*impl);
+    impl->exec("PRAGMA synchronous=NORMAL");
+    migrate(*impl, h.version);
     return Store(std::move(impl), memory ? path : std::filesystem::absolute(path).lexically_normal().string());
 }
 

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <random>
 
 #include "tests/core/store/store_test_util.h"
@@ -202,4 +205,77 @@ TEST_F(StoreTest, SurvivesSigkillMidAppend) {
         committed_total = static_cast<int64_t>(steps.size());
     }
     EXPECT_GT(committed_total, 0);
+}
+
+// Processes that open a file nobody has created yet, all at once (a CLI run
+// and the workbench, two sweep workers): each gets a working store, none
+// sees a half-made schema or a lock it gives up on.
+TEST_F(StoreTest, ConcurrentOpensOfANewFileAllSucceed) {
+    int failures = 0;
+    for (int round = 0; round < 40; ++round) {
+        const std::string path = file("new" + std::to_string(round) + ".sqlite");
+        std::vector<pid_t> children;
+        for (int k = 0; k < 6; ++k) {
+            const pid_t pid = fork();
+            ASSERT_GE(pid, 0);
+            if (pid == 0) {
+                try {
+                    Store s = Store::open(path);
+                    if (k % 2 == 0) s.create_run("r", "p", "{}", 1);
+                    s.list_runs();
+                } catch (const std::exception& e) {
+                    std::fprintf(stderr, "round %d, opener %d: %s\n", round, k, e.what());
+                    _exit(1);
+                }
+                _exit(0);
+            }
+            children.push_back(pid);
+        }
+        for (pid_t pid : children) {
+            int status = 0;
+            waitpid(pid, &status, 0);
+            failures += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        }
+        EXPECT_EQ(Store::open(path).list_runs().size(), 3u) << "round " << round;
+    }
+    EXPECT_EQ(failures, 0);
+    for (const auto& e : fs::directory_iterator(dir_))
+        EXPECT_EQ(e.path().string().find(".new."), std::string::npos) << "left behind: " << e.path();
+}
+
+namespace {
+// Whether some other process holds a lock on SQLite's shared-lock bytes of
+// `path`, as seen from a child process (F_GETLK never reports our own).
+bool another_process_reads(const std::string& path) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+        const int fd = ::open(path.c_str(), O_RDWR);
+        struct flock fl {};
+        fl.l_type = F_WRLCK;
+        fl.l_whence = SEEK_SET;
+        fl.l_start = 0x40000000 + 2;  // SQLite's PENDING_BYTE + 2: the SHARED range
+        fl.l_len = 510;
+        const bool held = fd >= 0 && ::fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+        _exit(held ? 1 : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 1;
+}
+}  // namespace
+
+// A WAL connection holds a SHARED lock on the database file for its life:
+// it is how a closing process learns it is not the last one and leaves the
+// WAL alone. POSIX drops a process's locks on a file when any descriptor of
+// that file closes, so a second open in the same process (the workbench's
+// worker beside its browser) must not read the file through one of its own.
+TEST_F(StoreTest, ASecondConnectionKeepsTheFirstOnesLocks) {
+    const std::string path = file("runs.sqlite");
+    Store browser = Store::open(path);
+    browser.list_runs();
+    ASSERT_TRUE(another_process_reads(path)) << "the SHARED lock this test watches";
+    { Store worker = Store::open(path); }
+    EXPECT_TRUE(another_process_reads(path)) << "the second open dropped the first connection's lock";
+    browser.list_runs();
+    EXPECT_TRUE(another_process_reads(path));
 }
