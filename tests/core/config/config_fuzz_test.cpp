@@ -2,17 +2,22 @@
 // generator (mutations of valid configs, random JSON over the schema's keys,
 // deep nesting, odd numbers, keys given twice). Each must either give a
 // Config that validates and survives a round trip, or throw ConfigError;
-// never a crash or any other exception.
+// never a crash or any other exception. A slice of them goes through the CLI.
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/config/config_file.h"
+#include "tests/cli_runner.h"
 
 using namespace mlk;
 using nlohmann::json;
@@ -187,4 +192,47 @@ TEST(ConfigFuzz, EveryInputGivesAConfigOrAConfigError) {
     // The generator must reach both outcomes, or it tests nothing.
     EXPECT_GT(parsed, 100);
     EXPECT_GT(refused, 5000);
+}
+
+// The same generator through the CLI, as a user's file meets it: every input
+// exits 0 or 2 (never a crash or a signal), a refused one writes nothing (no
+// run store for `run`), an accepted one gives `checkpoint` its files.
+TEST(ConfigFuzz, TheCliExitsZeroOrTwoAndWritesNothingOnRefusal) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("mlk_cli_fuzz_" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    Generator gen(20261124);
+    int accepted = 0, refused = 0;
+    for (int i = 0; i < 600; ++i) {
+        const std::string text = gen.next();
+        bool reader_accepts = true;
+        try {
+            validate(config_merge_text(Config{}, text, "fuzz input"));
+        } catch (const std::exception&) {
+            reader_accepts = false;
+        }
+        const fs::path file = dir / "input.json";
+        std::ofstream(file, std::ios::binary) << text;
+        const std::string input = " --config " + file.string();
+        if (reader_accepts) {
+            const fs::path out = dir / ("ck" + std::to_string(i));
+            const auto r = clitest::cli("checkpoint --preset default" + input + " --out " + out.string());
+            EXPECT_EQ(r.code, 0) << "input " << i << ": " << r.out << "\nfor: " << text.substr(0, 300);
+            EXPECT_TRUE(fs::exists(out / "model.safetensors")) << "input " << i;
+            fs::remove_all(out);
+            ++accepted;
+        } else {
+            const fs::path db = dir / "refused.sqlite";
+            const auto r = clitest::cli("run --preset default --steps 1" + input + " --db " + db.string());
+            EXPECT_EQ(r.code, 2) << "input " << i << ": " << r.out << "\nfor: " << text.substr(0, 300);
+            EXPECT_FALSE(fs::exists(db)) << "input " << i << " was refused but wrote a run store";
+            fs::remove_all(db);
+            fs::remove_all(db.string() + ".ckpt");
+            ++refused;
+        }
+    }
+    fs::remove_all(dir);
+    EXPECT_GE(accepted, 10);  // the generator is seeded: 14 of these 600
+    EXPECT_GT(refused, 300);
 }
