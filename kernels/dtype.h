@@ -12,11 +12,18 @@
 
 namespace mlk {
 
-enum class Dtype { f32, bf16, f16 };
+// fp8_e4m3 is OCP E4M3FN (bias 7, largest finite 448, no infinities, one NaN
+// code per sign); fp8_e5m2 is OCP E5M2 (bias 15, largest finite 57344, IEEE
+// infinities and NaNs). An fp8 value is only ever stored with a scale (see
+// quantize_rows in kernels.h); round_to on its own rounds the unscaled value.
+enum class Dtype { f32, bf16, f16, fp8_e4m3, fp8_e5m2 };
 // Names by value: the config and CLI spelling of each precision.
-inline constexpr std::string_view kDtypeNames[] = {"fp32", "bf16", "fp16"};
+inline constexpr std::string_view kDtypeNames[] = {"fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"};
 
 inline std::string_view dtype_name(Dtype d) { return kDtypeNames[static_cast<int>(d)]; }
+inline bool is_fp8(Dtype d) { return d == Dtype::fp8_e4m3 || d == Dtype::fp8_e5m2; }
+// Largest finite value of an fp8 format (448 or 57344); 0 for the others.
+inline float fp8_max(Dtype d) { return d == Dtype::fp8_e4m3 ? 448.0f : d == Dtype::fp8_e5m2 ? 57344.0f : 0.0f; }
 
 inline uint32_t float_bits(float x) {
     uint32_t u;
@@ -44,11 +51,24 @@ inline float bf16_bits_to_f32(uint16_t h) { return bits_float(static_cast<uint32
 uint16_t f32_to_f16_bits(float x);
 float f16_bits_to_f32(uint16_t h);
 
+// fp32 -> fp8 bits (sign, exponent, mantissa), round to nearest even,
+// saturating: a finite value beyond the largest finite one (and, for e4m3,
+// an infinity) becomes that largest value with its sign, as the scaled
+// quantisers of serving engines clamp before converting. NaN stays NaN
+// (e5m2 keeps +-inf). Gradual underflow to subnormals.
+uint8_t f32_to_fp8_bits(float x, Dtype fmt);
+float fp8_bits_to_f32(uint8_t b, Dtype fmt);
+// fp8_bits_to_f32(f32_to_fp8_bits(x)) without the bit fields, for the
+// quantisers' inner loops (equal to it for every float; tested).
+float fp8_round(float x, Dtype fmt);
+
 inline float round_to(float x, Dtype d) {
     switch (d) {
         case Dtype::f32: return x;
         case Dtype::bf16: return bf16_bits_to_f32(f32_to_bf16_bits(x));
         case Dtype::f16: return f16_bits_to_f32(f32_to_f16_bits(x));
+        case Dtype::fp8_e4m3:
+        case Dtype::fp8_e5m2: return fp8_round(x, d);
     }
     return x;
 }

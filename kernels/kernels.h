@@ -25,9 +25,25 @@ namespace mlk {
 
 enum class Family { fast, batch_invariant };
 
+// How an engine computes: the kernel family and its rounding points (the
+// numerics profile's, core/engines). Every point is real rounding
+// (round-to-nearest-even; fp8 saturating with scales), applied where a fused
+// production kernel stores that intermediate narrow:
+//  - dtype: storage of every kernel output (activations); never fp8.
+//  - probs: attention's probability tile P, rounded before P.V while the
+//    softmax normaliser sums the unrounded P (FlashAttention's P tile).
+//  - stats: RMSNorm's 1/rms, log-softmax's log-sum-exp and attention's
+//    softmax normaliser, as stored by a kernel that keeps them narrow.
+//  - quant: fp32 = none; fp8_e4m3 / fp8_e5m2 = every matmul input row is
+//    quantised with a dynamic per-row power-of-two scale (quantize_rows) and
+//    the weights are expected quantised per output channel (quantize_cols):
+//    W8A8 with fp32 accumulation.
 struct Exec {
     Family family = Family::fast;
-    Dtype dtype = Dtype::f32;  // outputs are rounded to this storage precision
+    Dtype dtype = Dtype::f32;
+    Dtype probs = Dtype::f32;
+    Dtype stats = Dtype::f32;
+    Dtype quant = Dtype::f32;
 };
 
 // ---- threads -------------------------------------------------------------
@@ -112,6 +128,21 @@ void router_replay_forward(const Exec& ex, float* weights, const float* logits, 
 // dlogits[M,E] += d weights through the softmax over the selected logits.
 void router_backward(float* dlogits, const float* dweights, const float* weights, const int32_t* ids, int M, int E,
                      int k);
+
+// ---- fp8 quantisation -------------------------------------------------------
+// Scales are powers of two (UE8M0, as MXFP8 and DeepSeek's FP8 recipes use):
+// s = the smallest 2^e with amax / 2^e <= fp8_max(fmt), 1 for an all-zero row.
+// Dividing by s and multiplying back are then exact, so a matmul over the
+// dequantised values with fp32 accumulation is bit for bit the fp8 GEMM that
+// accumulates q_a * q_w in fp32 and multiplies by s_a * s_w at the end.
+// out[M,K] = round_fp8(inp / s_m) * s_m per row m (dynamic per-token
+// activation scales); scale[M] receives s_m when non-null. out may be inp.
+void quantize_rows(float* out, float* scale, const float* inp, int M, int K, Dtype fmt);
+// w[K,N] quantised in place per column n (per output channel of a [in, out]
+// weight); scale[N] receives s_n when non-null.
+void quantize_cols(float* w, float* scale, int K, int N, Dtype fmt);
+// The power-of-two scale for a block whose largest magnitude is amax.
+float fp8_scale(float amax, Dtype fmt);
 
 // ---- elementwise / reductions ---------------------------------------------
 // y[n] = round(y + x) (residual add).

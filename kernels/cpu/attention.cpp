@@ -44,6 +44,8 @@ using namespace cpu;
 //  * fast: blocked online softmax over key blocks of 16: per block
 //    m' = max(m, block max), alpha = exp(m - m'), l = l*alpha + tree(p of block),
 //    o = o*alpha then FMA chain over the block's keys; out = round(o / l).
+//  Rounding points (Exec): P is rounded to ex.probs before P.V, after the
+//  normaliser summed it unrounded; the normaliser is rounded to ex.stats.
 //  att (when non-null, saved for the backward) receives p_j * (1/sum) (fast:
 //  exp(s_j - m_final) * (1/l)) in fp32, zeros for j > t.
 // Threads split (b, h) pairs; nothing in a query depends on the split.
@@ -83,6 +85,8 @@ void attention_forward(const Exec& ex, float* out, float* att, const float* q, c
                     a.D = D;
                     a.scale = scale;
                     a.dt = ex.dtype;
+                    a.pdt = ex.probs;
+                    a.sdt = ex.stats;
                     a.scratch = s + (t % 8) * slot;  // distinct within any group of queries run together
                     a.q = q + (((int64_t)b * T + t) * H + h) * D;
                     a.out = out + (((int64_t)b * T + t) * H + h) * D;
@@ -148,6 +152,8 @@ void attention_decode(const Exec& ex, float* out, const float* q, const float* k
                         a.D = D;
                         a.scale = scale;
                         a.dt = ex.dtype;
+                        a.pdt = ex.probs;
+                        a.sdt = ex.stats;
                         a.scratch = sc + (i % 8) * slot;
                         a.q = q + ((int64_t)s * H + h) * D;
                         a.out = out + ((int64_t)s * H + h) * D;
@@ -178,6 +184,8 @@ void attention_decode(const Exec& ex, float* out, const float* q, const float* k
                 a.D = D;
                 a.scale = scale;
                 a.dt = ex.dtype;
+                a.pdt = ex.probs;
+                a.sdt = ex.stats;
                 a.out = out + ((int64_t)s * H + h) * D;
                 a.nsplit = fast_decode_splits(L, Bq * H, threads);
                 const int dpad = round_up(D, 16);

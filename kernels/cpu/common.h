@@ -179,6 +179,8 @@ struct AttnQuery {
     float scale = 1.0f;
     float* out = nullptr;  // [D], rounded to dt
     Dtype dt = Dtype::f32;
+    Dtype pdt = Dtype::f32;  // P rounded to this before P.V (Exec::probs)
+    Dtype sdt = Dtype::f32;  // the softmax normaliser rounded to this (Exec::stats)
     float* att = nullptr;      // optional [len] probabilities
     float* scratch = nullptr;  // own scratch: >= ldk (bi) / 2*ldk + 2*(ldk/16) + 1 (fast prefill) floats
     int nsplit = 1;            // fast decode: number of KV splits
@@ -192,13 +194,16 @@ struct IsaTable {
     void (*splitk_combine)(float* out, const float* P, int S, int64_t pstride, const float* bias, Dtype dt, int N,
                            int m0, int m1);
     float (*row_sum)(Plan plan, const float* x, int64_t n);
+    // sdt: the storage precision of 1/rms (Exec::stats).
     void (*rmsnorm_rows)(Plan plan, float* out, float* rstd, const float* inp, const float* w, float eps, int C,
-                         Dtype dt, int m0, int m1);
+                         Dtype dt, Dtype sdt, int m0, int m1);
     void (*rmsnorm_bwd_rows)(float* dinp, const float* dout, const float* inp, const float* w, const float* rstd, int C,
                              int m0, int m1);
     void (*rmsnorm_bwd_dweight)(float* dw, const float* dout, const float* inp, const float* rstd, int M, int C, int c0,
                                 int c1);
-    void (*logsoftmax_rows)(Plan plan, float* lp, const float* z, float inv_temp, int V, Dtype dt, int m0, int m1);
+    // sdt: the storage precision of the log-sum-exp (Exec::stats).
+    void (*logsoftmax_rows)(Plan plan, float* lp, const float* z, float inv_temp, int V, Dtype dt, Dtype sdt, int m0,
+                            int m1);
     void (*logsoftmax_bwd_rows)(float* dz, const float* dlp, const float* lp, float inv_temp, int V, int m0, int m1);
     void (*entropy_rows)(Plan plan, float* ent, const float* lp, int V, Dtype dt, int m0, int m1);
     void (*swiglu)(float* out, const float* g, const float* u, Dtype dt, int64_t i0, int64_t i1);

@@ -2,8 +2,12 @@
 // dtype.h). All conversions round to nearest, ties to even, exactly as the
 // hardware converters (F16C vcvtps2ph with RNE, used by the SIMD paths) do.
 #include "kernels/dtype.h"
+#include "kernels/kernels.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/thread_pool.h"
@@ -46,6 +50,147 @@ float f16_bits_to_f32(uint16_t h) {
     }
     if (e == 31) return bits_float(sign | 0x7f800000u | (m << 13));
     return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+namespace {
+struct Fp8Format {
+    int exp_bits, man_bits, bias;
+    uint8_t max_finite;  // bits of the largest finite magnitude
+};
+Fp8Format fp8_format(Dtype fmt) {
+    return fmt == Dtype::fp8_e4m3 ? Fp8Format{4, 3, 7, 0x7e} : Fp8Format{5, 2, 15, 0x7b};
+}
+}  // namespace
+
+// The magnitude is rounded to the spacing of its binade in the format (the
+// subnormals share the spacing of the smallest normal binade), ties to even,
+// in exact integer arithmetic on the fp32 significand; a carry moves it into
+// the next binade; past the largest finite value it saturates.
+uint8_t f32_to_fp8_bits(float x, Dtype fmt) {
+    const Fp8Format f = fp8_format(fmt);
+    const uint32_t u = float_bits(x);
+    const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80u);
+    const uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return fmt == Dtype::fp8_e4m3 ? static_cast<uint8_t>(sign | 0x7f) : static_cast<uint8_t>(sign | 0x7e);
+    if (a == 0x7f800000u) return fmt == Dtype::fp8_e4m3 ? static_cast<uint8_t>(sign | f.max_finite) : static_cast<uint8_t>(sign | 0x7c);
+    if (a == 0) return sign;
+    // |x| = sig * 2^(e - 150), sig a 24-bit integer (subnormal fp32: e = 1, no hidden bit)
+    const int e = static_cast<int>(a >> 23);
+    const uint64_t sig = (a & 0x7fffffu) | (e ? 0x800000u : 0u);
+    const int e2 = (e ? e : 1) - 150;           // |x| = sig * 2^e2
+    // Binade of |x| in the format: exponent E with 2^E <= |x| < 2^(E+1), at least the
+    // smallest normal exponent (below it the spacing stays that of the subnormals).
+    int E = 31 - __builtin_clz(static_cast<uint32_t>(sig)) + e2;
+    const int emin = 1 - f.bias;
+    if (E < emin) E = emin;
+    const int step = E - f.man_bits;  // log2 of the spacing in this binade
+    // q = |x| / 2^step rounded to nearest even, computed on the integer sig.
+    const int shift = step - e2;  // sig >> shift
+    uint64_t q;
+    if (shift <= 0) {
+        q = sig << (-shift);
+    } else if (shift >= 40) {
+        q = 0;  // far below half the smallest subnormal
+    } else {
+        q = sig >> shift;
+        const uint64_t rem = sig & ((uint64_t(1) << shift) - 1), half = uint64_t(1) << (shift - 1);
+        if (rem > half || (rem == half && (q & 1))) ++q;
+    }
+    // Back to fields: value = q * 2^step with q < 2^(man_bits+2) after a carry.
+    int biased;
+    uint32_t mant;
+    if (E == emin && q < (uint64_t(1) << f.man_bits)) {
+        biased = 0;  // subnormal (or zero)
+        mant = static_cast<uint32_t>(q);
+    } else {
+        int EE = E;
+        if (q >= (uint64_t(2) << f.man_bits)) {  // rounding carried into the next binade
+            q >>= 1;
+            ++EE;
+        }
+        biased = EE + f.bias;
+        mant = static_cast<uint32_t>(q) & ((1u << f.man_bits) - 1u);
+    }
+    const uint32_t bits = (static_cast<uint32_t>(biased) << f.man_bits) | mant;
+    if (bits > f.max_finite || biased >= (1 << f.exp_bits)) return static_cast<uint8_t>(sign | f.max_finite);
+    return static_cast<uint8_t>(sign | bits);
+}
+
+float fp8_bits_to_f32(uint8_t b, Dtype fmt) {
+    const Fp8Format f = fp8_format(fmt);
+    const bool neg = b & 0x80u;
+    const int biased = (b >> f.man_bits) & ((1 << f.exp_bits) - 1);
+    const int mant = b & ((1 << f.man_bits) - 1);
+    float v;
+    if (fmt == Dtype::fp8_e4m3 && (b & 0x7f) == 0x7f) {
+        v = std::numeric_limits<float>::quiet_NaN();
+    } else if (fmt == Dtype::fp8_e5m2 && biased == 31) {
+        v = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+    } else if (biased == 0) {
+        v = std::ldexp(static_cast<float>(mant), 1 - f.bias - f.man_bits);
+    } else {
+        v = std::ldexp(static_cast<float>((1 << f.man_bits) | mant), biased - f.bias - f.man_bits);
+    }
+    return neg ? -v : v;
+}
+
+// Normal results: round the fp32 significand to man_bits bits, ties to
+// even, by the integer add that bf16 rounding uses. Below the smallest
+// normal the spacing is fixed (2^(emin - man_bits)): adding and subtracting
+// 2^(23 + that exponent) rounds to it, ties to even, in fp32 itself.
+float fp8_round(float x, Dtype fmt) {
+    const bool e4 = fmt == Dtype::fp8_e4m3;
+    const int man = e4 ? 3 : 2, emin = e4 ? -6 : -14;
+    const float maxf = e4 ? 448.0f : 57344.0f;
+    if (x != x) return x;
+    const float a = std::fabs(x);
+    float r;
+    if (a >= std::ldexp(1.0f, emin)) {
+        if (a >= maxf) {
+            r = (!e4 && a == std::numeric_limits<float>::infinity()) ? a : maxf;
+        } else {
+            const int shift = 23 - man;
+            uint32_t u = float_bits(a);
+            u += ((1u << (shift - 1)) - 1u) + ((u >> shift) & 1u);
+            u &= ~((1u << shift) - 1u);
+            r = std::fmin(bits_float(u), maxf);
+        }
+    } else {
+        const float big = std::ldexp(1.0f, 23 + emin - man);
+        r = (a + big) - big;
+    }
+    return std::signbit(x) ? -r : r;
+}
+
+float fp8_scale(float amax, Dtype fmt) {
+    if (!(amax > 0.0f) || !std::isfinite(amax)) return 1.0f;
+    int e = 0;
+    const float m = std::frexp(amax / fp8_max(fmt), &e);  // amax / max = m * 2^e, m in [0.5, 1)
+    return std::ldexp(1.0f, m == 0.5f ? e - 1 : e);
+}
+
+void quantize_rows(float* out, float* scale, const float* inp, int M, int K, Dtype fmt) {
+    for (int m = 0; m < M; ++m) {
+        const float* x = inp + (int64_t)m * K;
+        float amax = 0.0f;
+        for (int k = 0; k < K; ++k) amax = std::fmax(amax, std::fabs(x[k]));
+        const float s = fp8_scale(amax, fmt);
+        if (scale) scale[m] = s;
+        float* o = out + (int64_t)m * K;
+        for (int k = 0; k < K; ++k) o[k] = fp8_round(x[k] / s, fmt) * s;
+    }
+}
+
+void quantize_cols(float* w, float* scale, int K, int N, Dtype fmt) {
+    std::vector<float> amax(N, 0.0f);
+    for (int k = 0; k < K; ++k)
+        for (int n = 0; n < N; ++n) amax[n] = std::fmax(amax[n], std::fabs(w[(int64_t)k * N + n]));
+    for (int n = 0; n < N; ++n) {
+        amax[n] = fp8_scale(amax[n], fmt);
+        if (scale) scale[n] = amax[n];
+    }
+    for (int k = 0; k < K; ++k)
+        for (int n = 0; n < N; ++n) w[(int64_t)k * N + n] = fp8_round(w[(int64_t)k * N + n] / amax[n], fmt) * amax[n];
 }
 
 void round_buffer(float* x, size_t n, Dtype d) {

@@ -61,9 +61,17 @@ using namespace cpu;
 //      left to right into the fp32 output ((b0 + b1) + b2)..., + bias, rounded.
 //    - M >= 64 (training): the same with blocks of 32.
 //    So the bits of a row depend on M (and, for M <= 8, on the thread count).
+//  * ex.quant fp8: the input rows are first quantised (quantize_rows, per-row
+//    power-of-two scales) into a buffer; the plans above then run on it.
 void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, const float* bias, int M, int K,
                     int N) {
     if (M <= 0 || N <= 0) return;
+    thread_local std::vector<float> quantised;
+    if (is_fp8(ex.quant)) {
+        if ((int64_t)quantised.size() < (int64_t)M * K) quantised.resize((size_t)M * K);
+        quantize_rows(quantised.data(), nullptr, inp, M, K, ex.quant);
+        inp = quantised.data();
+    }
     const IsaTable& T = isa_table();
     GemmCall g;
     g.A = inp;

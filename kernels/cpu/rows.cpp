@@ -44,7 +44,7 @@ float bi16_sum_scalar(const float* x, int n) {
 }  // namespace
 
 // rmsnorm_forward: ss = sum_c x_c^2 as fma(x, x, lane) under the row plan
-// (bi16 / fast by M and threads); r = 1 / sqrtf(ss / C + eps);
+// (bi16 / fast by M and threads); r = round(1 / sqrtf(ss / C + eps), ex.stats);
 // out = round((x * r) * w). rstd = r.
 void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, const float* weight, float eps, int M,
                      int C) {
@@ -52,7 +52,7 @@ void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, 
     const IsaTable& I = isa_table();
     const Plan plan = plan_for(ex, M);
     for_rows(M, 4.0 * C,
-             [&](int m0, int m1) { I.rmsnorm_rows(plan, out, rstd, inp, weight, eps, C, ex.dtype, m0, m1); });
+             [&](int m0, int m1) { I.rmsnorm_rows(plan, out, rstd, inp, weight, eps, C, ex.dtype, ex.stats, m0, m1); });
 }
 
 // rmsnorm_backward: per row, dot = bi16 over c of fma(g*w, x); dinp += (r*g)*w -
@@ -74,12 +74,12 @@ void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const floa
 }
 
 // logsoftmax_forward: zs = z * inv_temp; mx = exact max; sum = row plan over
-// exp(zs - mx); lse = mx + log(sum); lp = round(zs - lse).
+// exp(zs - mx); lse = round(mx + log(sum), ex.stats); lp = round(zs - lse).
 void logsoftmax_forward(const Exec& ex, float* lp, const float* logits, float inv_temp, int M, int V) {
     if (M <= 0 || V <= 0) return;
     const IsaTable& I = isa_table();
     const Plan plan = plan_for(ex, M);
-    for_rows(M, 20.0 * V, [&](int m0, int m1) { I.logsoftmax_rows(plan, lp, logits, inv_temp, V, ex.dtype, m0, m1); });
+    for_rows(M, 20.0 * V, [&](int m0, int m1) { I.logsoftmax_rows(plan, lp, logits, inv_temp, V, ex.dtype, ex.stats, m0, m1); });
 }
 
 // logsoftmax_backward: s = bi16 sum of dlp over the row; dlogits += inv_temp *

@@ -165,16 +165,18 @@ TEST(KernelsInvariance, RouterAndSwigluRowIsBatchInvariant) {
 // lengths decoded together (continuous batching).
 TEST(KernelsInvariance, DecodeEqualsPrefillAtEveryPosition) {
     Restore restore;
+    // pdt / sdt: the P tile and normaliser rounding points of a profile.
     struct S {
         int B, T, H, Hkv, D;
-        Dtype dt;
+        Dtype dt, pdt = Dtype::f32, sdt = Dtype::f32;
     };
     const S shapes[] = {{3, 40, 4, 2, 16, Dtype::f32},
-                        {2, 70, 2, 1, 32, Dtype::bf16},
-                        {1, 129, 4, 4, 64, Dtype::f16},
-                        {2, 17, 6, 3, 20, Dtype::f32}};
+                        {2, 70, 2, 1, 32, Dtype::bf16, Dtype::bf16},
+                        {1, 129, 4, 4, 64, Dtype::f16, Dtype::f16, Dtype::f16},
+                        {2, 17, 6, 3, 20, Dtype::f32, Dtype::bf16, Dtype::bf16}};
     for (auto s : shapes) {
-        SCOPED_TRACE(testing::Message() << "B" << s.B << " T" << s.T << " H" << s.H << "/" << s.Hkv << " D" << s.D);
+        SCOPED_TRACE(testing::Message() << "B" << s.B << " T" << s.T << " H" << s.H << "/" << s.Hkv << " D" << s.D
+                                        << " probs " << dtype_name(s.pdt) << " stats " << dtype_name(s.sdt));
         const size_t nq = (size_t)s.B * s.T * s.H * s.D, nk = (size_t)s.B * s.T * s.Hkv * s.D;
         auto q = testdata::uniform(nq, 11, -2, 2), k = testdata::uniform(nk, 12, -2, 2), v = testdata::uniform(nk, 13);
         for (auto* t : {&q, &k, &v})
@@ -195,7 +197,8 @@ TEST(KernelsInvariance, DecodeEqualsPrefillAtEveryPosition) {
             set_num_threads(c.threads);
             SCOPED_TRACE(testing::Message() << cpu::isa_name(c.isa) << " threads " << c.threads);
             std::vector<float> pre(nq);
-            attention_forward({Family::batch_invariant, s.dt}, pre.data(), nullptr, q.data(), k.data(), v.data(), s.B,
+            const Exec bi{Family::batch_invariant, s.dt, s.pdt, s.sdt};
+            attention_forward(bi, pre.data(), nullptr, q.data(), k.data(), v.data(), s.B,
                               s.T, s.H, s.Hkv, s.D);
             if (base.empty()) base = pre;
             else ASSERT_TRUE(bits_equal(pre, base));
@@ -211,7 +214,7 @@ TEST(KernelsInvariance, DecodeEqualsPrefillAtEveryPosition) {
                     std::copy_n(q.begin() + off, s.H * s.D, qt.begin() + (size_t)b * s.H * s.D);
                     std::copy_n(pre.begin() + off, s.H * s.D, want.begin() + (size_t)b * s.H * s.D);
                 }
-                attention_decode({Family::batch_invariant, s.dt}, ot.data(), qt.data(), kc.data(), vc.data(),
+                attention_decode(bi, ot.data(), qt.data(), kc.data(), vc.data(),
                                  slot.data(), len.data(), cs, s.B, s.H, s.Hkv, s.D);
                 ASSERT_TRUE(bits_equal(ot, want)) << "t " << t;
             }

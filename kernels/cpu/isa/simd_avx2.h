@@ -108,6 +108,12 @@ struct V {
             __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             return _mm256_cvtph_ps(h);
         }
+        if (is_fp8(dt)) {  // lane by lane: fp8 is quantised with scales, off the hot paths
+            alignas(32) float t[8];
+            _mm256_store_ps(t, v);
+            for (float& x : t) x = round_to(x, dt);
+            return _mm256_load_ps(t);
+        }
         return v;
     }
     V round(Dtype dt) const {

@@ -85,6 +85,12 @@ struct V {
             __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             return {_mm512_cvtph_ps(h)};
         }
+        if (is_fp8(dt)) {  // lane by lane: fp8 is quantised with scales, off the hot paths
+            alignas(64) float t[16];
+            _mm512_store_ps(t, v);
+            for (float& x : t) x = round_to(x, dt);
+            return {_mm512_load_ps(t)};
+        }
         return *this;
     }
 };

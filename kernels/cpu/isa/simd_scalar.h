@@ -21,7 +21,7 @@ struct V {
     static Mask mask(int n) { return n >= 16 ? 0xffffu : (n <= 0 ? 0u : ((1u << n) - 1u)); }
     static ILanes lanes(Mask m) {
         const ILanes bit = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
-        return (ILanes{} + (int32_t)m & bit) != 0;
+        return ((ILanes{} + (int32_t)m) & bit) != 0;
     }
     static V zero() { return V{Lanes{}}; }
     static V set1(float x) { return V{Lanes{} + x}; }
