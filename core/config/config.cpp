@@ -327,6 +327,20 @@ void validate(const Config& c) {
         errors.push_back("moe.routing_replay=R3 needs model.kind=moe (model.kind is " +
                          std::string(enum_name(c.model.kind)) + ": a dense model has no routers to replay)");
     for (auto& e : correction_rule_violations(k)) errors.push_back(std::move(e));
+    // fp8 needs a scale: only the matmul inputs and the KV cache are quantised with one.
+    const auto storage_point = [&](const char* engine, const char* point, PointDtype d) {
+        if (d == PointDtype::fp8_e4m3 || d == PointDtype::fp8_e5m2)
+            errors.push_back(std::string(engine) + "." + point + ": " + std::string(enum_name(d)) +
+                             " is not a storage precision (fp8 values need a scale; only " + engine +
+                             ".matmul_dtype and rollout.kv_cache_dtype take fp8); allowed: auto, fp32, bf16, fp16");
+    };
+    for (const auto& [engine, pts] :
+         {std::pair<const char*, const RoundingPoints*>{"rollout", &c.rollout}, {"train", &c.train}}) {
+        storage_point(engine, "residual_dtype", pts->residual_dtype);
+        storage_point(engine, "attn_probs_dtype", pts->attn_probs_dtype);
+        storage_point(engine, "stats_dtype", pts->stats_dtype);
+        storage_point(engine, "lm_head_dtype", pts->lm_head_dtype);
+    }
     if ((c.rl.estimator == AdvantageEstimator::grpo || c.rl.estimator == AdvantageEstimator::rloo) &&
         c.rl.samples_per_prompt < 2)
         errors.push_back("rl.estimator=" + std::string(enum_name(c.rl.estimator)) +
@@ -358,6 +372,14 @@ std::vector<std::string> config_warnings(const Config& c) {
         w.push_back("correction.is_lower is ignored by correction.is_mode=truncate (w = min(w, U))");
     if (k.veto_kind != VetoKind::ratio && k.veto_threshold == 0)
         w.push_back("correction.veto_kind has no effect with correction.veto_threshold=0 (veto off)");
+    const Config defaults;
+    if (c.rollout.profile != NumericsProfile::simple && c.rollout.precision != defaults.rollout.precision)
+        w.push_back("rollout.precision has no effect with rollout.profile=" +
+                    std::string(enum_name(c.rollout.profile)) + " (it is the simple profile's); set "
+                    "rollout.matmul_dtype and the other rounding points instead");
+    if (c.train.profile != NumericsProfile::simple && c.train.precision != defaults.train.precision)
+        w.push_back("train.precision has no effect with train.profile=" + std::string(enum_name(c.train.profile)) +
+                    " (it is the simple profile's); set train.matmul_dtype and the other rounding points instead");
     if (c.rollout.logprobs == LogprobSource::raw && c.rollout.temperature == 1.0 && c.rollout.top_k == 0 &&
         c.rollout.top_p == 1.0)
         w.push_back("rollout.logprobs=raw equals processed when temperature=1, top_k=0 and top_p=1");

@@ -52,6 +52,53 @@ Entry field(const char* key, Ref ref) {
 
 constexpr double kMaxSeed = 9007199254740991.0;  // 2^53 - 1: exact in every JSON reader
 
+constexpr const char* kProfileDesc =
+    "Where this engine rounds, as a real stack does (each point can be overridden below). simple: one storage "
+    "precision (the precision key) for weights, activations, residual stream and LM head; attention P and "
+    "statistics in fp32. fp32-reference: nothing narrow. vllm-bf16: bf16 GEMMs, residual kept in fp32 by the "
+    "fused add + RMSNorm, FlashAttention's P tile in bf16, bf16 LM head. sglang-fp8: as vllm-bf16 with FP8 e4m3 "
+    "W8A8 GEMMs (per-output-channel weight and per-token activation scales, fp32 accumulation; router and LM "
+    "head stay bf16). fsdp-bf16: Hugging Face modules under FSDP: bf16 GEMMs, residual added and stored in "
+    "bf16, FlashAttention-2's P tile in bf16, bf16 LM head. megatron-bf16: bf16 GEMMs, residual in fp32 "
+    "(fp32_residual_connection), P tile in bf16, bf16 LM head.";
+
+// The five rounding points of an engine, keys "<engine>.<point>_dtype".
+template <class Section>
+void add_point_entries(std::vector<Entry>& t, const std::string& section, const Config& defaults,
+                       const std::string& engine, Section sec) {
+    struct Point {
+        const char* name;
+        PointDtype RoundingPoints::*field;
+        const char* label;
+        const char* desc;
+    };
+    static const Point points[] = {
+        {"matmul_dtype", &RoundingPoints::matmul_dtype, "Matmul",
+         "Precision of the weights and of every linear layer's input (auto: the profile's). fp8_e4m3 / fp8_e5m2: "
+         "W8A8 with power-of-two scales per output channel and per token, fp32 accumulation, bf16 outputs."},
+        {"residual_dtype", &RoundingPoints::residual_dtype, "Residual stream",
+         "Storage of the residual stream between blocks: fp32 where a fused residual-add + RMSNorm keeps it wide, "
+         "bf16 where unfused modules add and store it narrow. auto: the profile's."},
+        {"attn_probs_dtype", &RoundingPoints::attn_probs_dtype, "Attention P tile",
+         "Precision of the attention probabilities as P.V reads them (FlashAttention rounds its P tile to bf16; "
+         "the softmax normaliser sums them unrounded). auto: the profile's."},
+        {"stats_dtype", &RoundingPoints::stats_dtype, "Statistics",
+         "Storage of RMSNorm's 1/rms, log-softmax's log-sum-exp and attention's normaliser. auto: the profile's."},
+        {"lm_head_dtype", &RoundingPoints::lm_head_dtype, "LM head",
+         "Precision of the LM head's weights and of the logits; log-probs are computed from them in fp32. fp32 is "
+         "MiniMax-M1's fix for the training / inference probability gap. auto: the profile's."},
+    };
+    for (const Point& p : points) {
+        const auto f = p.field;
+        Entry e = field((engine + "." + p.name).c_str(), [sec, f](auto& c) -> auto& { return sec(c).*f; });
+        e.label(p.label).desc(p.desc);
+        e.meta.key = engine + "." + p.name;  // the key outlives this function
+        e.meta.section = section;
+        e.meta.default_value = e.get(defaults);
+        t.push_back(std::move(e));
+    }
+}
+
 std::vector<Entry> build_schema() {
     std::vector<Entry> t;
     std::string section;
@@ -61,6 +108,7 @@ std::vector<Entry> build_schema() {
         e.meta.default_value = e.get(defaults);
         t.push_back(std::move(e));
     };
+    auto add_points = [&](const std::string& engine, auto sec) { add_point_entries(t, section, defaults, engine, sec); };
 
     section = "Task";
     add(field(F(task.name))
@@ -93,9 +141,20 @@ std::vector<Entry> build_schema() {
     section = "Rollout engine";
     add(field(F(rollout.precision))
             .label("Rollout precision")
-            .desc("Storage precision of the rollout engine's weights and activations (accumulation is always "
-                  "fp32). A precision different from train.precision is a main source of mismatch.")
+            .desc("With rollout.profile=simple: storage precision of the rollout engine's weights, activations, "
+                  "residual stream and LM head (accumulation is always fp32); fp8_e4m3 / fp8_e5m2 mean W8A8 GEMMs "
+                  "with bf16 activations. A precision different from train.precision is a source of mismatch.")
             .names("actor_rollout_ref.rollout.dtype"));
+    add(field(F(rollout.profile))
+            .label("Rollout numerics")
+            .desc(kProfileDesc));
+    add_points("rollout", [](auto& c) -> auto& { return c.rollout; });
+    add(field(F(rollout.kv_cache_dtype))
+            .label("KV cache")
+            .desc("How the rollout's KV cache stores keys and values: auto = as the activations; fp8_e4m3 / "
+                  "fp8_e5m2 with a power-of-two scale per token and KV head, as serving engines' FP8 KV caches "
+                  "do. The prompt's attention reads the cache's values too. The trainer has no cache.")
+            .names("actor_rollout_ref.rollout.kv_cache_dtype", "--kv-cache-dtype"));
     add(field(F(rollout.temperature))
             .label("Temperature")
             .range(0.05, 10, true, false)
@@ -139,8 +198,14 @@ std::vector<Entry> build_schema() {
             .names("", "--true-on-policy-mode (Miles, with equal precisions)"));
     add(field(F(train.precision))
             .label("Training precision")
-            .desc("Storage precision of the training engine's weights and activations (accumulation is always "
-                  "fp32); set it equal to rollout.precision to remove precision mismatch."));
+            .desc("With train.profile=simple: storage precision of the training engine's weights, activations, "
+                  "residual stream and LM head (accumulation is always fp32); set it equal to rollout.precision "
+                  "to remove precision mismatch. fp8_e4m3 / fp8_e5m2: unified FP8 (W8A8 forward, as Miles' "
+                  "unified FP8 training)."));
+    add(field(F(train.profile))
+            .label("Training numerics")
+            .desc(kProfileDesc));
+    add_points("train", [](auto& c) -> auto& { return c.train; });
     add(field(F(kernels.threads))
             .label("CPU threads")
             .range(0, 64)

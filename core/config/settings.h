@@ -29,6 +29,11 @@ enum class IsLevel { off, token, sequence, geometric };
 enum class IsMode { truncate, clip, mask };
 enum class RsLevel { off, token, sequence, geometric, seq_mean_k3 };
 enum class VetoKind { ratio, old_prob };
+// Where an engine rounds: a named stack (core/engines/numerics.h says what
+// each one stores narrow and why), or `simple`: one storage precision.
+enum class NumericsProfile { simple, fp32_reference, vllm_bf16, sglang_fp8, fsdp_bf16, megatron_bf16 };
+// One rounding point's precision; auto = what the engine's profile says.
+enum class PointDtype { auto_, f32, bf16, f16, fp8_e4m3, fp8_e5m2 };
 
 // The JSON / CLI names of an enumeration, indexed by value. One table per
 // enumeration, used by the schema, the CLI, messages and the UI.
@@ -52,6 +57,8 @@ MLK_ENUM_NAMES(IsLevel, "off", "token", "sequence", "geometric")
 MLK_ENUM_NAMES(IsMode, "truncate", "clip", "mask")
 MLK_ENUM_NAMES(RsLevel, "off", "token", "sequence", "geometric", "seq_mean_k3")
 MLK_ENUM_NAMES(VetoKind, "ratio", "old_prob")
+MLK_ENUM_NAMES(NumericsProfile, "simple", "fp32-reference", "vllm-bf16", "sglang-fp8", "fsdp-bf16", "megatron-bf16")
+MLK_ENUM_NAMES(PointDtype, "auto", "fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
 #undef MLK_ENUM_NAMES
 template <>
 struct EnumNames<Dtype> {
@@ -95,8 +102,20 @@ struct KernelSettings {
     int threads = 0;  // 0 = all cores
     bool operator==(const KernelSettings&) const = default;
 };
-struct RolloutSettings {
-    Dtype precision = Dtype::bf16;
+// The rounding points both engines have (numerics.h): each overrides the
+// profile's choice unless auto.
+struct RoundingPoints {
+    NumericsProfile profile = NumericsProfile::simple;
+    PointDtype matmul_dtype = PointDtype::auto_;
+    PointDtype residual_dtype = PointDtype::auto_;
+    PointDtype attn_probs_dtype = PointDtype::auto_;
+    PointDtype stats_dtype = PointDtype::auto_;
+    PointDtype lm_head_dtype = PointDtype::auto_;
+    bool operator==(const RoundingPoints&) const = default;
+};
+struct RolloutSettings : RoundingPoints {
+    Dtype precision = Dtype::bf16;  // the simple profile's one precision
+    PointDtype kv_cache_dtype = PointDtype::auto_;  // auto = the activations' storage precision
     double temperature = 1.0;
     int top_k = 0;  // 0 = off
     double top_p = 1.0;
@@ -105,8 +124,8 @@ struct RolloutSettings {
     LogprobSource logprobs = LogprobSource::processed;
     bool operator==(const RolloutSettings&) const = default;
 };
-struct TrainSettings {
-    Dtype precision = Dtype::f32;
+struct TrainSettings : RoundingPoints {
+    Dtype precision = Dtype::f32;  // the simple profile's one precision
     bool operator==(const TrainSettings&) const = default;
 };
 struct MoeSettings {

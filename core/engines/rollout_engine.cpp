@@ -11,12 +11,12 @@ namespace mlk {
 
 RolloutEngine::RolloutEngine(const ModelConfig& cfg) : cfg_(cfg), layout_(make_param_layout(cfg)) {}
 
-void RolloutEngine::load_weights(const std::vector<float>& master, Dtype precision) {
+void RolloutEngine::load_weights(const std::vector<float>& master, const EngineNumerics& numerics) {
     if ((int64_t)master.size() != layout_.total) throw std::invalid_argument("rollout load_weights: arena size");
-    dtype_ = precision;
-    cast_params(params_, master, precision);
+    num_ = numerics;
+    cast_params(params_, master, layout_, num_);
     w_ = bind_weights(cfg_, layout_, params_.data());
-    if (!w_.lm_head) tied_lm_head(lm_head_t_, w_.embed, cfg_.vocab_size, cfg_.hidden_size);
+    lm_head_weights(head_, master, cfg_, layout_, num_);
 }
 
 void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok, const std::vector<int32_t>& pos,
@@ -50,6 +50,9 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
         const LayerWeights& lw = w_.layers[l];
         rmsnorm_forward(ex, ln.data(), nullptr, x.data(), lw.input_norm, cfg_.rms_norm_eps, M, D);
         qkv_forward(ex, qkv, ln.data(), pos.data(), M, lw, cfg_);
+        // K and V as the cache holds them; the prompt's attention reads these too.
+        store_kv(qkv.k.data(), M, Hkv, hd, num_);
+        store_kv(qkv.v.data(), M, Hkv, hd, num_);
         float* kc = kcache_[l].data();
         float* vc = vcache_[l].data();
         for (int r = 0; r < M; ++r) {
@@ -69,7 +72,7 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
                              H, Hkv, hd);
         }
         matmul_forward(ex, o.data(), atty.data(), lw.wo, nullptr, M, H * hd, D);
-        add_inplace(x.data(), o.data(), (int64_t)M * D, ex.dtype);
+        add_inplace(x.data(), o.data(), (int64_t)M * D, num_.residual);
         rmsnorm_forward(ex, ln.data(), nullptr, x.data(), lw.post_norm, cfg_.rms_norm_eps, M, D);
         if (cfg_.kind == ModelKind::dense) {
             dense_mlp_forward(ex, mlp, ffn.data(), ln.data(), M, lw, cfg_);
@@ -77,14 +80,14 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
             moe_forward(ex, moe, ffn.data(), ln.data(), M, lw, cfg_, nullptr);
             ids_out[l] = moe.own_ids;
         }
-        add_inplace(x.data(), ffn.data(), (int64_t)M * D, ex.dtype);
+        add_inplace(x.data(), ffn.data(), (int64_t)M * D, num_.residual);
     }
     const int R = (int)want_rows.size();
     std::vector<float> xr((size_t)R * D), lnr((size_t)R * D);
     for (int i = 0; i < R; ++i) std::copy_n(&x[(size_t)want_rows[i] * D], D, &xr[(size_t)i * D]);
     rmsnorm_forward(ex, lnr.data(), nullptr, xr.data(), w_.final_norm, cfg_.rms_norm_eps, R, D);
     logits.resize((size_t)R * V);
-    matmul_forward(ex, logits.data(), lnr.data(), w_.lm_head ? w_.lm_head : lm_head_t_.data(), nullptr, R, D, V);
+    matmul_forward(num_.head_exec(ex.family), logits.data(), lnr.data(), head_.data(), nullptr, R, D, V);
 }
 
 namespace {
@@ -143,7 +146,7 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
     if (params_.empty()) throw std::logic_error("rollout generate before load_weights");
     const int N = (int)prompts.size(), V = cfg_.vocab_size, L = cfg_.num_layers, k = cfg_.num_experts_per_tok;
     const int kv = cfg_.num_kv_heads * cfg_.head_dim;
-    const Exec ex{family, dtype_};
+    const Exec ex = num_.exec(family), lp_ex = num_.logprob_exec(family);
     const float inv_temp = 1.0f / sampling.temperature;
     const int slots = max_batch > 0 ? std::min(max_batch, N) : N;
 
@@ -186,11 +189,11 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
     auto sample_rows = [&](const std::vector<int>& who) {
         const int R = (int)who.size();
         lp.resize((size_t)R * V);
-        logsoftmax_forward(ex, lp.data(), logits.data(), inv_temp, R, V);
+        logsoftmax_forward(lp_ex, lp.data(), logits.data(), inv_temp, R, V);
         const float* raw = lp.data();
         if (inv_temp != 1.0f) {
             lp_raw.resize((size_t)R * V);
-            logsoftmax_forward(ex, lp_raw.data(), logits.data(), 1.0f, R, V);
+            logsoftmax_forward(lp_ex, lp_raw.data(), logits.data(), 1.0f, R, V);
             raw = lp_raw.data();
         }
         for (int r = 0; r < R; ++r) {

@@ -1,6 +1,6 @@
 // The rollout engine: batched autoregressive generation with a KV cache and
 // continuous batching, as an inference server does it. Its weights come from
-// the trainer, cast to the rollout precision. Prompts are prefilled packed
+// the trainer, stored as its numerics profile says. Prompts are prefilled packed
 // (M = sum of prompt lengths); each decode step runs the active sequences
 // only, so the decode batch shrinks as sequences finish and grows as waiting
 // ones are admitted.
@@ -9,8 +9,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/model/blocks.h"
+#include "core/engines/numerics.h"
 #include "core/engines/train_engine.h"
+#include "core/model/blocks.h"
 
 namespace mlk {
 
@@ -47,9 +48,10 @@ class RolloutEngine {
 public:
     explicit RolloutEngine(const ModelConfig& cfg);
 
-    // Weight sync from the trainer: master fp32 arena cast to `precision`.
-    void load_weights(const std::vector<float>& master, Dtype precision);
-    Dtype precision() const { return dtype_; }
+    // Weight sync from the trainer: the master fp32 arena as this engine
+    // stores it (numerics.h: cast_params, lm_head_weights).
+    void load_weights(const std::vector<float>& master, const EngineNumerics& numerics);
+    const EngineNumerics& numerics() const { return num_; }
 
     // seed keys the sampler: token s of sequence i uses hash(seed, i, s), so
     // a sequence's samples do not depend on which others share its batch.
@@ -70,9 +72,9 @@ private:
 
     ModelConfig cfg_;
     ParamLayout layout_;
-    std::vector<float> params_, lm_head_t_;
+    std::vector<float> params_, head_;  // head_: [D, V] at num_.lm_head
     Weights w_{};
-    Dtype dtype_ = Dtype::f32;
+    EngineNumerics num_;
     int t_max_ = 0;
     int64_t cache_stride_ = 0;
     std::vector<std::vector<float>> kcache_, vcache_;  // [L][slots*Tmax*Hkv*hd]

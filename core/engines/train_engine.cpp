@@ -32,8 +32,10 @@ SeqBatch sub_batch(const SeqBatch& b, int s0, int s1) {
     return o;
 }
 
-const TrainForward& TrainEngine::forward(const Exec& ex, const std::vector<float>& params, const SeqBatch& batch,
-                                         float inv_temp, const std::vector<std::vector<int32_t>>* replay_ids) {
+const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& numerics,
+                                         const std::vector<float>& params, const SeqBatch& batch, float inv_temp,
+                                         const std::vector<std::vector<int32_t>>* replay_ids) {
+    const Exec ex = numerics.exec(family);
     const int B = batch.B, T = batch.T, D = cfg_.hidden_size, V = cfg_.vocab_size, L = cfg_.num_layers;
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
     const int M = B * T;
@@ -45,13 +47,9 @@ const TrainForward& TrainEngine::forward(const Exec& ex, const std::vector<float
     inv_temp_ = inv_temp;
     M_ = M;
 
-    cast_params(compute_params_, params, ex.dtype);
+    cast_params(compute_params_, params, layout_, numerics);
     w_ = bind_weights(cfg_, layout_, compute_params_.data());
-    const float* lm_head = w_.lm_head;
-    if (!lm_head) {
-        tied_lm_head(lm_head_t_, w_.embed, V, D);
-        lm_head = lm_head_t_.data();
-    }
+    lm_head_weights(head_, params, cfg_, layout_, numerics);
 
     pos_.resize(M);
     for (int b = 0; b < B; ++b)
@@ -77,7 +75,7 @@ const TrainForward& TrainEngine::forward(const Exec& ex, const std::vector<float
         std::vector<float> o((size_t)M * D);
         matmul_forward(ex, o.data(), a.atty.data(), lw.wo, nullptr, M, H * hd, D);
         a.x_mid = a.x_in;
-        add_inplace(a.x_mid.data(), o.data(), (int64_t)M * D, ex.dtype);
+        add_inplace(a.x_mid.data(), o.data(), (int64_t)M * D, numerics.residual);
         a.ln2.resize((size_t)M * D);
         a.rstd2.resize(M);
         rmsnorm_forward(ex, a.ln2.data(), a.rstd2.data(), a.x_mid.data(), lw.post_norm, cfg_.rms_norm_eps, M, D);
@@ -91,18 +89,19 @@ const TrainForward& TrainEngine::forward(const Exec& ex, const std::vector<float
             out_.used_expert_ids[l] = a.moe.ids;
         }
         x = a.x_mid;
-        add_inplace(x.data(), a.ffn_out.data(), (int64_t)M * D, ex.dtype);
+        add_inplace(x.data(), a.ffn_out.data(), (int64_t)M * D, numerics.residual);
     }
     x_final_ = std::move(x);
     lnf_.resize((size_t)M * D);
     rstdf_.resize(M);
     rmsnorm_forward(ex, lnf_.data(), rstdf_.data(), x_final_.data(), w_.final_norm, cfg_.rms_norm_eps, M, D);
     logits_.resize((size_t)M * V);
-    matmul_forward(ex, logits_.data(), lnf_.data(), lm_head, nullptr, M, D, V);
+    matmul_forward(numerics.head_exec(family), logits_.data(), lnf_.data(), head_.data(), nullptr, M, D, V);
     lp_.resize((size_t)M * V);
-    logsoftmax_forward(ex, lp_.data(), logits_.data(), inv_temp, M, V);
+    const Exec lp_ex = numerics.logprob_exec(family);
+    logsoftmax_forward(lp_ex, lp_.data(), logits_.data(), inv_temp, M, V);
     std::vector<float> ent(M);
-    entropy_forward(ex, ent.data(), lp_.data(), M, V);
+    entropy_forward(lp_ex, ent.data(), lp_.data(), M, V);
 
     // Position t's token is predicted by row t-1 of the same sequence.
     out_.logp.assign(M, 0.0f);
@@ -135,11 +134,11 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
     logsoftmax_backward(dlogits.data(), dlp.data(), lp_.data(), inv_temp_, M, V);
 
     std::vector<float> dlnf((size_t)M * D, 0.0f);
-    if (w_.lm_head) {
-        matmul_backward(dlnf.data(), gw.lm_head, nullptr, dlogits.data(), lnf_.data(), w_.lm_head, M, D, V);
+    if (gw.lm_head) {
+        matmul_backward(dlnf.data(), gw.lm_head, nullptr, dlogits.data(), lnf_.data(), head_.data(), M, D, V);
     } else {
         std::vector<float> dhead((size_t)D * V, 0.0f);
-        matmul_backward(dlnf.data(), dhead.data(), nullptr, dlogits.data(), lnf_.data(), lm_head_t_.data(), M, D, V);
+        matmul_backward(dlnf.data(), dhead.data(), nullptr, dlogits.data(), lnf_.data(), head_.data(), M, D, V);
         for (int v = 0; v < V; ++v)
             for (int d = 0; d < D; ++d) gw.embed[(size_t)v * D + d] += dhead[(size_t)d * V + v];
     }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/engines/numerics.h"
 #include "core/model/blocks.h"
 
 namespace mlk {
@@ -34,10 +35,11 @@ class TrainEngine {
 public:
     explicit TrainEngine(const ModelConfig& cfg);
 
-    // params: the fp32 master arena; it is rounded to ex.dtype for compute.
-    // replay_ids: R3, [L][B*T*k] rollout experts (-1 = no rollout route
-    // there: use our own top-k), or nullptr.
-    const TrainForward& forward(const Exec& ex, const std::vector<float>& params, const SeqBatch& batch, float inv_temp,
+    // params: the fp32 master arena, stored for compute as `numerics` says
+    // (numerics.h). replay_ids: R3, [L][B*T*k] rollout experts (-1 = no
+    // rollout route there: use our own top-k), or nullptr.
+    const TrainForward& forward(Family family, const EngineNumerics& numerics, const std::vector<float>& params,
+                                const SeqBatch& batch, float inv_temp,
                                 const std::vector<std::vector<int32_t>>* replay_ids);
 
     // Accumulates d(loss)/d(params) into grads (arena layout) given
@@ -56,7 +58,7 @@ private:
     };
     ModelConfig cfg_;
     ParamLayout layout_;
-    std::vector<float> compute_params_, lm_head_t_;
+    std::vector<float> compute_params_, head_;  // head_: [D, V] at the profile's lm_head
     Weights w_;
     const SeqBatch* batch_ = nullptr;
     float inv_temp_ = 1.0f;

@@ -71,7 +71,10 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
     a.router_logits.resize((size_t)M * E);
     a.own_ids.resize((size_t)M * k);
     a.own_weights.resize((size_t)M * k);
-    matmul_forward(ex, a.router_logits.data(), x, w.router, nullptr, M, D, E);
+    // The router's GEMM is not quantised (serving engines keep the gate in bf16).
+    Exec router_ex = ex;
+    router_ex.quant = Dtype::f32;
+    matmul_forward(router_ex, a.router_logits.data(), x, w.router, nullptr, M, D, E);
     router_topk_forward(ex, a.own_ids.data(), a.own_weights.data(), a.router_logits.data(), M, E, k);
     if (replay_ids) {
         a.ids.resize((size_t)M * k);

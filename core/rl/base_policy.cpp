@@ -60,7 +60,7 @@ double evaluate_policy(const Config& cfg, const std::vector<float>& params, cons
     std::vector<std::vector<int32_t>> prompts;
     for (const auto& p : eval) prompts.push_back(p.tokens);
     RolloutEngine roll(m);
-    roll.load_weights(params, cfg.rollout.precision);
+    roll.load_weights(params, rollout_numerics(cfg));
     SamplingParams sp{(float)cfg.rollout.temperature, cfg.rollout.top_k, (float)cfg.rollout.top_p};
     const Family fam = cfg.kernels.batch_invariant ? Family::batch_invariant : Family::fast;
     RolloutResult r = roll.generate(fam, prompts, task.max_answer_tokens() + 1, sp,
@@ -123,7 +123,7 @@ BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
             seqs.push_back(std::move(s));
         }
         const SeqBatch b = make_seq_batch(seqs, prompt_lens);
-        const TrainForward& f = train.forward(Exec{Family::fast, Dtype::f32}, out.params, b, 1.0f, nullptr);
+        const TrainForward& f = train.forward(Family::fast, EngineNumerics::simple(Dtype::f32), out.params, b, 1.0f, nullptr);
         // Cross-entropy on the answer tokens only: mean over them.
         std::vector<float> dlogp((size_t)bs * b.T, 0.0f);
         int n = 0;

@@ -67,7 +67,7 @@ Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& trai
 
     if (on_phase) on_phase(MeasurePhase::rollout);
     auto t0 = Clock::now();
-    rollout.load_weights(params, cfg.rollout.precision);
+    rollout.load_weights(params, rollout_numerics(cfg));
     const SamplingParams sp{(float)cfg.rollout.temperature, cfg.rollout.top_k, (float)cfg.rollout.top_p};
     m.roll = rollout.generate(fam, inputs, cfg.rollout.max_new_tokens, sp, sample_seed, cfg.rollout.max_batch);
     m.rollout_ms = ms_since(t0);
@@ -76,7 +76,7 @@ Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& trai
     t0 = Clock::now();
     m.batch = to_seq_batch(m.roll);
     if (moe && cfg.moe.routing_replay == RoutingReplay::R3) m.replay = replay_table(m.roll, m.batch.T, L, k);
-    m.train = train.forward(Exec{fam, cfg.train.precision}, params, m.batch, 1.0f / (float)cfg.rollout.temperature,
+    m.train = train.forward(fam, train_numerics(cfg), params, m.batch, 1.0f / (float)cfg.rollout.temperature,
                             m.replay.empty() ? nullptr : &m.replay);
     m.recompute_ms = ms_since(t0);
 

@@ -177,7 +177,8 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
     const TokenView& tv = m.tokens;
     const bool bypass = cfg_.rl.old_policy == OldPolicyMode::bypass;
     const std::vector<float>& lp_anchor = bypass ? tv.lp_roll : tv.lp_train;
-    const Exec train_ex{kernel_family(cfg_), cfg_.train.precision};
+    const Family family = kernel_family(cfg_);
+    const EngineNumerics train_num = train_numerics(cfg_);
     const float inv_temp = 1.0f / (float)cfg_.rollout.temperature;
     const PolicyLossSettings pls{cfg_.rl.loss,         cfg_.rl.eps_low,       cfg_.rl.eps_high,
                                  cfg_.rl.gspo_eps_low, cfg_.rl.gspo_eps_high, cfg_.rl.loss_agg};
@@ -193,7 +194,7 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
         if (mini > 1) {
             std::vector<std::vector<int32_t>> replay;
             if (!m.replay.empty()) replay = sub_table(m.replay, s0, s1, m.batch.T, k);
-            fwd = &train_.forward(train_ex, params_, mb, inv_temp, replay.empty() ? nullptr : &replay);
+            fwd = &train_.forward(family, train_num, params_, mb, inv_temp, replay.empty() ? nullptr : &replay);
         }
         const std::vector<float> lp_theta = response_logp(*fwd, mb);
         std::vector<int> offs = slice(tv.seq_offsets, s0, s1 + 1);

@@ -103,6 +103,19 @@ TEST(Config, DefaultsMatchTheSpecification) {
         {"run.checkpoint_every", 10},
         {"run.keep_last", 3},
         {"run.keep_every", 0},
+        {"rollout.profile", "simple"},
+        {"rollout.matmul_dtype", "auto"},
+        {"rollout.residual_dtype", "auto"},
+        {"rollout.attn_probs_dtype", "auto"},
+        {"rollout.stats_dtype", "auto"},
+        {"rollout.lm_head_dtype", "auto"},
+        {"rollout.kv_cache_dtype", "auto"},
+        {"train.profile", "simple"},
+        {"train.matmul_dtype", "auto"},
+        {"train.residual_dtype", "auto"},
+        {"train.attn_probs_dtype", "auto"},
+        {"train.stats_dtype", "auto"},
+        {"train.lm_head_dtype", "auto"},
     };
     const json flat = config_to_flat_json(Config{});
     EXPECT_EQ(flat, expected) << flat.dump(1);
@@ -155,7 +168,7 @@ TEST(Config, SchemaIsComplete) {
     EXPECT_NE(find_config_key("correction.is_mode")->description.find("min(w, U)"), std::string::npos);
     EXPECT_EQ(find_config_key("rollout.top_p")->range_text(), "(0, 1]");
     EXPECT_EQ(find_config_key("task.length")->range_text(), "[1, 8]");
-    EXPECT_EQ(find_config_key("rollout.precision")->range_text(), "fp32, bf16, fp16");
+    EXPECT_EQ(find_config_key("rollout.precision")->range_text(), "fp32, bf16, fp16, fp8_e4m3, fp8_e5m2");
     EXPECT_EQ(find_config_key("moe.routing_replay")->slime, "--use-rollout-routing-replay");
     EXPECT_EQ(find_config_key("correction.rs_level")->allowed,
               (std::vector<std::string>{"off", "token", "sequence", "geometric", "seq_mean_k3"}));
@@ -195,7 +208,7 @@ TEST(Config, ErrorsNameTheKeyAndTheAllowedValues) {
         config_from_json({{"rollout", {{"precision", "bf17"}}}});
         FAIL();
     } catch (const ConfigError& e) {
-        EXPECT_STREQ(e.what(), "rollout.precision: \"bf17\" is not allowed; allowed values: fp32, bf16, fp16");
+        EXPECT_STREQ(e.what(), "rollout.precision: \"bf17\" is not allowed; allowed values: fp32, bf16, fp16, fp8_e4m3, fp8_e5m2");
     }
     static_assert(std::is_base_of_v<std::invalid_argument, ConfigError>);
     expect_error({{"moe.routing_replay", "r3"}}, {"moe.routing_replay", "off, R3", "did you mean \"R3\""});
@@ -245,6 +258,13 @@ TEST(Config, CrossFieldValidation) {
         {{"correction.is_mode", "clip"}, {"correction.is_upper", 0.5}, {"correction.is_lower", 0.25}}));
     expect_error({{"rl.samples_per_prompt", 1}}, {"rl.estimator", "rl.samples_per_prompt"});
     EXPECT_NO_THROW(config_from_json({{"rl.samples_per_prompt", 1}, {"rl.estimator", "reinforce_baseline"}}));
+    // fp8 needs a scale: a matmul input or the KV cache, never a stored intermediate.
+    for (const char* key : {"rollout.residual_dtype", "rollout.attn_probs_dtype", "rollout.stats_dtype",
+                            "rollout.lm_head_dtype", "train.residual_dtype", "train.lm_head_dtype"})
+        expect_error({{key, "fp8_e4m3"}}, {key, "auto, fp32, bf16, fp16"});
+    EXPECT_NO_THROW(config_from_json({{"rollout.matmul_dtype", "fp8_e5m2"}, {"rollout.kv_cache_dtype", "fp8_e4m3"},
+                                      {"train.matmul_dtype", "fp8_e4m3"}, {"rollout.precision", "fp8_e4m3"}}));
+    expect_error({{"rollout.profile", "vllm"}}, {"rollout.profile", "vllm-bf16", "fsdp-bf16"});
 
     Config c;
     c.rollout.top_p = 0.0;  // built in code, caught by validate
@@ -259,6 +279,12 @@ TEST(Config, CrossFieldValidation) {
     EXPECT_NE(config_warnings(c)[0].find("rl.old_policy"), std::string::npos);
     c.rl.old_policy = OldPolicyMode::decoupled;
     EXPECT_TRUE(config_warnings(c).empty());
+    // A named profile ignores the simple profile's precision: say so.
+    c.rollout.profile = NumericsProfile::vllm_bf16;
+    EXPECT_TRUE(config_warnings(c).empty());
+    c.rollout.precision = Dtype::f16;
+    ASSERT_EQ(config_warnings(c).size(), 1u);
+    EXPECT_NE(config_warnings(c)[0].find("rollout.matmul_dtype"), std::string::npos);
 }
 
 TEST(Config, ApplySet) {

@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "core/model/model.h"
+#include "core/config/config.h"
+#include "core/engines/numerics.h"
 #include "core/engines/rollout_engine.h"
 #include "core/engines/train_engine.h"
 #include "core/model/vocab.h"
@@ -31,14 +33,14 @@ struct Pair {
     TrainForward train;
 };
 
-Pair run_pair(const std::string& preset, Family fam, Dtype roll_dt, Dtype train_dt, float temp, bool r3,
-              int max_batch = 0, int n = 24) {
+Pair run_pair(const std::string& preset, Family fam, const EngineNumerics& roll_num, const EngineNumerics& train_num,
+              float temp, bool r3, int max_batch = 0, int n = 24) {
     ModelConfig cfg = model_preset(preset);
     ParamLayout layout = make_param_layout(cfg);
     std::vector<float> params(layout.total);
     init_params(cfg, layout, params.data(), 42);
     RolloutEngine roll(cfg);
-    roll.load_weights(params, roll_dt);
+    roll.load_weights(params, roll_num);
     SamplingParams sp;
     sp.temperature = temp;
     Pair p;
@@ -47,8 +49,15 @@ Pair run_pair(const std::string& preset, Family fam, Dtype roll_dt, Dtype train_
     TrainEngine train(cfg);
     std::vector<std::vector<int32_t>> table;
     if (r3) table = replay_table(p.roll, p.batch.T, cfg.num_layers, cfg.num_experts_per_tok);
-    p.train = train.forward(Exec{fam, train_dt}, params, p.batch, 1.0f / temp, r3 ? &table : nullptr);
+    p.train = train.forward(fam, train_num, params, p.batch, 1.0f / temp, r3 ? &table : nullptr);
     return p;
+}
+
+// Both engines with the simple profile of one precision each.
+Pair run_pair(const std::string& preset, Family fam, Dtype roll_dt, Dtype train_dt, float temp, bool r3,
+              int max_batch = 0, int n = 24) {
+    return run_pair(preset, fam, EngineNumerics::simple(roll_dt), EngineNumerics::simple(train_dt), temp, r3,
+                    max_batch, n);
 }
 
 // Calls f(rollout lp, training lp) for every response token.
@@ -163,3 +172,71 @@ TEST(Engines, SampledSequencesDoNotDependOnBatchUnderBatchInvariance) {
 }
 
 }  // namespace
+
+// Every rounding point of a profile is real arithmetic that matters: changed
+// on the rollout side alone it changes response log-probs; changed on both
+// sides, batch-invariant kernels still give bitwise equality (the KV cache
+// exists on the rollout side only, so it has no "both sides").
+TEST(Engines, EachRoundingPointChangesBitsAndBothSidesStayBitwise) {
+    const EngineNumerics base{Dtype::bf16, Dtype::f32, Dtype::bf16, Dtype::f32, Dtype::bf16, Dtype::bf16};
+    struct Change {
+        const char* point;
+        void (*apply)(EngineNumerics&);
+    };
+    const Change changes[] = {
+        {"matmul fp8_e4m3", [](EngineNumerics& n) { n.matmul = Dtype::fp8_e4m3; }},
+        {"matmul fp16", [](EngineNumerics& n) { n.matmul = n.kv_cache = Dtype::f16; }},
+        {"residual bf16", [](EngineNumerics& n) { n.residual = Dtype::bf16; }},
+        {"attention P fp32", [](EngineNumerics& n) { n.attn_probs = Dtype::f32; }},
+        {"statistics bf16", [](EngineNumerics& n) { n.stats = Dtype::bf16; }},
+        {"LM head fp32", [](EngineNumerics& n) { n.lm_head = Dtype::f32; }},
+        {"KV cache fp8_e4m3", [](EngineNumerics& n) { n.kv_cache = Dtype::fp8_e4m3; }},
+    };
+    for (const char* preset : {"dense-tiny", "moe-tiny"}) {
+        const auto differing = [](const Pair& p) {
+            size_t differ = 0, tokens = 0;
+            each_response_token(p, [&](float a, float b) {
+                ++tokens;
+                differ += float_bits(a) != float_bits(b);
+            });
+            EXPECT_GT(tokens, 100u);
+            return differ;
+        };
+        ASSERT_EQ(differing(run_pair(preset, Family::batch_invariant, base, base, 1.0f, false, 7)), 0u) << preset;
+        for (const Change& c : changes) {
+            SCOPED_TRACE(std::string(preset) + ", " + c.point);
+            EngineNumerics changed = base;
+            c.apply(changed);
+            EXPECT_GT(differing(run_pair(preset, Family::batch_invariant, changed, base, 1.0f, false, 7)), 0u)
+                << "changed on the rollout side only";
+            if (std::string(c.point).rfind("KV", 0) == 0) continue;
+            EXPECT_EQ(differing(run_pair(preset, Family::batch_invariant, changed, changed, 1.0f, false, 7)), 0u)
+                << "changed on both sides";
+        }
+    }
+}
+
+// The profiles' table (numerics.h) and how settings resolve onto it.
+TEST(Engines, ProfilesResolveAsDocumented) {
+    const Dtype f = Dtype::f32, b = Dtype::bf16;
+    Config c;
+    EXPECT_EQ(rollout_numerics(c), (EngineNumerics{b, b, f, f, b, b})) << "simple, rollout.precision bf16";
+    EXPECT_EQ(train_numerics(c), (EngineNumerics{f, f, f, f, f, f})) << "simple, train.precision fp32";
+    c.rollout.precision = Dtype::fp8_e4m3;
+    EXPECT_EQ(rollout_numerics(c), (EngineNumerics{Dtype::fp8_e4m3, b, f, f, b, b})) << "fp8 GEMMs, bf16 storage";
+    c.rollout.profile = NumericsProfile::vllm_bf16;
+    EXPECT_EQ(rollout_numerics(c), (EngineNumerics{b, f, b, f, b, b}));
+    c.rollout.profile = NumericsProfile::sglang_fp8;
+    EXPECT_EQ(rollout_numerics(c), (EngineNumerics{Dtype::fp8_e4m3, f, b, f, b, b}));
+    c.train.profile = NumericsProfile::fsdp_bf16;
+    EXPECT_EQ(train_numerics(c), (EngineNumerics{b, b, b, f, b, b}));
+    c.train.profile = NumericsProfile::megatron_bf16;
+    EXPECT_EQ(train_numerics(c), (EngineNumerics{b, f, b, f, b, b}));
+    c.train.profile = NumericsProfile::fp32_reference;
+    EXPECT_EQ(train_numerics(c), (EngineNumerics{f, f, f, f, f, f}));
+    // Overrides win over the profile; auto keeps it.
+    c.rollout.lm_head_dtype = PointDtype::f32;
+    c.rollout.kv_cache_dtype = PointDtype::fp8_e4m3;
+    c.rollout.residual_dtype = PointDtype::bf16;
+    EXPECT_EQ(rollout_numerics(c), (EngineNumerics{Dtype::fp8_e4m3, b, b, f, f, Dtype::fp8_e4m3}));
+}

@@ -49,7 +49,7 @@ TEST_P(ModelTest, ForwardMatchesDoubleReference) {
         TrainEngine eng(cfg);
         // The reference's own routes, replayed, so a near-tie cannot pick a
         // different expert and hide a real forward error.
-        const auto& out = eng.forward(Exec{fam, Dtype::f32}, params, batch, 1.0f / 0.8f,
+        const auto& out = eng.forward(fam, EngineNumerics::simple(Dtype::f32), params, batch, 1.0f / 0.8f,
                                       cfg.kind == ModelKind::moe ? &routes : nullptr);
         double worst = 0;
         for (int b = 0; b < batch.B; ++b)
@@ -94,7 +94,7 @@ TEST_P(ModelTest, BackwardMatchesFiniteDifferences) {
     };
 
     TrainEngine eng(cfg);
-    eng.forward(Exec{Family::fast, Dtype::f32}, params, batch, (float)inv_temp,
+    eng.forward(Family::fast, EngineNumerics::simple(Dtype::f32), params, batch, (float)inv_temp,
                 cfg.kind == ModelKind::moe ? &routes : nullptr);
     std::vector<float> grads(layout.total, 0.0f);
     eng.backward(grads, c);

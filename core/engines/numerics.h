@@ -1,0 +1,67 @@
+// An engine's numerics: where it rounds. Real stacks differ less in fp32
+// reduction order (which rounding to bf16 mostly erases) than in which
+// intermediates their fused kernels store narrow, so each engine gets a
+// profile of rounding points; both engines run the same kernels with them.
+//
+// The profiles (rollout.profile / train.profile), one table in numerics.cpp:
+//   profile          matmul    residual  attn P  stats  LM head
+//   simple           P         P*        fp32    fp32   P*       (P = <engine>.precision, * bf16 if P is fp8)
+//   fp32-reference   fp32      fp32      fp32    fp32   fp32
+//   vllm-bf16        bf16      fp32      bf16    fp32   bf16     fused add + RMSNorm, FlashAttention
+//   sglang-fp8       fp8_e4m3  fp32      bf16    fp32   bf16     W8A8 GEMMs; router and LM head bf16
+//   fsdp-bf16        bf16      bf16      bf16    fp32   bf16     HF modules: residual added in bf16; FA2
+//   megatron-bf16    bf16      fp32      bf16    fp32   bf16     fp32_residual_connection; TE attention
+// Each point is overridden by "<engine>.<point>_dtype" unless auto.
+#pragma once
+
+#include <vector>
+
+#include "core/model/model.h"
+
+namespace mlk {
+
+struct EngineNumerics {
+    Dtype matmul = Dtype::f32;      // weights and linear-layer inputs; fp8 = W8A8
+    Dtype residual = Dtype::f32;    // the residual stream between blocks
+    Dtype attn_probs = Dtype::f32;  // attention's P tile as P.V reads it
+    Dtype stats = Dtype::f32;       // 1/rms, log-sum-exp, the attention normaliser
+    Dtype lm_head = Dtype::f32;     // LM head weights and logits (log-probs are fp32)
+    Dtype kv_cache = Dtype::f32;    // rollout only: K and V as its cache stores them
+
+    // Storage of activations and of the non-linear weights (norms,
+    // embeddings, the MoE router): the matmul precision, bf16 under fp8.
+    Dtype activations() const { return is_fp8(matmul) ? Dtype::bf16 : matmul; }
+    // The body's kernels; the router and the LM head use their own.
+    Exec exec(Family family) const {
+        return {family, activations(), attn_probs, stats, is_fp8(matmul) ? matmul : Dtype::f32};
+    }
+    Exec router_exec(Family family) const { return {family, activations(), attn_probs, stats, Dtype::f32}; }
+    Exec head_exec(Family family) const { return {family, lm_head, attn_probs, stats, Dtype::f32}; }
+    // Log-probs and entropies come out in fp32, from logits at lm_head.
+    Exec logprob_exec(Family family) const { return {family, Dtype::f32, attn_probs, stats, Dtype::f32}; }
+
+    // The simple profile of one storage precision (today's `precision` key).
+    static EngineNumerics simple(Dtype precision);
+    bool operator==(const EngineNumerics&) const = default;
+};
+
+EngineNumerics rollout_numerics(const Config& c);
+EngineNumerics train_numerics(const Config& c);
+// One line, e.g. "matmul bf16, residual fp32, P bf16, stats fp32, LM head bf16, KV bf16".
+std::string numerics_text(const EngineNumerics& n, bool with_kv_cache);
+
+// The engine's copy of the fp32 master parameters: every tensor rounded to
+// the activations' precision and, under fp8, every linear weight but the
+// router and the LM head quantised per output channel (quantize_cols).
+void cast_params(std::vector<float>& out, const std::vector<float>& master, const ParamLayout& layout,
+                 const EngineNumerics& n);
+// The LM head as [D, V] at n.lm_head, from the master (the embedding's
+// transpose when tied): an fp32 head is computed from fp32 weights even
+// where the body runs in bf16, as MiniMax-M1's fix does.
+void lm_head_weights(std::vector<float>& out, const std::vector<float>& master, const ModelConfig& cfg,
+                     const ParamLayout& layout, const EngineNumerics& n);
+// K or V rows [M, Hkv*hd] as the KV cache stores them (n.kv_cache): rounded,
+// or fp8 with a power-of-two scale per row and KV head.
+void store_kv(float* kv, int M, int Hkv, int hd, const EngineNumerics& n);
+
+}  // namespace mlk
