@@ -22,6 +22,25 @@ int fast_decode_splits(int len, int active_queries, int threads) {
 namespace {
 inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
+// C[T, N] += A[T, T] @ B[T, N], A read through strides (ars, acs) so a
+// transpose is a stride swap; each output's FMA chain starts from C's value
+// and runs over the triangle `tri` of A only (causal).
+void accumulate(const IsaTable& I, float* C, int64_t ldc, const float* A, int64_t ars, int64_t acs, const float* B,
+                int64_t ldb, int T, GemmTri tri, int N) {
+    GemmCall c;
+    c.A = A;
+    c.ars = ars;
+    c.acs = acs;
+    c.B = B;
+    c.ldb = ldb;
+    c.C = C;
+    c.ldc = ldc;
+    c.K = T;
+    c.init = GemmInit::carry;
+    c.tri = tri;
+    I.gemm(c, 0, T, 0, N);
+}
+
 float* scratch(std::vector<float>& v, size_t n) {
     if (v.size() < n) v.resize(n);
     return v.data();
@@ -251,48 +270,9 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                     g.skip_upper_tiles = true;
                     I.gemm(g, 0, T, 0, T);
                     I.attn_bwd_ds_rows(DS, P, DS, T, scale, 0, T);
-                    if (dv) {
-                        GemmCall c;  // dv += P^T @ dout
-                        c.A = P;
-                        c.ars = 1;
-                        c.acs = T;
-                        c.B = gb;
-                        c.ldb = qs;
-                        c.C = dvb;
-                        c.ldc = kvs;
-                        c.K = T;
-                        c.init = GemmInit::carry;
-                        c.tri = GemmTri::upper;
-                        I.gemm(c, 0, T, 0, D);
-                    }
-                    if (dq) {
-                        GemmCall c;  // dq += dS @ K
-                        c.A = DS;
-                        c.ars = T;
-                        c.acs = 1;
-                        c.B = kb;
-                        c.ldb = kvs;
-                        c.C = dqb;
-                        c.ldc = qs;
-                        c.K = T;
-                        c.init = GemmInit::carry;
-                        c.tri = GemmTri::lower;
-                        I.gemm(c, 0, T, 0, D);
-                    }
-                    if (dk) {
-                        GemmCall c;  // dk += dS^T @ Q
-                        c.A = DS;
-                        c.ars = 1;
-                        c.acs = T;
-                        c.B = qb;
-                        c.ldb = qs;
-                        c.C = dkb;
-                        c.ldc = kvs;
-                        c.K = T;
-                        c.init = GemmInit::carry;
-                        c.tri = GemmTri::upper;
-                        I.gemm(c, 0, T, 0, D);
-                    }
+                    if (dv) accumulate(I, dvb, kvs, P, 1, T, gb, qs, T, GemmTri::upper, D);   // dv += P^T @ dout
+                    if (dq) accumulate(I, dqb, qs, DS, T, 1, kb, kvs, T, GemmTri::lower, D);  // dq += dS @ K
+                    if (dk) accumulate(I, dkb, kvs, DS, 1, T, qb, qs, T, GemmTri::upper, D);  // dk += dS^T @ Q
                 }
             }
         },
