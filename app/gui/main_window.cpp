@@ -179,6 +179,11 @@ void MainWindow::buildUi() {
     browserRefresh_->setSingleShot(true);
     browserRefresh_->setInterval(750);
     connect(browserRefresh_, &QTimer::timeout, browser_, &RunBrowser::refresh);
+    // Any writer (a CLI run on the same file, the worker) shows in the run
+    // list and the metric summary without Refresh; coalesced like the steps.
+    connect(db_, &RunDatabase::changed, this, [this] {
+        if (!browserRefresh_->isActive()) browserRefresh_->start();
+    });
 
     auto* bar = addToolBar(tr("Run"));
     bar->setObjectName("runToolBar");

@@ -80,6 +80,11 @@ void Store::set_status(int64_t run_id, RunStatus status, const std::string& erro
     }
 }
 
+int64_t Store::data_version() {
+    std::lock_guard lock(impl_->mu);
+    return pragma_int(*impl_, "PRAGMA data_version");
+}
+
 void Store::rename_run(int64_t run_id, const std::string& name) {
     std::lock_guard lock(impl_->mu);
     update_run_field(*impl_, "UPDATE runs SET name = ?, updated = ? WHERE id = ?", run_id, name);

@@ -142,6 +142,10 @@ public:
     // paths below its folder are stored relative to it, so a run resumes
     // from any working directory and the folder can be moved whole.
     const std::string& path() const { return path_; }
+    // SQLite's data_version: changes whenever another connection (another
+    // process, or another Store on the same file) commits. Cheap: no I/O
+    // beyond the WAL index.
+    int64_t data_version();
 
     // Runs. Times are ISO-8601 UTC with milliseconds ("2025-01-31T12:00:00.123Z").
     int64_t create_run(const std::string& name, const std::string& preset, const std::string& config_json,

@@ -61,7 +61,6 @@ QString seedGroupOf(const std::string& configJson) {
 }
 
 RunDataStore::RunDataStore(QObject* parent) : QObject(parent) {
-    connect(&pollTimer_, &QTimer::timeout, this, &RunDataStore::poll);
     ownDatabase_ = new RunDatabase(this);
     attach(ownDatabase_);
 }
@@ -82,6 +81,7 @@ void RunDataStore::attach(RunDatabase* database) {
     dbConnections_.clear();
     db_ = database;
     dbConnections_ << connect(db_, &RunDatabase::opened, this, &RunDataStore::reload);
+    dbConnections_ << connect(db_, &RunDatabase::changed, this, &RunDataStore::poll);
     // A rename shows at once, a deleted run leaves the charts at once.
     dbConnections_ << connect(db_, &RunDatabase::runsEdited, this, &RunDataStore::poll);
     if (db_ != ownDatabase_) {
@@ -120,9 +120,9 @@ void RunDataStore::reload() {
     poll();
 }
 
-void RunDataStore::startPolling(int intervalMs) { pollTimer_.start(std::max(1, intervalMs)); }
-void RunDataStore::stopPolling() { pollTimer_.stop(); }
-bool RunDataStore::isPolling() const { return pollTimer_.isActive(); }
+void RunDataStore::startPolling(int intervalMs) { db_->startWatching(intervalMs); }
+void RunDataStore::stopPolling() { db_->stopWatching(); }
+bool RunDataStore::isPolling() const { return db_->isWatching(); }
 
 void RunDataStore::poll() {
     if (!db_->isOpen()) return;

@@ -21,10 +21,11 @@
 #include <vector>
 
 #include "core/store/store.h"
+#include "widgets/data/run_database.h"
 
 namespace mlk {
 
-class RunDatabase;
+
 
 struct RunMeta {
     qint64 id = 0;
@@ -67,8 +68,6 @@ class RunDataStore : public QObject {
     Q_OBJECT
 
 public:
-    static constexpr int kDefaultPollIntervalMs = 500;
-
     explicit RunDataStore(QObject* parent = nullptr);
     ~RunDataStore() override;
 
@@ -85,7 +84,9 @@ public:
     bool isOpen() const;
     QString path() const;
     void poll();  // new runs, metadata, and steps_since(last) of runs that grow
-    void startPolling(int intervalMs = kDefaultPollIntervalMs);
+    // Polls whenever database() reports a change (RunDatabase::startWatching:
+    // another connection committed, or its heartbeat), checking every intervalMs.
+    void startPolling(int intervalMs = RunDatabase::kDefaultWatchIntervalMs);
     void stopPolling();
     bool isPolling() const;
 
@@ -151,7 +152,6 @@ private:
     RunDatabase* ownDatabase_ = nullptr;  // child QObject
     RunDatabase* db_ = nullptr;
     QList<QMetaObject::Connection> dbConnections_;
-    QTimer pollTimer_;
 };
 
 }  // namespace mlk

@@ -1,10 +1,42 @@
 #include "widgets/data/run_database.h"
 
+#include <algorithm>
 #include <exception>
 
 namespace mlk {
 
-RunDatabase::RunDatabase(QObject* parent) : QObject(parent) {}
+RunDatabase::RunDatabase(QObject* parent) : QObject(parent) {
+    connect(&watch_, &QTimer::timeout, this, &RunDatabase::checkForChanges);
+}
+
+void RunDatabase::startWatching(int intervalMs) {
+    sinceChanged_.start();
+    watch_.start(std::max(1, intervalMs));
+}
+void RunDatabase::stopWatching() { watch_.stop(); }
+bool RunDatabase::isWatching() const { return watch_.isActive(); }
+
+void RunDatabase::checkForChanges() {
+    if (!store_) return;
+    try {
+        const int64_t version = store_->data_version();
+        if (version == dataVersion_ && sinceChanged_.elapsed() < kHeartbeatMs) return;
+        dataVersion_ = version;
+    } catch (const StoreError&) {
+        // Reconnect; readers start over from the fresh connection.
+        try {
+            store_ = std::make_unique<Store>(Store::open(path_.toStdString()));
+        } catch (const StoreError&) {
+            return;  // still failing: the next tick tries again, the old state stays on screen
+        }
+        dataVersion_ = -1;
+        sinceChanged_.start();
+        emit opened(path_);
+        return;
+    }
+    sinceChanged_.start();
+    emit changed();
+}
 
 RunDatabase::~RunDatabase() = default;
 
@@ -20,6 +52,7 @@ bool RunDatabase::open(const QString& path, QString* error) {
     }
     store_ = std::move(next);
     path_ = path;
+    dataVersion_ = -1;
     emit opened(path_);
     return true;
 }

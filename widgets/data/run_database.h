@@ -6,9 +6,11 @@
 // opens its own connection to path() (a Store is best used by one thread).
 #pragma once
 
+#include <QElapsedTimer>
 #include <QList>
 #include <QObject>
 #include <QString>
+#include <QTimer>
 
 #include <cstdint>
 #include <memory>
@@ -55,18 +57,37 @@ public:
     // runsEdited() has reported those deleted.
     QList<int64_t> deleteRuns(const QList<int64_t>& runIds);
 
+    // Checks the file for commits by any other connection every intervalMs
+    // (PRAGMA data_version) and emits changed(); every kHeartbeatMs it emits
+    // changed() regardless. A failing check reopens the file (a transient
+    // error must not leave the window on a dead connection).
+    void startWatching(int intervalMs = kDefaultWatchIntervalMs);
+    void stopWatching();
+    bool isWatching() const;
+    static constexpr int kDefaultWatchIntervalMs = 250;
+    static constexpr int kHeartbeatMs = 2000;
+
 signals:
-    // Another file is open (or the same one again): readers start over.
+    // Another file is open (or the same one again, e.g. after a reconnect):
+    // readers start over.
     void opened(const QString& path);
+    // The file may hold news: another connection committed (a CLI run, the
+    // training worker), or the heartbeat came (a writer may have died, which
+    // commits nothing). Emitted while watching (startWatching).
+    void changed();
     void closed();
     // Runs were renamed, annotated or deleted through this object.
     void runsEdited(const QList<int64_t>& runIds);
 
 private:
     Store& openStore() const;
+    void checkForChanges();
 
     std::unique_ptr<Store> store_;
     QString path_;
+    QTimer watch_;
+    int64_t dataVersion_ = -1;
+    QElapsedTimer sinceChanged_;
 };
 
 }  // namespace mlk

@@ -350,11 +350,10 @@ void RunBrowser::updateSummary() {
         const auto it = rows_.find(id);
         if (it == rows_.end()) continue;
         runs.append({id, qs(it->second.summary.name), runColour(id)});
-        signature += QStringLiteral("%1:%2:%3:%4;")
+        signature += QStringLiteral("%1:%2:%3:%4:%5;")
                          .arg(id)
                          .arg(it->second.summary.steps)
-                         .arg(qs(it->second.summary.updated), runs.back().name)
-                         .arg(runs.back().colour.name());
+                         .arg(qs(it->second.summary.updated), runs.back().name, runs.back().colour.name());
     }
     if (signature == summarySignature_ && summaryDatabase_ == db_) return;
     summarySignature_ = signature;

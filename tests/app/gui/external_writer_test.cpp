@@ -1,0 +1,122 @@
+// A separate process writes the database the window has open, as a user's
+// `mismatch-lab-cli run --db` beside the workbench does: the run browser, the
+// metric summary and the charts follow the new run and its steps within two
+// seconds without Refresh, and no error appears. Screenshots go to
+// $MLK_SCREENSHOT_DIR when it is set.
+#include <QApplication>
+#include <QFile>
+#include <QProcess>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <optional>
+
+#include "app/gui/main_window.h"
+#include "core/store/store.h"
+#include "widgets/data/run_data.h"
+#include "widgets/panels/run_browser.h"
+
+using namespace mlk;
+
+class ExternalWriterTest : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+
+    void shot(QWidget* w, const QString& name) {
+        const QString d = qEnvironmentVariable("MLK_SCREENSHOT_DIR");
+        if (!d.isEmpty()) w->grab().save(d + "/" + name + ".png");
+    }
+
+    // The browser's row for run `id`: its cell in `column`, or "" when absent.
+    static QString cell(RunBrowser* browser, int64_t id, int column) {
+        QTableWidget* table = browser->table();
+        for (int r = 0; r < table->rowCount(); ++r)
+            if (auto* it = table->item(r, RunBrowser::ColId); it && it->text().toLongLong() == id)
+                return table->item(r, column) ? table->item(r, column)->text() : QString();
+        return {};
+    }
+
+    // What the file holds now, through a connection of the test's own.
+    struct Seen {
+        int64_t id = -1;
+        int64_t steps = 0;
+        std::string status;
+    };
+    static Seen inStore(const QString& path) {
+        Seen s;
+        if (!QFile::exists(path)) return s;
+        try {
+            Store store = Store::open(path.toStdString());
+            const auto runs = store.list_runs();
+            if (runs.empty()) return s;
+            s.id = runs.front().id, s.steps = runs.front().steps, s.status = runs.front().status;
+        } catch (const StoreError&) {
+        }
+        return s;
+    }
+
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        QApplication::setOrganizationName("MismatchLabTest");
+        QApplication::setApplicationName("Mismatch Lab External Writer Test");
+        QSettings().clear();
+    }
+
+    void aCliRunShowsLiveWithoutRefresh() {
+        const QString db = dir_.filePath("shared.sqlite");
+        MainWindow w(db);
+        w.resize(1400, 900);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        RunBrowser* browser = w.runBrowser();
+        browser->findChild<QTabWidget*>()->setCurrentIndex(1);  // the metric summary follows too
+
+        QProcess cli;
+        cli.setProcessChannelMode(QProcess::MergedChannels);
+        const int kSteps = 40;
+        cli.start(QStringLiteral(MLK_CLI_PATH),
+                  {"run", "--preset", "default", "--steps", QString::number(kSteps), "--db", db, "--cache-dir",
+                   dir_.filePath("cache"), "--set", "base.sft_steps=300", "--set", "rl.prompts_per_step=4", "--set",
+                   "rl.samples_per_prompt=2"});
+        QVERIFY(cli.waitForStarted());
+
+        // The run appears in the file (the warm-up follows its creation) ...
+        QTRY_VERIFY_WITH_TIMEOUT(inStore(db).id > 0, 60000);
+        const int64_t id = inStore(db).id;
+        // ... and in the browser within two seconds, with no Refresh.
+        QTRY_VERIFY_WITH_TIMEOUT(!cell(browser, id, RunBrowser::ColName).isEmpty(), 2000);
+
+        // Steps: once the file holds some, the browser shows at least as many.
+        QTRY_VERIFY_WITH_TIMEOUT(inStore(db).steps >= 5 || cli.state() == QProcess::NotRunning, 120000);
+        const int64_t stored = inStore(db).steps;
+        QTRY_VERIFY_WITH_TIMEOUT(cell(browser, id, RunBrowser::ColSteps).toLongLong() >= stored, 2000);
+        if (cli.state() != QProcess::NotRunning) shot(&w, "external-writer-mid-run");
+
+        if (cli.state() != QProcess::NotRunning) QVERIFY(cli.waitForFinished(300000));
+        QVERIFY2(cli.exitStatus() == QProcess::NormalExit && cli.exitCode() == 0, cli.readAll().constData());
+        QTRY_COMPARE_WITH_TIMEOUT(cell(browser, id, RunBrowser::ColStatus), QString("finished"), 2000);
+        QTRY_COMPARE_WITH_TIMEOUT(cell(browser, id, RunBrowser::ColSteps), QString::number(kSteps), 2000);
+        QTRY_COMPARE_WITH_TIMEOUT(w.data()->stepCount(id), kSteps, 2000);
+        // The metric summary lists the run with its final value.
+        QTableWidget* summary = nullptr;
+        for (auto* t : browser->findChildren<QTableWidget*>())
+            if (t != browser->table() && t->isVisible() && t->columnCount() > 2) summary = t;
+        QVERIFY(summary);
+        QTRY_VERIFY_WITH_TIMEOUT(summary->rowCount() >= 1, 2000);
+        shot(&w, "external-writer-finished");
+
+        // No error anywhere.
+        QVERIFY2(browser->lastError().isEmpty(), qPrintable(browser->lastError()));
+        const QString status = w.statusBar()->currentMessage();
+        QVERIFY2(!status.contains("run store") && !status.contains("malformed"), qPrintable(status));
+    }
+};
+
+QTEST_MAIN(ExternalWriterTest)
+#include "external_writer_test.moc"
