@@ -437,6 +437,7 @@ void MainWindow::restoreSettings() {
     charts_->setXAxis(s.value("view/xAxis").toString() == QLatin1String("wallTime") ? MetricChart::XAxis::wallTime
                                                                                     : MetricChart::XAxis::step);
     charts_->setGroupSeeds(s.value("view/groupSeeds", false).toBool());
+    charts_->setIgnoreOutliers(s.value("view/ignoreOutliers", true).toBool());
     if (s.contains("view/logScaleCharts")) {
         const QStringList logCharts = s.value("view/logScaleCharts").toStringList();
         for (MetricChart* c : charts_->charts()) c->setLogScale(logCharts.contains(c->metric()));
@@ -458,6 +459,7 @@ void MainWindow::saveSettings() {
     s.setValue("view/logScaleCharts", logCharts);
     s.setValue("view/smoothing", charts_->smoothing());
     s.setValue("view/groupSeeds", charts_->groupSeeds());
+    s.setValue("view/ignoreOutliers", charts_->ignoreOutliers());
     s.setValue("view/xAxis",
                charts_->xAxis() == MetricChart::XAxis::wallTime ? QStringLiteral("wallTime") : QStringLiteral("step"));
 }

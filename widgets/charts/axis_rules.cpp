@@ -240,6 +240,12 @@ AxisScale valueAxis(std::span<const double> values, const ValueAxisOptions& opti
     const auto toAxis = [log](double v) { return log ? std::log10(v) : v; };
     double lo = robust ? toAxis(robust->lo) : (log ? std::log10(options.floor) : 0.0);
     double hi = robust ? toAxis(robust->hi) : lo + 1;
+    for (const double v : options.keep) {
+        if (!std::isfinite(v) || (log && v <= 0)) continue;
+        const double a = toAxis(v), room = 0.05 * std::max(hi - lo, log ? 1.0 : std::abs(a));
+        if (a > hi) hi = a + room;
+        if (a < lo) lo = a - room;
+    }
     if (log) {
         if (options.valuesAtFloor) lo = std::min(lo, std::log10(options.floor));
         // At least one power of ten must show, to read the scale by.
@@ -283,6 +289,11 @@ double markerValue(const AxisScale& y, bool top) {
 bool defaultLogScale(std::string_view metric) {
     const MetricInfo* info = find_metric(metric);
     return info && info->axis == Axis::log;
+}
+
+bool keepsPeaks(std::string_view metric) {
+    const MetricInfo* info = find_metric(metric);
+    return info && (info->group == "Mismatch" || info->group == "Routing");
 }
 
 bool metricNonNegative(std::string_view metric) {

@@ -148,8 +148,11 @@ struct ValueAxisOptions {
     bool nonNegative = false;         // linear: the values can never be < 0, so neither is the axis
     int targetTicks = 5;              // linear
     // Every value inside, outliers too: a printed chart has no zoom to find
-    // a point the robust range left out.
+    // a point the robust range left out (and the user may ask for it).
     bool wholeRange = false;
+    // Values that must lie inside whatever the robust range says: each run's
+    // peak of a metric whose spikes are the signal (keepsPeaks).
+    std::vector<double> keep;
 };
 
 // The y axis over the shown values: their outlier-robust range (5-95 % with
@@ -175,5 +178,9 @@ bool defaultLogScale(std::string_view metric);
 // Whether the catalogue says the metric is never negative (its linear axis
 // then starts at 0 rather than below it); false for a metric it does not know.
 bool metricNonNegative(std::string_view metric);
+// Whether a spike of the metric is what the user looks for (the mismatch and
+// routing measures: an F@2 burst before a collapse), so its axis keeps every
+// run's peak inside rather than treating it as an outlier.
+bool keepsPeaks(std::string_view metric);
 
 }  // namespace mlk

@@ -95,6 +95,14 @@ QWidget* ChartGrid::buildToolbar() {
            "min\u2013max band of their smoothed values, one legend entry"));
     connect(groupSeedsBox_, &QCheckBox::toggled, this, &ChartGrid::setGroupSeeds);
 
+    outliersBox_ = new QCheckBox(tr("Ignore outliers"), bar);
+    outliersBox_->setChecked(ignoreOutliers_);
+    outliersBox_->setToolTip(
+        tr("Scale y to the bulk of the values (5\u201395 %, tails kept); a chart's note counts the points "
+           "left outside. Mismatch and routing charts always keep each run's peak. Right-click a chart "
+           "to set its y range by hand."));
+    connect(outliersBox_, &QCheckBox::toggled, this, &ChartGrid::setIgnoreOutliers);
+
     auto* reset = new QPushButton(tr("Reset zoom"), bar);
     reset->setToolTip(tr("Show every step in all charts (or double-click a chart)"));
     connect(reset, &QPushButton::clicked, this, &ChartGrid::resetZoom);
@@ -104,6 +112,7 @@ QWidget* ChartGrid::buildToolbar() {
     row->addWidget(add);
     row->addStretch(1);
     row->addWidget(groupSeedsBox_);
+    row->addWidget(outliersBox_);
     row->addSpacing(8);
     row->addWidget(new QLabel(tr("x:"), bar));
     row->addWidget(xAxisChoice_);
@@ -123,6 +132,7 @@ MetricChart* ChartGrid::addChart(const QString& metric) {
     chart->setSmoothing(smoothing_);
     chart->setXAxis(xAxis_);
     chart->setGroupSeeds(groupSeeds_);
+    chart->setIgnoreOutliers(ignoreOutliers_);
     if (defaultLogScale(metric.toStdString())) chart->setLogScale(true);  // the catalogue's default axis
     if (visibleRuns_) chart->setVisibleRuns(*visibleRuns_);
     for (qint64 id : hiddenRuns_) chart->setRunHidden(id, true);
@@ -254,6 +264,15 @@ void ChartGrid::setGroupSeeds(bool on) {
     }
     groupSeeds_ = on;
     for (MetricChart* chart : charts_) chart->setGroupSeeds(on);
+}
+
+void ChartGrid::setIgnoreOutliers(bool on) {
+    {
+        const QSignalBlocker block(outliersBox_);
+        outliersBox_->setChecked(on);
+    }
+    ignoreOutliers_ = on;
+    for (MetricChart* chart : charts_) chart->setIgnoreOutliers(on);
 }
 
 void ChartGrid::redrawAllNow() {

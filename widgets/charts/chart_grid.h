@@ -60,6 +60,8 @@ public:
     void setXAxis(MetricChart::XAxis axis);  // every chart; resets the shared zoom
     void setGroupSeeds(bool on);             // see MetricChart::setGroupSeeds
     bool groupSeeds() const { return groupSeeds_; }
+    void setIgnoreOutliers(bool on);  // see MetricChart::setIgnoreOutliers
+    bool ignoreOutliers() const { return ignoreOutliers_; }
     MetricChart::XAxis xAxis() const { return xAxis_; }
     void setColumns(int columns);
     int columns() const { return columns_; }
@@ -82,11 +84,13 @@ private:
     double smoothing_ = MetricChart::kDefaultSmoothing;
     MetricChart::XAxis xAxis_ = MetricChart::XAxis::step;
     bool groupSeeds_ = false;
+    bool ignoreOutliers_ = true;
     int columns_ = 2;
 
     QComboBox* metricChoice_ = nullptr;
     QComboBox* xAxisChoice_ = nullptr;
     QCheckBox* groupSeedsBox_ = nullptr;
+    QCheckBox* outliersBox_ = nullptr;
     QPushButton* addButton_ = nullptr;
     QSlider* smoothingSlider_ = nullptr;
     QLabel* smoothingLabel_ = nullptr;

@@ -4,11 +4,14 @@
 #include <QFileInfo>
 #include <QGraphicsView>
 #include <QInputDialog>
+#include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
 #include <QPainter>
 #include <QRegularExpression>
 #include <QSvgGenerator>
+
+#include <cmath>
 
 #include "widgets/charts/metric_chart.h"
 
@@ -22,6 +25,28 @@ void askSmoothing(MetricChart& chart) {
                                                   QObject::tr("EMA weight (0 = raw data, 0.99 = very smooth):"),
                                                   chart.smoothing(), 0, kMaxSmoothingWeight, 3, &ok);
     if (ok) chart.setSmoothing(weight);
+}
+
+// Two numbers, lo and hi, on one line: "0 0.01".
+void askYRange(MetricChart& chart) {
+    const YRange now = chart.manualYRange().value_or(chart.shownYRange());
+    bool ok = false;
+    const QString text = QInputDialog::getText(
+        &chart, QObject::tr("Y range"),
+        QObject::tr("Lowest and highest value shown, e.g. \"0 0.01\"%1:")
+            .arg(chart.logScale() ? QObject::tr(" (both > 0 on a log scale)") : QString()),
+        QLineEdit::Normal, QStringLiteral("%1 %2").arg(now.lo, 0, 'g', 6).arg(now.hi, 0, 'g', 6), &ok);
+    if (!ok) return;
+    const QStringList parts = text.simplified().split(' ');
+    bool a = false, b = false;
+    const double lo = parts.size() == 2 ? parts[0].toDouble(&a) : 0, hi = parts.size() == 2 ? parts[1].toDouble(&b) : 0;
+    if (!a || !b || !(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi) || (chart.logScale() && lo <= 0)) {
+        QMessageBox::warning(&chart, QObject::tr("Y range"),
+                             QObject::tr("\"%1\" is not a range: give two numbers, the lower first%2.")
+                                 .arg(text, chart.logScale() ? QObject::tr(", both above 0 on a log scale") : QString()));
+        return;
+    }
+    chart.setManualYRange(YRange{lo, hi});
 }
 
 void askSave(MetricChart& chart, bool svg) {
@@ -44,6 +69,10 @@ QMenu* createChartMenu(MetricChart& chart, QWidget* parent) {
     log->setChecked(chart.logScale());
     QObject::connect(log, &QAction::toggled, &chart, &MetricChart::setLogScale);
     menu->addAction(QObject::tr("Smoothing\u2026"), &chart, [&chart] { askSmoothing(chart); });
+    menu->addAction(QObject::tr("Y range\u2026"), &chart, [&chart] { askYRange(chart); });
+    QAction* autoY = menu->addAction(QObject::tr("Automatic y range"), &chart,
+                                     [&chart] { chart.setManualYRange(std::nullopt); });
+    autoY->setEnabled(chart.manualYRange().has_value());
     QAction* reset = menu->addAction(QObject::tr("Reset zoom"), &chart, &MetricChart::resetXRange);
     reset->setEnabled(chart.zoomedXRange().has_value());
     menu->addSeparator();

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -176,13 +177,7 @@ void MetricChart::redrawNow() {
     ThinnedView view = traces_.thin(x, traces_.bucketsPerRun(plotPixelWidth(), pointBudget_));
     valuesAtFloor_ = view.valuesAtFloor;
 
-    ValueAxisOptions options;
-    options.log = log;
-    options.floor = floor_;
-    options.valuesAtFloor = view.valuesAtFloor > 0;
-    options.markersAtTop = view.markersAtTop;
-    options.markersAtBottom = view.markersAtBottom;
-    const AxisScale y = valueAxis(view.visibleValues, options);
+    const AxisScale y = yAxisFor(view, log);
     if (log) {
         for (ThinnedView::Run& run : view.runs) {
             clampForLog(run.raw, floor_);
@@ -192,6 +187,10 @@ void MetricChart::redrawNow() {
             for (QList<QPointF>* line : {&group.mean, &group.lo, &group.hi}) clampForLog(*line, floor_);
     }
 
+    pointsOutside_ = 0;
+    for (const ThinnedView::Run& run : view.runs)
+        for (const QPointF& p : run.raw)
+            if (std::isfinite(p.y()) && (p.y() < y.lo || p.y() > y.hi) && !(log && p.y() <= floor_)) ++pointsOutside_;
     pushToSeries(view, x, y);
     int nonFinite = 0;
     for (ThinnedView::Run& run : view.runs) nonFinite += placeMarkers(*run.trace, x);
@@ -200,6 +199,42 @@ void MetricChart::redrawNow() {
     nonFiniteCount_ = nonFinite;
     updateNote();
     emit redrawn();
+}
+
+AxisScale MetricChart::yAxisFor(const ThinnedView& view, bool log) const {
+    if (manualY_ && (!log || manualY_->lo > 0)) {
+        if (log) return logAxis(manualY_->lo, manualY_->hi);
+        return linearAxis(manualY_->lo, manualY_->hi, 5);
+    }
+    const std::string metric = metric_.toStdString();
+    ValueAxisOptions options;
+    options.log = log;
+    options.floor = floor_;
+    options.valuesAtFloor = view.valuesAtFloor > 0;
+    options.markersAtTop = view.markersAtTop;
+    options.markersAtBottom = view.markersAtBottom;
+    options.nonNegative = metricNonNegative(metric);
+    options.wholeRange = !ignoreOutliers_;
+    if (keepsPeaks(metric))
+        for (const ThinnedView::Run& run : view.runs) {
+            double peak = -std::numeric_limits<double>::infinity();
+            for (const QPointF& p : run.raw)
+                if (std::isfinite(p.y())) peak = std::max(peak, p.y());
+            if (std::isfinite(peak)) options.keep.push_back(peak);
+        }
+    return valueAxis(view.visibleValues, options);
+}
+
+void MetricChart::setIgnoreOutliers(bool on) {
+    if (ignoreOutliers_ == on) return;
+    ignoreOutliers_ = on;
+    scheduleRedraw();
+}
+
+void MetricChart::setManualYRange(std::optional<YRange> range) {
+    if (range && !(range->hi > range->lo)) range.reset();
+    manualY_ = range;
+    scheduleRedraw();
 }
 
 int MetricChart::plotPixelWidth() const {
@@ -282,6 +317,9 @@ void MetricChart::updateNote() {
         parts << (valuesAtFloor_ == 1 ? tr("1 value <= 0 shown at floor %1")
                                       : tr("%1 values <= 0 shown at floor %2").arg(valuesAtFloor_))
                      .arg(floor_, 0, 'g', 3);
+    if (pointsOutside_ > 0)
+        parts << (manualY_ ? tr("%n point(s) outside the set y range", "", pointsOutside_)
+                           : tr("%n outlier(s) outside the axis (Ignore outliers)", "", pointsOutside_));
     if (nonFiniteCount_ > 0)
         parts << tr("%1 NaN/Inf marked at the plot edge (\u25C6 NaN, \u25B2 Inf)").arg(nonFiniteCount_);
     if (traces_.xAxis() == XAxis::wallTime) {

@@ -107,6 +107,15 @@ public:
     std::optional<XRange> zoomedXRange() const { return zoom_; }
     XRange shownXRange() const { return {frame_.x().lo, frame_.x().hi}; }
     YRange shownYRange() const { return {frame_.y().lo, frame_.y().hi}; }
+    // y: the outlier-robust range (on, the default: 5-95 % with tail fences;
+    // a metric whose spikes matter keeps each run's peak, keepsPeaks) or
+    // every value (off); a manual range overrides both until cleared.
+    void setIgnoreOutliers(bool on);
+    bool ignoreOutliers() const { return ignoreOutliers_; }
+    void setManualYRange(std::optional<YRange> range);
+    std::optional<YRange> manualYRange() const { return manualY_; }
+    // Shown raw points that lie outside the y axis now (said in the note).
+    int pointsOutside() const { return pointsOutside_; }
 
     bool savePng(const QString& path);
     bool saveSvg(const QString& path);
@@ -154,6 +163,7 @@ private:
     void syncTraces();
     void toggleGroupHidden(const QString& key);
     int plotPixelWidth() const;
+    AxisScale yAxisFor(const ThinnedView& view, bool log) const;
     void pushToSeries(const ThinnedView& view, XRange x, const AxisScale& y);
     void applyAxes(const AxisScale& x, const AxisScale& y);
     int placeMarkers(Trace& trace, XRange x);
@@ -176,6 +186,9 @@ private:
     double floor_ = kDefaultLogFloor;
     int valuesAtFloor_ = 0;
     int nonFiniteCount_ = 0;
+    bool ignoreOutliers_ = true;
+    std::optional<YRange> manualY_;
+    int pointsOutside_ = 0;
     int seriesVersions_ = 0;  // source of Trace::seriesVersion: unique across the chart's runs
 
     QValueAxis* xAxis_ = nullptr;  // hidden: the range the markers are placed by

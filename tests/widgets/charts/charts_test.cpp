@@ -95,6 +95,68 @@ private slots:
         QVERIFY(std::any_of(points.begin(), points.end(), [](QPointF p) { return p.y() == 1e6; }));
     }
 
+    // The outlier point stays in the series; the note counts it, and with
+    // Ignore outliers off (or a manual range) the axis follows the choice.
+    void outliersAreCountedAndTheRangeIsTheUsers() {
+        RunDataStore data;
+        std::vector<double> values;
+        for (int i = 0; i < 300; ++i) values.push_back(1 + 0.001 * i);
+        values[150] = 1e6;
+        feed(data, 1, "grad_norm", values);
+        MetricChart chart(&data, QStringLiteral("grad_norm"));
+        showAndSettle(chart, QSize(800, 400));
+        chart.redrawNow();
+        QCOMPARE(chart.pointsOutside(), 1);
+        QVERIFY2(chart.noteText().contains(QStringLiteral("1 outlier(s) outside the axis")), qPrintable(chart.noteText()));
+        chart.setIgnoreOutliers(false);
+        chart.redrawNow();
+        QVERIFY(chart.shownYRange().hi >= 1e6);
+        QCOMPARE(chart.pointsOutside(), 0);
+        QVERIFY(!chart.noteText().contains(QStringLiteral("outside")));
+        chart.setManualYRange(YRange{0.5, 1.2});
+        chart.redrawNow();
+        QCOMPARE(chart.shownYRange().lo, 0.5);
+        QCOMPARE(chart.shownYRange().hi, 1.2);
+        QCOMPARE(chart.pointsOutside(), 100);  // the 99 values 1.201 .. 1.299, and the outlier
+        chart.setManualYRange(std::nullopt);
+        chart.redrawNow();
+        QVERIFY(chart.shownYRange().hi >= 1e6);
+    }
+
+    // Issue: F@2 of r3-grpo (spikes to 0.0069), r3-grpo-r3 (tiny) and a truly
+    // on-policy run (all 0) overlaid: every run's peak stays inside the axis,
+    // on log and on linear scale, and a linear fraction axis never goes below 0.
+    void mismatchPeaksStayInsideTheAxis() {
+        RunDataStore data;
+        std::vector<double> spiky(150, 0.0), small(150, 0.0), zero(150, 0.0);
+        for (int i = 0; i < 150; ++i) small[i] = i % 3 == 0 ? 2e-5 * (1 + i % 7) : 0.0;
+        for (int i : {20, 21, 33, 47, 90}) spiky[i] = 0.0069 * (i == 21 ? 1.0 : 0.4);
+        feed(data, 1, "F@2", spiky);
+        feed(data, 2, "F@2", small);
+        feed(data, 3, "F@2", zero);
+        MetricChart chart(&data, QStringLiteral("F@2"));
+        showAndSettle(chart, QSize(800, 400));
+        for (bool log : {false, true}) {
+            chart.setLogScale(log);
+            chart.redrawNow();
+            const YRange y = chart.shownYRange();
+            QVERIFY2(y.hi >= 0.0069, qPrintable(QString("log %1: axis top %2").arg(log).arg(y.hi)));
+            QVERIFY2(y.hi >= 2e-5 * 7, qPrintable(QString::number(y.hi)));
+            if (!log) {
+                QCOMPARE(y.lo, 0.0);
+                QVERIFY(y.hi < 0.02);  // not a degenerate band around the zeros either
+            }
+        }
+        // A fraction that is 0 throughout: [0, something], never below 0.
+        RunDataStore flat;
+        feed(flat, 1, "reward_mean", std::vector<double>(40, 0.0));
+        MetricChart reward(&flat, QStringLiteral("reward_mean"));
+        showAndSettle(reward, QSize(600, 300));
+        reward.redrawNow();
+        QCOMPARE(reward.shownYRange().lo, 0.0);
+        QVERIFY(reward.shownYRange().hi > 0);
+    }
+
     void chartFollowsAStoreBeingWritten() {
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
