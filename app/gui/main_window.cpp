@@ -23,6 +23,7 @@
 #include <optional>
 
 #include "app/gui/run_worker.h"
+#include "core/config/presets.h"
 #include "core/rl/base_policy.h"
 #include "core/store/export.h"
 #include "widgets/charts/chart_grid.h"
@@ -280,10 +281,16 @@ bool MainWindow::openDatabase(const QString& path, QString* error) {
     worker_->setDatabase(path);
     data_->startPolling();  // a CLI writing the same file shows live
     addRecent(path);
-    // The title stays "Mismatch Lab" (the platform appends the display name
-    // to anything else); the open database is named in the status bar.
-    dbLabel_->setText(QFileInfo(path).fileName());
-    dbLabel_->setToolTip(path);
+    // The whole path in the title (the platform appends " — Mismatch Lab"),
+    // so two databases of the same file name never look alike; the status
+    // bar names the file and its folder.
+    const QString full = QDir::toNativeSeparators(QFileInfo(path).absoluteFilePath());
+    setWindowTitle(full);
+    QString folder = QDir::toNativeSeparators(QFileInfo(path).absolutePath());
+    const QString home = QDir::toNativeSeparators(QDir::homePath());
+    if (folder.startsWith(home)) folder = QStringLiteral("~") + folder.mid(home.size());
+    dbLabel_->setText(tr("%1 in %2").arg(QFileInfo(path).fileName(), folder));
+    dbLabel_->setToolTip(full);
     return true;
 }
 
@@ -301,7 +308,9 @@ void MainWindow::enqueueRun() {
     RunJob job;
     job.config = form_->config();
     job.preset = form_->presetName().isEmpty() ? QStringLiteral("custom") : form_->presetName();
-    job.name = form_->modifiedFromPreset() ? job.preset + QStringLiteral(" (modified)") : job.preset;
+    const std::string preset = job.preset.toStdString();
+    const Config base = find_preset(preset) ? preset_config(preset) : Config{};
+    job.name = QString::fromStdString(default_run_name(preset, base, job.config));
     worker_->enqueue(job);
     QSettings().setValue("lastConfig", form_->toJson());
     if (busy_) statusBar()->showMessage(tr("Queued: %1").arg(job.name), 4000);

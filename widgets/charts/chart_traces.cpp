@@ -42,8 +42,9 @@ ChartTraces::RunChanges ChartTraces::syncRuns(RunDataStore& data, const QString&
             trace.runId = meta.id;
             resetDerived(trace);
         }
-        const bool restyle = trace.name != meta.name || trace.colour != meta.colour;
-        trace.name = meta.name;
+        const QString label = runLabel(meta.id, meta.name);
+        const bool restyle = trace.name != label || trace.colour != meta.colour;
+        trace.name = label;
         trace.colour = meta.colour;
         updateData(data, metric, trace);
         // Series only for runs that have this metric: no empty legend entries.

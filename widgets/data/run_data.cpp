@@ -60,6 +60,8 @@ QString seedGroupOf(const std::string& configJson) {
     return QString::fromStdString(j.dump());
 }
 
+QString runLabel(qint64 id, const QString& name) { return QStringLiteral("#%1 %2").arg(id).arg(name); }
+
 RunDataStore::RunDataStore(QObject* parent) : QObject(parent) {
     ownDatabase_ = new RunDatabase(this);
     attach(ownDatabase_);

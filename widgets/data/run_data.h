@@ -38,6 +38,10 @@ struct RunMeta {
     QString seedGroup;
 };
 
+// How a run is named wherever it is shown (legends, tables, hover, reports):
+// "#12 r3-grpo", the id first, since names repeat (three "r3-grpo" runs).
+QString runLabel(qint64 id, const QString& name);
+
 // The seedGroup of a stored configuration (see RunMeta).
 QString seedGroupOf(const std::string& configJson);
 

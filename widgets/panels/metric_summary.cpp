@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/metrics/run_stats.h"
+#include "widgets/data/run_data.h"
 #include "widgets/data/run_database.h"
 #include "widgets/panels/number_cell.h"
 
@@ -93,7 +94,7 @@ void MetricSummary::reload() {
             const RunStats st = run_stats(series, metric, kLastN);
             const int r = table_->rowCount();
             table_->insertRow(r);
-            auto* name = new QTableWidgetItem(QStringLiteral("#%1 %2").arg(run.id).arg(run.name));
+            auto* name = new QTableWidgetItem(runLabel(run.id, run.name));
             name->setData(Qt::DecorationRole, run.colour);
             name->setData(Qt::UserRole, qint64(run.id));
             table_->setItem(r, ColRun, name);

@@ -19,6 +19,7 @@
 #include "core/config/config.h"
 #include "core/metrics/run_stats.h"
 #include "widgets/data/palette.h"
+#include "widgets/data/run_data.h"
 #include "widgets/data/run_database.h"
 #include "widgets/panels/config_diff.h"
 #include "widgets/panels/number_cell.h"
@@ -70,7 +71,7 @@ void RunBrowser::buildUi() {
     filter_->setClearButtonEnabled(true);
     auto* pinBtn = new QPushButton(tr("Pin as baseline"), this);
     pinBtn->setObjectName(QStringLiteral("pinBaseline"));
-    pinBtn->setToolTip(tr("Compare the configs of other runs against the selected run"));
+    pinBtn->setToolTip(tr("Compare the configs of other runs against the run selected first"));
     auto* refreshBtn = new QPushButton(tr("Refresh"), this);
     top->addWidget(filter_, 1);
     top->addWidget(pinBtn);
@@ -163,13 +164,23 @@ void RunBrowser::setDatabase(RunDatabase* database) {
     for (const auto& c : dbConnections_) disconnect(c);
     dbConnections_.clear();
     db_ = database;
+    // Another file: its run ids name other runs, so nothing selected,
+    // pinned or shown carries over.
     const auto startOver = [this] {
         rows_.clear();
+        {
+            QSignalBlocker block(table_);
+            table_->setRowCount(0);
+        }
+        const bool hadSelection = !lastSelection_.isEmpty();
+        lastSelection_.clear();
+        selectionOrder_.clear();
         if (baseline_) {
             baseline_.reset();
             emit baselineChanged(-1);
         }
         refresh();
+        if (hadSelection) emit selectionChanged({});
     };
     if (db_) {
         dbConnections_ << connect(db_, &RunDatabase::opened, this, startOver);
@@ -388,8 +399,15 @@ QList<int64_t> RunBrowser::runIds() const {
 QList<int64_t> RunBrowser::selectedRunIds() const {
     std::set<int> rowsSel;
     for (const QModelIndex& i : table_->selectionModel()->selectedRows()) rowsSel.insert(i.row());
+    QList<int64_t> inRows;
+    for (int r : rowsSel) inRows << idAtRow(r);
+    // In the order the user selected them: those still selected first, then
+    // the newly selected ones (in row order, as one click or drag adds them).
     QList<int64_t> out;
-    for (int r : rowsSel) out << idAtRow(r);
+    for (int64_t id : selectionOrder_)
+        if (inRows.contains(id)) out << id;
+    for (int64_t id : inRows)
+        if (!out.contains(id)) out << id;
     return out;
 }
 
@@ -405,6 +423,7 @@ void RunBrowser::selectRuns(const QList<int64_t>& ids) {
             sel.select(table_->model()->index(r, 0), table_->model()->index(r, ColumnCount - 1));
         }
         table_->selectionModel()->select(sel, QItemSelectionModel::Select);
+        selectionOrder_ = QList<int64_t>(ids.begin(), ids.end());
     }
     table_->viewport()->update();
     if (!populating_) onSelectionChanged();
@@ -413,6 +432,7 @@ void RunBrowser::selectRuns(const QList<int64_t>& ids) {
 void RunBrowser::onSelectionChanged() {
     if (populating_) return;
     const QList<int64_t> sel = selectedRunIds();
+    selectionOrder_ = sel;
     if (sel == lastSelection_) return;
     lastSelection_ = sel;
     updateDiff();
@@ -426,22 +446,23 @@ bool RunBrowser::differencesOnly() const { return diff_->differencesOnly(); }
 QStringList RunBrowser::diffKeys() const { return diff_->keys(); }
 
 void RunBrowser::updateDiff() {
-    // Reference column: the baseline, else the first selected run; other
-    // columns: every other selected run. A lone run is compared with the defaults.
+    // Reference column: the pinned baseline, else the run selected first;
+    // other columns: every other selected run. A lone run is compared with
+    // the defaults.
     const QList<int64_t> sel = selectedRunIds();
     std::optional<int64_t> ref = baseline_;
     if (!ref && !sel.isEmpty()) ref = sel.front();
     QList<ConfigDiffView::Column> cols;
     const auto column = [&](int64_t id, const QString& role) {
         const Row& row = rows_.at(id);
-        return ConfigDiffView::Column{QStringLiteral("%1%2 %3").arg(role).arg(id).arg(qs(row.summary.name)),
+        return ConfigDiffView::Column{role + runLabel(id, qs(row.summary.name)),
                                       runColour(id), row.configJson};
     };
     QString title;
     if (ref && rows_.count(*ref)) {
-        cols << column(*ref, baseline_ ? tr("baseline #") : QStringLiteral("#"));
+        cols << column(*ref, baseline_ ? tr("baseline ") : QString());
         for (int64_t id : sel)
-            if (id != *ref && rows_.count(id)) cols << column(id, QStringLiteral("#"));
+            if (id != *ref && rows_.count(id)) cols << column(id, QString());
         if (cols.size() == 1) {
             cols.insert(0, ConfigDiffView::Column{tr("defaults"), QColor(), config_to_json(Config{}).dump()});
             title = tr("<b>Config of run %1</b> against the defaults. Select other runs to compare%2.")
@@ -449,7 +470,7 @@ void RunBrowser::updateDiff() {
                         .arg(baseline_ ? QString() : tr(", or right-click \u2192 Pin as baseline"));
         } else {
             title = baseline_ ? tr("<b>Config vs baseline</b> run %1").arg(*ref)
-                              : tr("<b>Config vs run %1</b> (first selected; pin a baseline to keep it)").arg(*ref);
+                              : tr("<b>Config vs run %1</b> (selected first; pin a baseline to keep it)").arg(*ref);
         }
     } else {
         title = tr("Select runs to compare their configs; right-click a run \u2192 <i>Pin as baseline</i>.");

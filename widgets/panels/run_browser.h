@@ -70,7 +70,9 @@ public:
     // Reloads the run list from the store.
     void refresh();
 
-    // Run ids in table (display) order / currently selected, in display order.
+    // Run ids in table (display) order / currently selected, in the order the
+    // user selected them (the first is the config diff's reference unless a
+    // baseline is pinned).
     QList<int64_t> runIds() const;
     QList<int64_t> selectedRunIds() const;
     void selectRuns(const QList<int64_t>& ids);
@@ -159,6 +161,7 @@ private:
     bool populating_ = false;
     int fittedRows_ = -1;
     QString lastError_;
+    QList<int64_t> selectionOrder_;  // selected runs in the order the user selected them
 
     QLineEdit* filter_ = nullptr;
     QLabel* info_ = nullptr;

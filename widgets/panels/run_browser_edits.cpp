@@ -217,6 +217,14 @@ void RunBrowser::showContextMenu(const QPoint& pos) {
         else menu.addAction(tr("Pin as baseline"), this, [this, id] { setBaseline(id); });
         menu.addSeparator();
     }
+    if (sel.size() > 1) {
+        const int64_t first = sel.front();
+        if (baseline_ && sel.contains(*baseline_))
+            menu.addAction(tr("Unpin baseline"), this, [this] { setBaseline(std::nullopt); });
+        menu.addAction(tr("Pin run %1 (selected first) as baseline").arg(first), this,
+                       [this, first] { setBaseline(first); });
+        menu.addSeparator();
+    }
     if (!sel.isEmpty())
         menu.addAction(tr("Delete %n run(s)\u2026", nullptr, static_cast<int>(sel.size())), this,
                        [this, sel] { deleteRuns(sel); });

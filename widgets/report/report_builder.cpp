@@ -16,6 +16,7 @@
 #include "core/metrics/verdicts.h"
 #include "core/store/export.h"
 #include "widgets/data/palette.h"
+#include "widgets/data/run_data.h"
 
 namespace mlk::report_detail {
 
@@ -104,7 +105,7 @@ void Builder::resolve() {
         RunData r;
         r.info = *info;
         r.color = palette::runColour(info->id);
-        r.label = qs(info->name) + QStringLiteral(" (#%1)").arg(info->id);
+        r.label = runLabel(info->id, qs(info->name));
         r.steps = store.steps(info->id);
         try {
             r.cfg = config_from_json(nlohmann::json::parse(info->config_json));

@@ -1,12 +1,16 @@
 // A separate process writes the database the window has open, as a user's
 // `mismatch-lab-cli run --db` beside the workbench does: the run browser, the
 // metric summary and the charts follow the new run and its steps within two
-// seconds without Refresh, and no error appears. Screenshots go to
+// seconds without Refresh, and no error appears; another database of the
+// same file name looks different and starts with nothing selected.
+// Screenshots go to
 // $MLK_SCREENSHOT_DIR when it is set.
 #include <QApplication>
+#include <QDir>
 #include <QFile>
 #include <QProcess>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -115,6 +119,34 @@ private slots:
         QVERIFY2(browser->lastError().isEmpty(), qPrintable(browser->lastError()));
         const QString status = w.statusBar()->currentMessage();
         QVERIFY2(!status.contains("run store") && !status.contains("malformed"), qPrintable(status));
+    }
+
+    // Two databases with the same file name in different folders: the
+    // title tells them apart, and switching clears the selection (run ids
+    // of one file name other runs in the other).
+    void switchingDatabasesClearsTheSelection() {
+        QDir(dir_.path()).mkpath("a");
+        QDir(dir_.path()).mkpath("b");
+        const QString a = dir_.filePath("a/runs.sqlite"), b = dir_.filePath("b/runs.sqlite");
+        for (const QString& path : {a, b}) {
+            Store s = Store::open(path.toStdString());
+            s.create_run("first", "default", "{}", 1, RunStatus::finished);
+            s.create_run("second", "default", "{}", 2, RunStatus::finished);
+        }
+        MainWindow w(a);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        const QString titleA = w.windowTitle();
+        QVERIFY2(titleA.contains(QDir::toNativeSeparators(a)), qPrintable(titleA));
+        w.runBrowser()->selectRuns({1});
+        QCOMPARE(w.runBrowser()->selectedRunIds(), (QList<int64_t>{1}));
+        QSignalSpy selection(w.runBrowser(), &RunBrowser::selectionChanged);
+        QVERIFY(w.openDatabase(b));
+        QVERIFY(w.windowTitle() != titleA);
+        QVERIFY2(w.windowTitle().contains(QDir::toNativeSeparators(b)), qPrintable(w.windowTitle()));
+        QVERIFY(w.runBrowser()->selectedRunIds().isEmpty());
+        QVERIFY(!selection.isEmpty());
+        QVERIFY(selection.last().at(0).value<QList<int64_t>>().isEmpty());
     }
 };
 

@@ -1,5 +1,6 @@
 // Config schema, JSON parsing (nested and dotted), --set, validation, diff.
 #include "core/config/config.h"
+#include "core/config/presets.h"
 
 #include <gtest/gtest.h>
 
@@ -433,4 +434,22 @@ TEST(Config, EnumNamesRoundTrip) {
     expect_names_round_trip<VetoKind>();
     EXPECT_EQ(enum_from_name<RsLevel>("Token"), std::nullopt);
     EXPECT_EQ(enum_from_name<IsMode>("tis"), std::nullopt);
+}
+
+// Runs of one preset get names that tell them apart (issue: three "r3-grpo").
+TEST(Config, DefaultRunNamesSayWhatDiffersFromThePreset) {
+    const Config base = preset_config("r3-grpo");
+    EXPECT_EQ(default_run_name("r3-grpo", base, base), "r3-grpo");
+    Config c = base;
+    c.seed = 3;
+    c.rl.steps = 40;  // the length is not what a run tries
+    EXPECT_EQ(default_run_name("r3-grpo", base, c), "r3-grpo seed=3");
+    c.correction.is_upper = 1.5;
+    c.rollout.profile = NumericsProfile::vllm_bf16;
+    c.train.profile = NumericsProfile::fsdp_bf16;
+    c.optim.lr = 0.001;
+    const std::string name = default_run_name("r3-grpo", base, c);
+    EXPECT_EQ(name.rfind("r3-grpo ", 0), 0u) << name;
+    EXPECT_NE(name.find("+2 more"), std::string::npos) << name;
+    EXPECT_EQ(default_run_name("", Config{}, Config{}), "custom");
 }

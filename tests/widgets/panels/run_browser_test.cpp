@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 
+#include <QApplication>
 #include <QHeaderView>
 #include <QImage>
 #include <QLabel>
@@ -75,6 +76,7 @@ private slots:
     void pausedRunShowsPaused();
     void followsTheDatabase();
     void rendersStatusSwatchAndDiffColours();
+    void diffReferenceIsThePinnedRunElseTheOneSelectedFirst();
 
 private:
     std::unique_ptr<QTemporaryDir> dir_;
@@ -458,3 +460,40 @@ void RunBrowserTest::rendersStatusSwatchAndDiffColours() {
 
 QTEST_MAIN(RunBrowserTest)
 #include "run_browser_test.moc"
+
+// Issue: the diff said "vs run N (first selected)" for the top-most row. The
+// reference is the pinned baseline, else the run the user selected first,
+// whatever the table's order; a multi-selection can pin it from the menu.
+void RunBrowserTest::diffReferenceIsThePinnedRunElseTheOneSelectedFirst() {
+    RunBrowser br;
+    br.setDatabase(db_.get());
+    br.resize(900, 500);
+    br.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&br));
+    QTableWidget* t = br.table();
+    const auto clickRun = [&](int64_t id, Qt::KeyboardModifiers mods) {
+        for (int r = 0; r < t->rowCount(); ++r)
+            if (t->item(r, RunBrowser::ColId)->text().toLongLong() == id) {
+                // The ID cell (not the editable name), and never two clicks
+                // within a double-click.
+                QTest::qWait(QApplication::doubleClickInterval() + 20);
+                const QRect cell = t->visualItemRect(t->item(r, RunBrowser::ColId));
+                QTest::mouseClick(t->viewport(), Qt::LeftButton, mods, cell.center());
+                return;
+            }
+        QFAIL("no row for the run");
+    };
+    // Newest first in the table: c above a. The user picks a, then c.
+    clickRun(a_, {});
+    clickRun(c_, Qt::ControlModifier);
+    QCOMPARE(br.selectedRunIds(), (QList<int64_t>{a_, c_}));
+    QVERIFY(br.diffTable()->horizontalHeaderItem(1)->text().startsWith(QStringLiteral("#%1 ").arg(a_)));
+    // The other order: c first.
+    clickRun(c_, {});
+    clickRun(a_, Qt::ControlModifier);
+    QCOMPARE(br.selectedRunIds(), (QList<int64_t>{c_, a_}));
+    QVERIFY(br.diffTable()->horizontalHeaderItem(1)->text().startsWith(QStringLiteral("#%1 ").arg(c_)));
+    // A pinned baseline wins over the selection order.
+    br.setBaseline(b_);
+    QVERIFY(br.diffTable()->horizontalHeaderItem(1)->text().startsWith(QStringLiteral("baseline #%1 ").arg(b_)));
+}

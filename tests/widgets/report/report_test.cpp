@@ -251,7 +251,7 @@ void ReportTest::htmlFromRealRun() {
 
     Store store = Store::open(db_);
     const RunInfo info = *store.run_info(real_);
-    QVERIFY(html.contains(QStringLiteral("Run report: real tiny (#%1)").arg(real_)));
+    QVERIFY(html.contains(QStringLiteral("Run report: #%1 real tiny").arg(real_)));
     QVERIFY(html.contains(QStringLiteral("Mismatch Lab " MLK_VERSION)));
 
     // Self-contained: every src / href is a data: URL.
@@ -324,7 +324,7 @@ void ReportTest::comparisonContent() {
         QVERIFY2(shown == (keys.count(k.key) > 0), k.key.c_str());
     }
     // Verdicts.
-    QRegularExpression verdictRow(QStringLiteral("<tr><td>.*?%1 \\(#%2\\)</td><td>(.*?)</td><td>(.*?)</td></tr>"));
+    QRegularExpression verdictRow(QStringLiteral("<tr><td>.*?#%2 %1</td><td>(.*?)</td><td>(.*?)</td></tr>"));
     auto verdicts = [&](const QString& name, int64_t id) {
         auto m = QRegularExpression(verdictRow.pattern().arg(QRegularExpression::escape(name)).arg(id)).match(rep.html);
         return m.hasMatch() ? std::make_pair(m.captured(1), m.captured(2)) : std::make_pair(QString(), QString());
@@ -336,12 +336,12 @@ void ReportTest::comparisonContent() {
     auto [c3, d3] = verdicts(QStringLiteral("moe, NaN"), nanmoe_);
     QVERIFY2(d3.contains(QStringLiteral("DETECTED")) && d3.contains(QStringLiteral("step 12")), qPrintable(d3));
     // NaN and zeros on log charts are noted, never dropped.
-    QVERIFY(rep.html.contains(QStringLiteral("moe, NaN (#%1): 1 NaN value(s) at step 12").arg(nanmoe_)));
-    QVERIFY(rep.html.contains(QStringLiteral("moe, NaN (#%1): 1 infinite value(s) at step 20").arg(nanmoe_)));
-    QVERIFY(rep.html.contains(QStringLiteral("on-policy (#%1): 30 value(s) \u2264 0").arg(onpolicy_)));
+    QVERIFY(rep.html.contains(QStringLiteral("#%1 moe, NaN: 1 NaN value(s) at step 12").arg(nanmoe_)));
+    QVERIFY(rep.html.contains(QStringLiteral("#%1 moe, NaN: 1 infinite value(s) at step 20").arg(nanmoe_)));
+    QVERIFY(rep.html.contains(QStringLiteral("#%1 on-policy: 30 value(s) \u2264 0").arg(onpolicy_)));
     // Router counts of the chosen step, straight from the store.
     QVERIFY(rep.html.contains(
-        QStringLiteral("<td>moe, NaN (#%1)</td><td class=\"num\">910</td><td class=\"num\">80</td>").arg(nanmoe_)));
+        QStringLiteral("<td>#%1 moe, NaN</td><td class=\"num\">910</td><td class=\"num\">80</td>").arg(nanmoe_)));
     QVERIFY(rep.html.contains(QStringLiteral("Drill-down at step 10")));
     // Each run in the colour the workbench gives it: its swatch, and its line on a key chart.
     QRegularExpression chart(
@@ -418,7 +418,7 @@ void ReportTest::pdfFromRealRunAndComparison() {
         for (const QString& v : summary_values(store, c.runs, c.metrics))
             QVERIFY2(text.contains(v), qPrintable(c.file + ": " + v));
         for (int64_t id : c.runs) {
-            QVERIFY(text.contains(QStringLiteral("(#%1)").arg(id)));
+            QVERIFY(text.contains(QStringLiteral("#%1 ").arg(id)));
             QVERIFY(text.contains(QStringLiteral("run-%1-").arg(id)));
         }
         // The CSV attachments, byte for byte.
