@@ -24,6 +24,7 @@
 #include "core/store/run_lock.h"
 #include "core/store/store.h"
 #include "tests/cli_runner.h"
+#include "tests/scratch.h"
 
 using namespace mlk;
 using clitest::cli;
@@ -31,35 +32,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// CTest runs each test in its own process, two at a time: each process gets
-// its own folder. The base-policy cache is shared, as two CLI runs on one
-// machine share theirs (its entries are written atomically).
-fs::path scratch() {
-    static fs::path dir = [] {
-        fs::path d = fs::temp_directory_path() / ("mlk_fault_test_" + std::to_string(getpid()));
-        fs::remove_all(d);
-        fs::create_directories(d);
-        return d;
-    }();
-    return dir;
-}
-
-std::string fresh(const std::string& name) {
-    const fs::path p = scratch() / name;
-    fs::remove_all(p);
-    fs::remove_all(p.string() + ".ckpt");
-    fs::remove(p.string() + "-wal");
-    fs::remove(p.string() + "-shm");
-    return p.string();
-}
+fs::path scratch() { return testing_scratch::scratch_dir("fault_test"); }
+std::string fresh(const std::string& name) { return testing_scratch::fresh_db(scratch(), name); }
 
 // A small run: a short warm-up of its own (cached in the suite's folder),
 // small batches, a checkpoint every two steps.
 const std::string kRun = " --preset default --set base.sft_steps=300 --set rl.prompts_per_step=4"
                          " --set rl.samples_per_prompt=2 --set run.checkpoint_every=2";
-std::string cache() {
-    return (fs::temp_directory_path() / ("mlk_fault_test_cache_uid" + std::to_string(getuid()))).string();
-}
+std::string cache() { return testing_scratch::shared_cache_dir(); }
 
 struct Child {
     pid_t pid = -1;
@@ -160,7 +140,6 @@ std::string run_id_of(const std::string& db) { return std::to_string(only_run(db
 class Fault : public ::testing::Test {
 protected:
     static void SetUpTestSuite() { reference(10); }  // also warms the suite's base-policy cache
-    static void TearDownTestSuite() { fs::remove_all(scratch()); }
 };
 
 TEST_F(Fault, SigtermDuringTheWarmupStopsAndResumeWarmsUpAgain) {

@@ -1,6 +1,7 @@
 // The probe: mismatch of a configuration measured end to end, through the
 // library and through mismatch-lab-cli.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <algorithm>
@@ -122,7 +123,7 @@ TEST(ProbeCli, BatchInvariantJsonIsBitwise) {
 }
 
 TEST(ProbeCli, DumpHasPerTokenRecords) {
-    auto path = std::filesystem::temp_directory_path() / "mlk_probe_dump.json";
+    auto path = std::filesystem::temp_directory_path() / ("mlk_probe_dump_" + std::to_string(getpid()) + ".json");
     CliResult r = cli("probe --preset moe-tiny --dump " + path.string() + " --set rl.prompts_per_step=2");
     ASSERT_EQ(r.code, 0) << r.out;
     std::ifstream in(path);
@@ -151,7 +152,7 @@ TEST(ProbeCli, BadInputExitsTwoNamingTheKey) {
 }
 
 TEST(CheckpointCli, WritesLoadableCheckpointUsedByProbe) {
-    auto dir = std::filesystem::temp_directory_path() / "mlk_ckpt_cli";
+    auto dir = std::filesystem::temp_directory_path() / ("mlk_ckpt_cli_" + std::to_string(getpid()));
     std::filesystem::remove_all(dir);
     CliResult w = cli("checkpoint --preset moe-tiny --out " + dir.string());
     ASSERT_EQ(w.code, 0) << w.out;

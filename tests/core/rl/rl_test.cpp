@@ -21,6 +21,7 @@
 #include "core/config/presets.h"
 #include "core/rl/run_controller.h"
 #include "tests/cli_runner.h"
+#include "tests/scratch.h"
 
 using namespace mlk;
 using clitest::cli;
@@ -28,24 +29,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// One scratch folder for every process of this suite (CTest runs each test
-// in its own): the base-policy cache inside it is shared, so the warm-up is
-// trained once. Checkpoints are written by rename, so parallel tests are safe.
+// A folder of this process's own; the base-policy cache is shared
+// (tests/scratch.h), so the warm-up is trained once.
 fs::path scratch() {
     static fs::path dir = [] {
-        fs::path d = fs::temp_directory_path() / ("mlk_rl_test_uid" + std::to_string(getuid()));
-        fs::create_directories(d);
-        setenv("MLK_CACHE_DIR", (d / "cache").c_str(), 1);
-        return d;
+        setenv("MLK_CACHE_DIR", testing_scratch::shared_cache_dir().c_str(), 1);
+        return testing_scratch::scratch_dir("rl_test");
     }();
     return dir;
 }
 
-std::string db_path(const std::string& name) {
-    fs::path p = scratch() / (name + ".sqlite");
-    fs::remove(p);
-    return p.string();
-}
+std::string db_path(const std::string& name) { return testing_scratch::fresh_db(scratch(), name); }
 
 Config small_config() {
     Config c;
@@ -55,7 +49,7 @@ Config small_config() {
 }
 
 std::vector<StepRecord> run_steps(Store& store, const Config& c, int steps, int64_t* run_id = nullptr) {
-    RunController rc = RunController::create(store, c, "test", "test", (scratch() / "cache").string(), {}, steps);
+    RunController rc = RunController::create(store, c, "test", "test", testing_scratch::shared_cache_dir(), {}, steps);
     std::vector<StepRecord> out;
     while (!rc.done()) out.push_back(rc.step());
     rc.finish(RunStatus::finished);
@@ -139,7 +133,7 @@ int integrity_ok(const std::string& path) {
 
 TEST(Rl, SigkillLosesNoCompletedStepAndResumeContinues) {
     const std::string db = db_path("kill");
-    const std::string cache = (scratch() / "cache").string();
+    const std::string cache = testing_scratch::shared_cache_dir();
     const std::string args = "run --preset default --db " + db + " --steps 120 --cache-dir " + cache +
                              " --set rl.prompts_per_step=8 --set rl.samples_per_prompt=4 --set run.checkpoint_every=4";
     // Warm the base-policy cache so the kill lands among RL steps.
