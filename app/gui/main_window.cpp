@@ -85,6 +85,12 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
     });
     connect(worker_, &RunWorker::runStatusChanged, this, [this](qint64 id, const QString& status) {
         statusBar()->showMessage(tr("Run %1 %2").arg(id).arg(status), 4000);
+        // Held between steps: the bar says so until it goes on (no stale ETA).
+        if (status == QLatin1String("paused"))
+            progress_->setFormat(tr("run %1 paused after step %2/%3 \u2014 Resume (Ctrl+P) or Single step (Ctrl+T)")
+                                     .arg(id)
+                                     .arg(progress_->value())
+                                     .arg(progress_->maximum()));
         browser_->refresh();
     });
     connect(worker_, &RunWorker::runFinished, this, [this](qint64 id, const QString& status) {
@@ -274,6 +280,8 @@ void MainWindow::buildMenus() {
 
 QString MainWindow::databasePath() const { return db_->path(); }
 
+QString MainWindow::progressText() const { return progress_->text(); }
+
 bool MainWindow::openDatabase(const QString& path, QString* error) {
     // On failure the open file stays open; on success opened() has reloaded
     // the charts' data, the run browser and the drill-down.
@@ -295,6 +303,10 @@ bool MainWindow::openDatabase(const QString& path, QString* error) {
 }
 
 void MainWindow::startRun() {
+    if (busy_) {
+        statusBar()->showMessage(tr("A run is active: Queue (Ctrl+Shift+R) adds this configuration after it"), 6000);
+        return;
+    }
     enqueueRun();
     if (worker_->paused()) worker_->resume();
     QMetaObject::invokeMethod(worker_, &RunWorker::work, Qt::QueuedConnection);
@@ -341,7 +353,9 @@ void MainWindow::singleStep() {
 }
 
 void MainWindow::updateRunControls() {
-    startAct_->setEnabled(form_->isValid());
+    // Start while a run is active would queue a second run without saying
+    // so; Queue is the explicit way to do that.
+    startAct_->setEnabled(form_->isValid() && !busy_);
     queueAct_->setEnabled(form_->isValid());
     pauseAct_->setEnabled(busy_);
     stopAct_->setEnabled(busy_);

@@ -57,6 +57,9 @@ public:
     RunDataStore* data() const { return data_; }
     RunWorker* worker() const { return worker_; }
     bool isBusy() const { return busy_; }
+    QAction* startAction() const { return startAct_; }
+    QAction* queueAction() const { return queueAct_; }
+    QString progressText() const;  // the run bar's text as shown
     void showDrillDown(qint64 runId, qint64 step = -1);
 
 signals:

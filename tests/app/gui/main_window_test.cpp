@@ -166,9 +166,13 @@ private slots:
             RunBrowser* b = w.runBrowser();
             return b->table()->item(static_cast<int>(b->runIds().indexOf(id)), RunBrowser::ColStatus);
         };
+        // While a run is active Start would queue a duplicate silently: off; Queue stays.
+        QVERIFY(!w.startAction()->isEnabled());
+        QVERIFY(w.queueAction()->isEnabled());
         w.togglePause();
-        // Held between steps: "paused" in the store, the data layer and the browser.
+        // Held between steps: "paused" in the store, the data layer, the browser and the run bar.
         QTRY_COMPARE_WITH_TIMEOUT(stored(), QString("paused"), 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.progressText().contains("paused"), 5000);
         QTRY_COMPARE_WITH_TIMEOUT(shown()->text(), QString("paused"), 5000);
         QCOMPARE(shown()->foreground().color(), palette::statusColour("paused"));
         QCOMPARE(w.data()->run(id)->status, QString("paused"));
@@ -191,6 +195,7 @@ private slots:
         QVERIFY(finished.wait(30000));
         QCOMPARE(finished.first().at(1).toString(), QString("stopped"));
         QCOMPARE(stored(), QString("stopped"));
+        QTRY_VERIFY_WITH_TIMEOUT(w.startAction()->isEnabled(), 5000);
     }
 
     void trainingRunsOffTheGuiThread() {
