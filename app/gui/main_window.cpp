@@ -11,6 +11,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStandardPaths>
@@ -142,10 +143,10 @@ void MainWindow::buildUi() {
     scroll->setWidgetResizable(true);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     scroll->setMinimumWidth(form_->sizeHint().width() + 24);
-    auto* formDock = new QDockWidget(tr("Configuration"), this);
-    formDock->setObjectName("configurationDock");
-    formDock->setWidget(scroll);
-    addDockWidget(Qt::LeftDockWidgetArea, formDock);
+    formDock_ = new QDockWidget(tr("Configuration"), this);
+    formDock_->setObjectName("configurationDock");
+    formDock_->setWidget(scroll);
+    addDockWidget(Qt::LeftDockWidgetArea, formDock_);
     connect(form_, &ConfigForm::validityChanged, this, [this](bool) { updateRunControls(); });
 
     // The drill-down keeps the Store it was given: let go of it before the
@@ -156,11 +157,13 @@ void MainWindow::buildUi() {
     browser_ = new RunBrowser(this);
     browser_->setDatabase(db_);
     browser_->setColourProvider([this](int64_t id) { return data_->colour(id); });
-    auto* runsDock = new QDockWidget(tr("Runs"), this);
-    runsDock->setObjectName("runsDock");
-    runsDock->setWidget(browser_);
-    addDockWidget(Qt::BottomDockWidgetArea, runsDock);
-    resizeDocks({runsDock}, {260}, Qt::Vertical);  // the charts get most of the height
+    runsDock_ = new QDockWidget(tr("Runs"), this);
+    runsDock_->setObjectName("runsDock");
+    runsDock_->setWidget(browser_);
+    addDockWidget(Qt::BottomDockWidgetArea, runsDock_);
+    // The charts get most of the height; the run list about eight rows
+    // above its diff / summary tabs.
+    resizeDocks({runsDock_}, {340}, Qt::Vertical);
     connect(browser_, &RunBrowser::selectionChanged, this, [this](const QList<int64_t>& ids) {
         if (ids.isEmpty()) {
             charts_->showAllRuns();
@@ -267,6 +270,10 @@ void MainWindow::buildMenus() {
     view->addAction(tr("Reset zoom"), charts_, &ChartGrid::resetZoom, QKeySequence(Qt::CTRL | Qt::Key_0));
     view->addAction(tr("Charts"), this, [this] { centre_->setCurrentWidget(charts_); });
     view->addAction(tr("Drill-down"), this, [this] { centre_->setCurrentWidget(drill_); });
+    view->addSeparator();
+    // A closed dock comes back from here.
+    view->addAction(formDock_->toggleViewAction());
+    view->addAction(runsDock_->toggleViewAction());
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("About Mismatch Lab"), this, [this] {
@@ -449,6 +456,15 @@ void MainWindow::restoreSettings() {
     QSettings s;
     restoreGeometry(s.value("geometry").toByteArray());
     restoreState(s.value("windowState").toByteArray());
+    // A size remembered on a larger screen (or grown before charts scrolled)
+    // never puts the window past this one.
+    if (const QScreen* screen = this->screen()) {
+        const QRect avail = screen->availableGeometry();
+        if (width() > avail.width() || height() > avail.height()) {
+            resize(std::min(width(), avail.width()), std::min(height(), avail.height()));
+            move(avail.topLeft());
+        }
+    }
     const QString last = s.value("lastConfig").toString();
     QString err;
     if (!last.isEmpty() && !form_->fromJson(last, &err))

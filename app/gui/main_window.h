@@ -11,6 +11,7 @@
 #include <memory>
 
 class QAction;
+class QDockWidget;
 class QLabel;
 class QMenu;
 class QProgressBar;
@@ -88,6 +89,7 @@ private:
     DrillDown* drill_ = nullptr;
     QTabWidget* centre_ = nullptr;
     QProgressBar* progress_ = nullptr;
+    QDockWidget *formDock_ = nullptr, *runsDock_ = nullptr;
     QLabel* queueLabel_ = nullptr;
     QLabel* dbLabel_ = nullptr;
     QMenu* recentMenu_ = nullptr;

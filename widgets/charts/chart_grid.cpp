@@ -1,6 +1,7 @@
 #include "widgets/charts/chart_grid.h"
 
 #include <QCheckBox>
+#include <QScrollArea>
 #include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -28,11 +29,18 @@ ChartGrid::ChartGrid(RunDataStore* data, QWidget* parent)
     layout->setContentsMargins(4, 4, 4, 4);
     layout->setSpacing(4);
     layout->addWidget(buildToolbar());
-    auto* area = new QWidget(this);
+    // The charts scroll once they no longer fit: adding one must never grow
+    // the window past the screen (its size is remembered).
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    auto* area = new QWidget(scroll);
     grid_ = new QGridLayout(area);
     grid_->setContentsMargins(0, 0, 0, 0);
     grid_->setSpacing(4);
-    layout->addWidget(area, 1);
+    scroll->setWidget(area);
+    layout->addWidget(scroll, 1);
 
     for (const QString& metric : defaultMetrics()) addChart(metric);
     connect(data_, &RunDataStore::runsChanged, this, &ChartGrid::refreshMetricChoices);

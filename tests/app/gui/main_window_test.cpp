@@ -7,6 +7,10 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QHeaderView>
+#include <QMenu>
+#include <QMenuBar>
+#include <QDockWidget>
 #include <QLineSeries>
 #include <QSettings>
 #include <QSignalSpy>
@@ -146,6 +150,36 @@ private slots:
             QTest::qWait(50);  // let the newly shown chart lay out before grabbing
             shot(&w, QString("drilldown_%1").arg(t));
         }
+    }
+
+    // Adding charts scrolls the chart area instead of growing the window; a
+    // closed dock comes back from the View menu.
+    void layoutFitsAndDocksComeBack() {
+        QTemporaryDir d;
+        MainWindow w(d.path() + "/layout.sqlite");
+        w.resize(1200, 800);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        const QSize before = w.size();
+        for (const char* m : {"entropy", "ess", "chi2_token", "response_length", "kl", "policy_loss"})
+            w.charts()->addChart(QString::fromLatin1(m));
+        QTest::qWait(100);
+        QCOMPARE(w.size(), before);
+        auto* runsDock = w.findChild<QDockWidget*>("runsDock");
+        QVERIFY(runsDock && runsDock->isVisible());
+        runsDock->close();
+        QTRY_VERIFY(!runsDock->isVisible());
+        QAction* bringBack = nullptr;
+        for (QAction* menu : w.menuBar()->actions())
+            if (menu->text() == "&View")
+                for (QAction* a : menu->menu()->actions())
+                    if (a->text() == "Runs") bringBack = a;
+        QVERIFY2(bringBack, "View > Runs");
+        bringBack->trigger();
+        QTRY_VERIFY(runsDock->isVisible());
+        // The run table shows several rows by default, not two or three.
+        QVERIFY2(w.runBrowser()->table()->height() >= 6 * w.runBrowser()->table()->verticalHeader()->defaultSectionSize(),
+                 qPrintable(QString::number(w.runBrowser()->table()->height())));
     }
 
     void pauseSingleStepAndStop() {
