@@ -6,12 +6,16 @@
 namespace mlk::palette {
 
 const QList<QColor>& runColours() {
-    // d3's category10 (also TensorBoard's and matplotlib's default cycle):
-    // familiar to the users, distinct on white, readable as thin lines.
-    static const QList<QColor> colours = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c),
-                                          QColor(0xd6, 0x27, 0x28), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
-                                          QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f), QColor(0xbc, 0xbd, 0x22),
-                                          QColor(0x17, 0xbe, 0xcf)};
+    // Okabe & Ito's colour-blind-safe set (Wong, Nature Methods 2011), in an
+    // order that keeps the first runs far apart: category10's brown and red
+    // looked alike, and to a red-green colour-blind user so did its green and
+    // orange. Its yellow is left out (unreadable as a thin line on white),
+    // its black is a dark grey (axes are black), and Paul Tol's purple makes
+    // eight. Every pair stays apart for normal, deuteranope and protanope
+    // vision (run_data_test checks it by simulation).
+    static const QList<QColor> colours = {QColor(0x00, 0x72, 0xb2), QColor(0xd5, 0x5e, 0x00), QColor(0x00, 0x9e, 0x73),
+                                          QColor(0xcc, 0x79, 0xa7), QColor(0xe6, 0x9f, 0x00), QColor(0x56, 0xb4, 0xe9),
+                                          QColor(0x44, 0x44, 0x44), QColor(0xaa, 0x33, 0x77)};
     return colours;
 }
 
