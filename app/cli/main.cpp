@@ -26,7 +26,7 @@ const char* kUsage =
     "  bench [--steps N] [--set k=v ...] [--json]\n"
 #ifdef MLK_WITH_REPORTS
     "  report RUN [RUN ...] --db FILE --out FILE.html|FILE.pdf [--baseline RUN] [--step N] [--metric NAME ...]\n"
-    "         [--title TEXT] [--no-appendix]\n"
+    "         [--title TEXT] [--appendix]\n"
 #endif
     "presets: a model preset (dense-tiny, moe-tiny, dense-small, moe-small) or an RL preset (see `presets`)\n"
     "RUN: a run id as `runs` lists it; N: steps, 1 to 100000\n"

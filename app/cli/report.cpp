@@ -1,5 +1,5 @@
 // `report RUN [RUN ...] --db FILE --out FILE.html|FILE.pdf [--baseline RUN]
-//  [--step N] [--metric NAME ...] [--title TEXT] [--no-appendix]`:
+//  [--step N] [--metric NAME ...] [--title TEXT] [--appendix]`:
 // a thin argument layer over widgets/report/report.h. The first run is the
 // baseline unless --baseline names one; --step defaults to each run's last step.
 #include <QApplication>
@@ -19,7 +19,7 @@ int cmd_report(const Argv& argv) {
     Spec spec;
     spec.values = {"--db", "--out", "--baseline", "--step", "--metric", "--title"};
     spec.repeatable = {"--metric"};
-    spec.flags = {"--no-appendix"};
+    spec.flags = {"--appendix"};
     spec.positional = "RUN ids";
     spec.min_positional = 1;
     spec.max_positional = 1000;
@@ -30,7 +30,7 @@ int cmd_report(const Argv& argv) {
     if (a.has("--step")) req.step = parse_integer("--step", a.get("--step"), 0, INT64_MAX / 2);
     req.metrics = a.all("--metric");
     req.title = a.get("--title");
-    req.appendix = !a.has("--no-appendix");
+    req.appendix = a.has("--appendix");  // the per-run CSV is attached either way
     const std::string out = output_file_option(a, "--out");
     if (!report_extension_ok(out))
         throw UsageError("--out: '" + out + "' has an unknown extension; allowed: .html, .htm, .pdf");

@@ -28,6 +28,7 @@
 #include "core/rl/base_policy.h"
 #include "core/store/export.h"
 #include "widgets/charts/chart_grid.h"
+#include "widgets/data/export_folder.h"
 #include "widgets/panels/config_form.h"
 #include "widgets/panels/drilldown.h"
 #include "widgets/report/report.h"
@@ -393,7 +394,7 @@ void MainWindow::exportSelected(const QString& format) {
         QMessageBox::information(this, tr("Export"), tr("Select one or more runs in the run browser first."));
         return;
     }
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export runs"), QDir::homePath() + "/runs." + format,
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export runs"), exportPath("runs." + format),
                                                       format == "csv" ? tr("CSV (*.csv)") : tr("JSON (*.json)"));
     if (path.isEmpty()) return;
     try {
@@ -403,6 +404,7 @@ void MainWindow::exportSelected(const QString& format) {
             format == "csv" ? export_csv(*db_->store(), v) : export_json(*db_->store(), v).dump(1) + "\n";
         std::ofstream out(path.toStdString(), std::ios::binary);
         if (!(out << text)) throw std::runtime_error("cannot write " + path.toStdString());
+        rememberExportFolder(path);
         statusBar()->showMessage(tr("Wrote %1").arg(path), 6000);
     } catch (const std::exception& e) {
         QMessageBox::warning(this, tr("Export"), QString::fromUtf8(e.what()));
@@ -415,7 +417,7 @@ void MainWindow::exportReport() {
         QMessageBox::information(this, tr("Export report"), tr("Select one or more runs in the run browser first."));
         return;
     }
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export report"), QDir::homePath() + "/report.pdf",
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export report"), exportPath("report.pdf"),
                                                       tr("PDF (*.pdf);;HTML (*.html)"));
     if (path.isEmpty()) return;
     try {
@@ -423,12 +425,31 @@ void MainWindow::exportReport() {
         ReportRequest req;
         req.runs.assign(ids.begin(), ids.end());
         if (browser_->baseline()) req.baseline = *browser_->baseline();
+        req.view = reportView(req.runs);
+        req.appendix = QMessageBox::question(this, tr("Export report"),
+                                             tr("Add the per-step tables of every run as an appendix (many pages "
+                                                "for long runs)? Each run's CSV is attached to the report either "
+                                                "way."),
+                                             QMessageBox::Yes | QMessageBox::No, QMessageBox::No) == QMessageBox::Yes;
         if (drill_->runId() > 0 && drill_->step() >= 0) req.step = drill_->step();
         save_report(build_report(*db_->store(), req), path.toStdString());
+        rememberExportFolder(path);
         statusBar()->showMessage(tr("Wrote %1").arg(path), 6000);
     } catch (const std::exception& e) {
         QMessageBox::warning(this, tr("Export report"), QString::fromUtf8(e.what()));
     }
+}
+
+ReportView MainWindow::reportView(const std::vector<int64_t>& runs) const {
+    ReportView v;
+    for (int64_t id : runs) v.colours[id] = data_->colour(id);
+    v.smoothing = charts_->smoothing();
+    v.group_seeds = charts_->groupSeeds();
+    for (MetricChart* c : charts_->charts()) {
+        v.charts.push_back(c->metric().toStdString());
+        if (c->logScale()) v.log_charts.push_back(c->metric().toStdString());
+    }
+    return v;
 }
 
 void MainWindow::addRecent(const QString& path) {

@@ -9,6 +9,9 @@
 #include <QThread>
 
 #include <memory>
+#include <vector>
+
+#include "widgets/report/report.h"
 
 class QAction;
 class QDockWidget;
@@ -78,6 +81,8 @@ private:
     void rebuildRecentMenu();
     void exportSelected(const QString& format);
     void exportReport();
+    // What the charts show now, for a report that looks like the screen.
+    ReportView reportView(const std::vector<int64_t>& runs) const;
     void updateRunControls();
     void setPhase(const QString& phase, int step, int total, double eta);
 

@@ -1,5 +1,6 @@
 #include "widgets/charts/chart_menu.h"
 
+#include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGraphicsView>
@@ -14,6 +15,7 @@
 #include <cmath>
 
 #include "widgets/charts/metric_chart.h"
+#include "widgets/data/export_folder.h"
 
 namespace mlk {
 
@@ -49,15 +51,41 @@ void askYRange(MetricChart& chart) {
     chart.setManualYRange(YRange{lo, hi});
 }
 
+// A PNG at the size the user picks (the screen's is rarely what a slide or a
+// page wants), saved into the remembered export folder, and said where.
 void askSave(MetricChart& chart, bool svg) {
     QString base = chart.metric();
     base.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9_.-]")), QStringLiteral("_"));
+    QSize size;
+    if (!svg) {
+        const QSize now = chart.size();
+        const QList<QSize> sizes = {now, now * 2, QSize(1600, 600), QSize(2400, 900)};
+        const QStringList labels = {QObject::tr("As on screen (%1 \u00D7 %2 px)").arg(now.width()).arg(now.height()),
+                                    QObject::tr("Twice the screen (%1 \u00D7 %2 px)").arg(now.width() * 2).arg(now.height() * 2),
+                                    QObject::tr("Slide (1600 \u00D7 600 px)"),
+                                    QObject::tr("Print (2400 \u00D7 900 px)")};
+        bool ok = false;
+        const QString pick = QInputDialog::getItem(&chart, QObject::tr("Save chart as PNG"), QObject::tr("Size:"),
+                                                   labels, 1, false, &ok);
+        if (!ok) return;
+        size = sizes[labels.indexOf(pick)];
+    }
     const QString path = QFileDialog::getSaveFileName(
         &chart, svg ? QObject::tr("Save chart as SVG") : QObject::tr("Save chart as PNG"),
-        base + (svg ? ".svg" : ".png"), svg ? QObject::tr("SVG images (*.svg)") : QObject::tr("PNG images (*.png)"));
+        exportPath(base + (svg ? ".svg" : ".png")),
+        svg ? QObject::tr("SVG images (*.svg)") : QObject::tr("PNG images (*.png)"));
     if (path.isEmpty()) return;
-    if (!(svg ? chart.saveSvg(path) : chart.savePng(path)))
+    if (!(svg ? chart.saveSvg(path) : chart.savePng(path, size))) {
         QMessageBox::warning(&chart, QObject::tr("Save chart"), QObject::tr("Could not write %1.").arg(path));
+        return;
+    }
+    rememberExportFolder(path);
+    QMessageBox::information(&chart, QObject::tr("Save chart"),
+                             svg ? QObject::tr("Saved %1 (vector).").arg(QDir::toNativeSeparators(path))
+                                 : QObject::tr("Saved %1 (%2 \u00D7 %3 px).")
+                                       .arg(QDir::toNativeSeparators(path))
+                                       .arg(size.width())
+                                       .arg(size.height()));
 }
 
 }  // namespace

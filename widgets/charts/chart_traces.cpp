@@ -87,7 +87,7 @@ ChartTraces::GroupChanges ChartTraces::syncGroups(const QList<RunMeta>& metas) {
         group.members = members;
         const Trace& first = traces_.at(members.front());
         group.colour = first.colour;
-        group.name = QObject::tr("%1 \u00B7 %n seeds", "", int(members.size())).arg(first.name);
+        group.name = seedGroupLabel(first.name, int(members.size()));
         for (qint64 id : members) groupOf_.insert(id, key);
     }
     changes.groupingChanged = groupOf_ != before;

@@ -110,6 +110,7 @@ public:
     const std::optional<QSet<qint64>>& visibleFilter() const { return visibleFilter_; }
     bool setHidden(qint64 runId, bool hidden);  // true when it changed
     bool isHidden(qint64 runId) const { return hidden_.contains(runId); }
+    const QSet<qint64>& hiddenRuns() const { return hidden_; }
     void setGroupSeeds(bool on) { groupSeeds_ = on; }
     bool groupSeeds() const { return groupSeeds_; }
     void setXAxis(ChartXAxis axis) { xAxis_ = axis; }

@@ -447,10 +447,26 @@ void MetricChart::resetXRange() {
 
 // --- Export ------------------------------------------------------------------
 
-bool MetricChart::savePng(const QString& path) {
+bool MetricChart::savePng(const QString& path, QSize size) {
     tracker_->clear();
     if (dirty_) redrawNow();
-    return saveViewAsPng(*this, path);
+    if (!size.isValid() || size == this->size()) return saveViewAsPng(*this, path);
+    MetricChart twin(data_, metric_);
+    twin.setAttribute(Qt::WA_DontShowOnScreen);
+    twin.setLogScale(logScale());
+    twin.setSmoothing(smoothing());
+    twin.setXAxis(xAxis());
+    twin.setGroupSeeds(groupSeeds());
+    twin.setIgnoreOutliers(ignoreOutliers_);
+    twin.setManualYRange(manualY_);
+    twin.setPointBudget(pointBudget_);
+    if (const auto& filter = traces_.visibleFilter()) twin.setVisibleRuns(QList<qint64>(filter->begin(), filter->end()));
+    for (qint64 id : traces_.hiddenRuns()) twin.setRunHidden(id, true);
+    if (zoom_) twin.setXRange(zoom_->lo, zoom_->hi);
+    twin.resize(size);
+    twin.show();
+    twin.redrawNow();
+    return saveViewAsPng(twin, path);
 }
 
 bool MetricChart::saveSvg(const QString& path) {

@@ -117,7 +117,10 @@ public:
     // Shown raw points that lie outside the y axis now (said in the note).
     int pointsOutside() const { return pointsOutside_; }
 
-    bool savePng(const QString& path);
+    // At the chart's size on screen, or at `size` (logical pixels; drawn by a
+    // twin of this chart laid out at that size, so lines and text are as
+    // sharp as on screen, never a stretched screenshot).
+    bool savePng(const QString& path, QSize size = {});
     bool saveSvg(const QString& path);
 
     void scheduleRedraw();

@@ -9,6 +9,7 @@
 #include <QImage>
 #include <QLegend>
 #include <QLegendMarker>
+#include <QAreaSeries>
 #include <QLineSeries>
 #include <QPainter>
 #include <QScatterSeries>
@@ -91,12 +92,6 @@ void hide_legend(QChart* chart, QAbstractSeries* s) {
 
 }  // namespace
 
-QColor run_color(int index) {
-    const QList<QColor>& colours = palette::runColours();
-    const auto n = int(colours.size());
-    return colours[((index % n) + n) % n];
-}
-
 QString png_data_url(const QByteArray& png) {
     return QStringLiteral("data:image/png;base64,") + QString::fromLatin1(png.toBase64());
 }
@@ -130,6 +125,14 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
                 ys.push_back(p.y);
             }
         }
+    // Smoothed lines and bands are drawn too: their values are in range.
+    for (const auto& r : runs)
+        for (const auto* line : {&r.smooth, &r.lo, &r.hi})
+            for (const auto& p : *line) {
+                if (!std::isfinite(p.x) || !std::isfinite(p.y) || (logX && p.x <= 0)) continue;
+                anyFloor = anyFloor || (logY && p.y <= 0);
+                ys.push_back(p.y);
+            }
     if (!std::isnan(spec.xMin)) xlo = spec.xMin;
     if (!std::isnan(spec.xMax)) xhi = spec.xMax;
     if (!(xlo <= xhi)) xlo = logX ? 1 : 0, xhi = logX ? 10 : 1;
@@ -149,6 +152,7 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
     ValueAxisOptions yOptions;
     yOptions.log = logY;
     yOptions.wholeRange = true;
+    yOptions.nonNegative = spec.nonNegative;
     yOptions.markersAtTop = anyTopEdge;
     yOptions.markersAtBottom = anyBottomEdge;
     if (logY && (anyFloor || anyBottomEdge)) {
@@ -172,7 +176,28 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
 
     std::vector<QAbstractSeries*> hidden;
     const QString xWord = spec.xLabel.isEmpty() ? QStringLiteral("x") : spec.xLabel.section(QStringLiteral(" ("), 0, 0);
+    // A line of finite points, at the floor where a log axis cannot show them.
+    const auto onAxis = [&](const std::vector<XY>& line) {
+        QList<QPointF> out;
+        for (const auto& p : line)
+            if (std::isfinite(p.x) && std::isfinite(p.y) && !(logX && p.x <= 0))
+                out << QPointF(p.x, logY && p.y <= 0 ? floorY : p.y);
+        return out;
+    };
     for (const auto& r : runs) {
+        if (!r.lo.empty() && r.lo.size() == r.hi.size()) {
+            auto* upper = new QLineSeries, *lower = new QLineSeries;
+            upper->replace(onAxis(r.hi));
+            lower->replace(onAxis(r.lo));
+            auto* band = new QAreaSeries(upper, lower);
+            QColor fill = r.color;
+            fill.setAlpha(60);
+            band->setBrush(fill);
+            band->setPen(Qt::NoPen);
+            attach(band);
+            hidden.push_back(band);
+        }
+        const bool smoothed = !r.smooth.empty();
         std::vector<QList<QPointF>> segments(1);
         QList<QPointF> floorPts, edgePts;
         std::vector<double> floorXs, nanXs, infXs;
@@ -206,8 +231,11 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
             QXYSeries* s;
             if (spec.lines) {
                 s = new QLineSeries;
-                QPen pen(r.color);
-                pen.setWidthF(1.8);
+                // Under a smoothed line the raw one is faint, as on screen.
+                QColor c = r.color;
+                if (smoothed) c.setAlpha(70);
+                QPen pen(c);
+                pen.setWidthF(smoothed ? 1.0 : 1.8);
                 s->setPen(pen);
                 s->setPointsVisible(showPoints || seg.size() == 1);
                 s->setMarkerSize(5);
@@ -221,7 +249,7 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
                 sc->setBorderColor(c);
                 s = sc;
             }
-            s->setColor(r.color);
+            if (!smoothed) s->setColor(r.color);
             if (!spec.lines) {
                 QColor c = r.color;
                 c.setAlpha(150);
@@ -230,8 +258,17 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
             s->setName(r.name);
             s->replace(seg);
             attach(s);
-            if (named) hidden.push_back(s);
+            if (named || smoothed) hidden.push_back(s);
             named = true;
+        }
+        if (smoothed) {
+            auto* s = new QLineSeries;
+            QPen pen(r.color);
+            pen.setWidthF(1.8);
+            s->setPen(pen);
+            s->setName(r.name);
+            s->replace(onAxis(r.smooth));
+            attach(s);
         }
         if (!floorPts.isEmpty()) {
             auto* s = new QScatterSeries;
@@ -267,7 +304,7 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
                                       logY ? QStringLiteral("top (+inf) / floor (-inf)")
                                            : QStringLiteral("top (+inf) / bottom (-inf)"));
         }
-        if (r.points.empty()) out.notes << QStringLiteral("%1: no data for this chart.").arg(r.name);
+        if (r.points.empty() && r.smooth.empty()) out.notes << QStringLiteral("%1: no data for this chart.").arg(r.name);
     }
 
     if (spec.diagonal) {

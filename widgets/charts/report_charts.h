@@ -25,20 +25,20 @@
 
 namespace mlk::report {
 
-// Stable colour of the i-th run of a report (baseline = 0): a colour-blind
-// friendly qualitative palette, cycling after 10.
-QColor run_color(int index);
-
 struct XY {
     double x = 0;
     double y = 0;
 };
 
-// One run's data on a chart.
+// One run's data on a chart, as the workbench draws it: the raw line (faint
+// when a smoothed line goes over it), a smoothed line, and for a group of
+// seeds a min-max band.
 struct ChartRun {
     QString name;  // legend text
     QColor color;
     std::vector<XY> points;  // x ascending for line charts; y may be NaN, +-Inf, <= 0
+    std::vector<XY> smooth;  // finite, x ascending; empty = none
+    std::vector<XY> lo, hi;  // a band from lo to hi at the same x; empty = none
 };
 
 enum class Scale { linear, log };
@@ -52,6 +52,7 @@ struct ChartSpec {
     bool lines = true;      // false: scatter only
     bool diagonal = false;  // draw y = x over the x range (probability scatter)
     bool integerX = true;   // x labels as integers (steps)
+    bool nonNegative = false;  // the values cannot be < 0: a linear axis starts at 0 (axis_rules.h)
     // Fixed ranges (both ends) instead of the data's; NaN = from the data.
     double xMin = std::numeric_limits<double>::quiet_NaN(), xMax = std::numeric_limits<double>::quiet_NaN();
     double yMin = std::numeric_limits<double>::quiet_NaN(), yMax = std::numeric_limits<double>::quiet_NaN();

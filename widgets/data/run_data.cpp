@@ -62,6 +62,10 @@ QString seedGroupOf(const std::string& configJson) {
 
 QString runLabel(qint64 id, const QString& name) { return QStringLiteral("#%1 %2").arg(id).arg(name); }
 
+QString seedGroupLabel(const QString& firstRunLabel, int seeds) {
+    return QObject::tr("%1 \u00B7 %n seeds", "", seeds).arg(firstRunLabel);
+}
+
 RunDataStore::RunDataStore(QObject* parent) : QObject(parent) {
     ownDatabase_ = new RunDatabase(this);
     attach(ownDatabase_);

@@ -41,6 +41,9 @@ struct RunMeta {
 // How a run is named wherever it is shown (legends, tables, hover, reports):
 // "#12 r3-grpo", the id first, since names repeat (three "r3-grpo" runs).
 QString runLabel(qint64 id, const QString& name);
+// A group of seeds drawn as one line: "#3 r3-grpo · 5 seeds", named after
+// its first run's label.
+QString seedGroupLabel(const QString& firstRunLabel, int seeds);
 
 // The seedGroup of a stored configuration (see RunMeta).
 QString seedGroupOf(const std::string& configJson);

@@ -20,10 +20,12 @@
 #pragma once
 
 #include <QByteArray>
+#include <QColor>
 #include <QDateTime>
 #include <QString>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -39,6 +41,16 @@ public:
     using std::invalid_argument::invalid_argument;
 };
 
+// How the workbench shows the runs; a report made from the window draws
+// them the same way (the CLI's report: the defaults).
+struct ReportView {
+    std::map<int64_t, QColor> colours;   // run colours the user changed (the others: palette::runColour)
+    double smoothing = 0;                // EMA weight of a smoothed line over the faint raw one; 0 = raw only
+    bool group_seeds = false;            // seeds of one configuration: a mean line in a min-max band
+    std::vector<std::string> charts;     // the charts on screen, in order; empty = the catalogue's key charts
+    std::vector<std::string> log_charts;  // of those, the ones on a log axis
+};
+
 struct ReportRequest {
     std::vector<int64_t> runs;         // report order; duplicates are ignored
     std::optional<int64_t> baseline;   // default runs[0]; added (first) when not in runs
@@ -46,7 +58,10 @@ struct ReportRequest {
     std::vector<std::string> metrics;  // extra metrics for the summary and the charts
     std::string title;                 // default "Run report: NAME" / "Comparison: A vs B, C"
     std::optional<QDateTime> date;     // default now (tests pin it)
-    bool appendix = true;              // raw per-step tables at the end
+    // Raw per-step tables at the end (dozens of pages for a long run); the
+    // per-run CSV is attached either way.
+    bool appendix = false;
+    ReportView view;
 };
 
 struct ReportAttachment {

@@ -69,11 +69,11 @@ QString notes_html(const QStringList& notes) {
 
 QString swatch(const QColor& c) { return QStringLiteral("<span style=\"color:%1\">\u25a0</span>").arg(c.name()); }
 
-QString metric_chart_title(const std::string& name) {
+QString metric_chart_title(const std::string& name, bool log) {
     const MetricInfo* m = find_metric(name);
     QString t = m ? QString::fromUtf8(m->title.data(), (qsizetype)m->title.size()) : qs(name);
     if (m && !m->unit.empty()) t += QStringLiteral(" (%1)").arg(QString::fromUtf8(m->unit.data(), m->unit.size()));
-    return metric_log_axis(name) ? t + QStringLiteral(", log scale") : t;
+    return log ? t + QStringLiteral(", log scale") : t;
 }
 
 bool metric_log_axis(const std::string& name) {
@@ -104,7 +104,9 @@ void Builder::resolve() {
                                    " (see `mismatch-lab-cli runs`)");
         RunData r;
         r.info = *info;
-        r.color = palette::runColour(info->id);
+        const auto own = req.view.colours.find(info->id);
+        r.color = own != req.view.colours.end() && own->second.isValid() ? own->second : palette::runColour(info->id);
+        r.seed_group = seedGroupOf(info->config_json);
         r.label = runLabel(info->id, qs(info->name));
         r.steps = store.steps(info->id);
         try {
@@ -126,6 +128,7 @@ void Builder::resolve() {
         }
         if (std::find(metrics.begin(), metrics.end(), m) == metrics.end()) metrics.push_back(m);
     }
+    chart_metrics = req.view.charts.empty() ? metrics : req.view.charts;
     resolve_drill_steps();
     if (!req.title.empty()) {
         out.title = qs(req.title);

@@ -46,15 +46,17 @@ QString notes_html(const QStringList& notes);
 QString swatch(const QColor& c);
 // A chart's title and y axis from the catalogue; a metric it does not know
 // (from an older or newer version) gets its name and a linear axis.
-QString metric_chart_title(const std::string& name);
+// The chart title of a metric, ", log scale" added when drawn on one.
+QString metric_chart_title(const std::string& name, bool log);
 bool metric_log_axis(const std::string& name);
 
 struct RunData {
     RunInfo info;
     std::optional<Config> cfg;
     std::string cfg_error;
-    QColor color;   // palette::runColour(id): the colour the GUI gives the run
-    QString label;  // "name (#id)"
+    QColor color;   // the colour the GUI gives the run (ReportView::colours, else palette::runColour)
+    QString label;  // runLabel: "#id name"
+    QString seed_group;  // seedGroupOf(config): runs that differ in the seed only share it
     std::vector<int64_t> steps;
     std::map<std::string, std::vector<MetricPoint>> series;
     std::optional<int64_t> drill_step;
@@ -64,7 +66,8 @@ struct Builder {
     Store& store;
     const ReportRequest& req;
     std::vector<RunData> runs;         // baseline first
-    std::vector<std::string> metrics;  // summary / chart metrics: the key ones, then the requested ones
+    std::vector<std::string> metrics;  // summary metrics: the key ones, then the requested ones
+    std::vector<std::string> chart_metrics;  // the charts: the screen's (ReportView::charts), else `metrics`
     Report out;
     QString files_html, files_pdf;  // the data-files paragraph of each flavour
 
@@ -78,6 +81,7 @@ struct Builder {
     QString runs_section();
     QString summary_section();
     QString charts_section();
+    std::vector<report::ChartRun> chart_runs(const std::string& metric);
     QString drill_section();
     QString config_section();
     QString environment_section();

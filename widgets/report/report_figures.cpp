@@ -4,33 +4,102 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
+#include "widgets/charts/axis_rules.h"
+#include "widgets/data/run_data.h"
+#include "widgets/data/series_math.h"
 #include "widgets/report/report_builder.h"
 
 namespace mlk::report_detail {
 
-QString Builder::charts_section() {
-    QString h = QStringLiteral("<h2 style=\"page-break-before: always\">Key charts</h2>\n");
-    h += QStringLiteral(
-        "<p class=\"note\">Every run overlaid in its own colour (the one the workbench gives it; see the "
-        "legend). NaN/Inf values are drawn as triangles at the plot edge; on log scales values &lt;= 0 are "
-        "drawn as open circles at a floor. Both are listed under the chart.</p>\n");
-    for (const auto& m : metrics) {
-        std::vector<report::ChartRun> cr;
-        for (auto& r : runs) {
-            report::ChartRun c{r.label, r.color, {}};
-            for (const auto& [s, v] : series_of(r, m)) c.points.push_back({(double)s, v});
-            cr.push_back(std::move(c));
+// One chart's runs as the workbench draws them: each run's raw values, a
+// smoothed line over them at the screen's weight, and seeds of one
+// configuration as a mean line in the min-max band of their (smoothed)
+// values, keeping each seed's NaN/Inf markers.
+std::vector<report::ChartRun> Builder::chart_runs(const std::string& m) {
+    const double w = req.view.smoothing;
+    const auto smoothed = [&](const std::vector<double>& ys) { return w > 0 ? debiasedEma(ys, w) : ys; };
+    std::map<QString, std::vector<size_t>> groups;
+    if (req.view.group_seeds)
+        for (size_t i = 0; i < runs.size(); ++i)
+            if (!runs[i].seed_group.isEmpty() && !series_of(runs[i], m).empty()) groups[runs[i].seed_group].push_back(i);
+    std::vector<report::ChartRun> out;
+    std::set<size_t> drawn;
+    for (size_t i = 0; i < runs.size(); ++i) {
+        if (drawn.count(i)) continue;
+        const auto g = groups.find(runs[i].seed_group);
+        if (g != groups.end() && g->second.size() >= 2) {
+            // Kept alive for the spans aggregateSeeds reads.
+            std::vector<std::vector<double>> steps, values;
+            report::ChartRun band{seedGroupLabel(runs[i].label, int(g->second.size())), runs[i].color, {}};
+            for (size_t k : g->second) {
+                drawn.insert(k);
+                std::vector<double> s, v;
+                for (const auto& [step, value] : series_of(runs[k], m)) {
+                    s.push_back((double)step);
+                    v.push_back(value);
+                    if (!std::isfinite(value)) band.points.push_back({(double)step, value});
+                }
+                steps.push_back(std::move(s));
+                values.push_back(smoothed(v));
+            }
+            std::vector<SeedRun> members;
+            for (size_t k = 0; k < steps.size(); ++k) members.push_back({steps[k], steps[k], values[k]});
+            const SeedAggregate agg = aggregateSeeds(members);
+            for (size_t k = 0; k < agg.size(); ++k) {
+                band.smooth.push_back({agg.xs[k], agg.mean[k]});
+                band.lo.push_back({agg.xs[k], agg.lo[k]});
+                band.hi.push_back({agg.xs[k], agg.hi[k]});
+            }
+            std::sort(band.points.begin(), band.points.end(), [](auto& a, auto& b) { return a.x < b.x; });
+            out.push_back(std::move(band));
+            continue;
         }
+        report::ChartRun c{runs[i].label, runs[i].color, {}};
+        std::vector<double> ys;
+        for (const auto& [s, v] : series_of(runs[i], m)) {
+            c.points.push_back({(double)s, v});
+            ys.push_back(v);
+        }
+        if (w > 0) {
+            const std::vector<double> sm = smoothed(ys);
+            for (size_t k = 0; k < sm.size(); ++k)
+                if (std::isfinite(sm[k])) c.smooth.push_back({c.points[k].x, sm[k]});
+        }
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+QString Builder::charts_section() {
+    QString h = QStringLiteral("<h2 style=\"page-break-before: always\">%1</h2>\n")
+                    .arg(req.view.charts.empty() ? QStringLiteral("Key charts") : QStringLiteral("Charts"));
+    QString how = QStringLiteral("Every run overlaid in its own colour, the one the workbench gives it (see the legend)");
+    if (req.view.smoothing > 0)
+        how += QStringLiteral(", a smoothed line (debiased EMA, weight %1, as on screen) over the faint raw one")
+                   .arg(req.view.smoothing);
+    if (req.view.group_seeds) how += QStringLiteral("; seeds of one configuration as their mean in a min\u2013max band");
+    h += QStringLiteral(
+             "<p class=\"note\">%1. NaN/Inf values are drawn as triangles at the plot edge; on log scales values "
+             "&lt;= 0 are drawn as open circles at a floor. Both are listed under the chart.</p>\n")
+             .arg(esc(how));
+    for (const auto& m : chart_metrics) {
+        std::vector<report::ChartRun> cr = chart_runs(m);
+        const bool log = req.view.charts.empty()
+                             ? metric_log_axis(m)
+                             : std::find(req.view.log_charts.begin(), req.view.log_charts.end(), m) !=
+                                   req.view.log_charts.end();
         report::ChartSpec spec;
-        spec.title = metric_chart_title(m);
+        spec.title = metric_chart_title(m, log);
         spec.yLabel = qs(m);
-        spec.yScale = metric_log_axis(m) ? report::Scale::log : report::Scale::linear;
+        spec.yScale = log ? report::Scale::log : report::Scale::linear;
+        spec.nonNegative = metricNonNegative(m);
         spec.size = QSize(kPageWidth, 250);
         report::RenderedChart c = report::render_xy_chart(spec, cr);
         h += QStringLiteral("<p class=\"chart\" align=\"center\">%1</p>\n")
-                 .arg(img_tag(c, QStringLiteral("chart of ") + qs(m)));
+                 .arg(img_tag(c, QStringLiteral("chart of ") + qs(m) + (log ? QStringLiteral(" (log scale)") : QString())));
         h += notes_html(c.notes);
         ++out.images;
     }

@@ -242,6 +242,30 @@ private slots:
         const QByteArray shots = qgetenv("MLK_SCREENSHOT_DIR");
         if (!shots.isEmpty()) QFile::copy(svg, QString::fromLocal8Bit(shots) + QStringLiteral("/chart_export.svg"));
         QCOMPARE(chart.rawSeries(1)->count(), 4);
+
+        // At a chosen size: that size, drawn anew (the run's colour is on it,
+        // the title too), the chart on screen untouched.
+        const QString big = dir.filePath(QStringLiteral("big.png"));
+        chart.setSmoothing(0);
+        QVERIFY(chart.savePng(big, QSize(1600, 600)));
+        if (!shots.isEmpty()) QFile::copy(big, QString::fromLocal8Bit(shots) + QStringLiteral("/chart_export_1600.png"));
+        const QImage large(big);
+        QCOMPARE(large.size(), QSize(1600, 600));
+        int runPixels = 0, left = large.width(), right = 0;
+        const QColor colour = palette::runColour(1);
+        for (int y = 0; y < large.height(); ++y)
+            for (int x = 0; x < large.width(); ++x) {
+                const QColor p(large.pixel(x, y));
+                if (std::abs(p.red() - colour.red()) + std::abs(p.green() - colour.green()) +
+                        std::abs(p.blue() - colour.blue()) >= 60)
+                    continue;
+                ++runPixels;
+                if (y < large.height() - 60) left = std::min(left, x), right = std::max(right, x);  // not the legend
+            }
+        // A 1 px antialiased line across the plot, drawn at that width.
+        QVERIFY2(runPixels > 300 && left < 100 && right > 1500,
+                 qPrintable(QString("%1 pixels from x %2 to %3").arg(runPixels).arg(left).arg(right)));
+        QCOMPARE(chart.size(), QSize(500, 320));
     }
 
     void logAxisWithOnlyZerosStillDraws() {

@@ -98,6 +98,7 @@ private slots:
     void comparisonContent();
     void pdfFromRealRunAndComparison();
     void cliErrors();
+    void followsTheScreen();
 
 private:
     std::unique_ptr<QTemporaryDir> dir_;
@@ -243,7 +244,7 @@ void ReportTest::chartsKeepNanAndZero() {
 
 void ReportTest::htmlFromRealRun() {
     const QString out = dir_->filePath(QStringLiteral("one.html"));
-    QCOMPARE(run_cli({std::to_string(real_), "--db", db_, "--out", out.toStdString()}), 0);
+    QCOMPARE(run_cli({std::to_string(real_), "--db", db_, "--out", out.toStdString(), "--appendix"}), 0);
     const QString html = read_text(out);
     QVERIFY(html.startsWith(QStringLiteral("<!DOCTYPE html>")));
     const QString err = xml_error(html);
@@ -268,7 +269,9 @@ void ReportTest::htmlFromRealRun() {
         ++images;
     }
     QVERIFY2(images >= 6, qPrintable(QString::number(images)));  // 4 key charts + F(t) + scatter
-    for (const char* alt : {"chart of reward_mean", "chart of k3_kl", "chart of grad_norm", "chart of F@2"})
+    // The catalogue's key charts, on the catalogue's scales.
+    for (const char* alt : {"chart of reward_mean", "chart of k3_kl (log scale)", "chart of grad_norm",
+                            "chart of F@2 (log scale)"})
         QVERIFY2(html.contains(QStringLiteral("alt=\"%1\"").arg(QLatin1String(alt))), alt);
 
     // The config table: every key with the stored value.
@@ -467,3 +470,49 @@ void ReportTest::cliErrors() {
 
 QTEST_MAIN(ReportTest)
 #include "report_test.moc"
+
+// A report made from the window looks like the window: the run colours the
+// user chose, the charts on screen with their scales, the smoothing, seeds
+// grouped into a band (a seed's NaN still noted, under the group's name); no
+// per-step appendix unless asked for, the CSV attached either way.
+void ReportTest::followsTheScreen() {
+    Store store = Store::open(db_);
+    Config c;
+    c.seed = 11;
+    const int64_t s1 = store.create_run("seeded", "custom", config_to_json(c).dump(), 11, RunStatus::finished);
+    c.seed = 12;
+    const int64_t s2 = store.create_run("seeded", "custom", config_to_json(c).dump(), 12, RunStatus::finished);
+    for (int step = 0; step < 20; ++step)
+        for (int64_t id : {s1, s2}) {
+            StepRecord r;
+            r.step = step;
+            const double v = id == s2 && step == 7 ? std::numeric_limits<double>::quiet_NaN() : 0.1 * step + id;
+            r.metrics = {{"entropy", v}, {"reward_mean", 0.5}};
+            store.append_step(id, r);
+        }
+    ReportRequest req;
+    req.runs = {real_, s1, s2};
+    req.view.colours[real_] = QColor(0x12, 0x34, 0x56);
+    req.view.smoothing = 0.6;
+    req.view.group_seeds = true;
+    req.view.charts = {"entropy", "k3_kl"};
+    req.view.log_charts = {"entropy"};
+    const Report rep = build_report(store, req);
+    QVERIFY(rep.html.contains(QStringLiteral("color:#123456")));  // the user's colour, not the palette's
+    QVERIFY(!rep.html.contains(QStringLiteral("color:%1\"").arg(palette::runColour(real_).name())));
+    QVERIFY(rep.html.contains(QStringLiteral("weight 0.6")));
+    QVERIFY(rep.html.contains(QStringLiteral("min\u2013max band")));
+    // The charts on screen, in their order and scales, and no other.
+    const qsizetype entropy = rep.html.indexOf(QStringLiteral("alt=\"chart of entropy")),
+                    k3 = rep.html.indexOf(QStringLiteral("alt=\"chart of k3_kl"));
+    QVERIFY2(entropy >= 0 && k3 > entropy, qPrintable(QString("%1 %2").arg(entropy).arg(k3)));
+    QVERIFY(!rep.html.contains(QStringLiteral("alt=\"chart of reward_mean")));
+    QVERIFY(rep.html.contains(QStringLiteral("alt=\"chart of entropy (log scale)\"")));
+    QVERIFY(rep.html.contains(QStringLiteral("alt=\"chart of k3_kl\"")));  // linear, as on that screen
+    // The group is named after its first seed; the NaN of the second is noted under it.
+    QVERIFY2(rep.html.contains(QStringLiteral("#%1 seeded \u00B7 2 seeds: 1 NaN value(s) at step 7").arg(s1)),
+             qPrintable(rep.html.mid(rep.html.indexOf("NaN value"), 200)));
+    QVERIFY(!rep.html.contains(QStringLiteral(">Appendix")));
+    QVERIFY(std::any_of(rep.attachments.begin(), rep.attachments.end(),
+                        [](const ReportAttachment& a) { return a.mime == "text/csv"; }));
+}
