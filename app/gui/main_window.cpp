@@ -69,7 +69,7 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
     connect(worker_, &RunWorker::runStarted, this, [this](qint64 id, const QString& name) {
         busy_ = true;
         updateRunControls();
-        statusBar()->showMessage(tr("Run %1 (%2) started").arg(id).arg(name), 4000);
+        showStatus(tr("Run %1 (%2) started").arg(id).arg(name), 4000);
         browser_->refresh();
     });
     connect(worker_, &RunWorker::baseProgress, this, [this](int step, int total, double reward) {
@@ -86,7 +86,7 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
         if (!browserRefresh_->isActive()) browserRefresh_->start();
     });
     connect(worker_, &RunWorker::runStatusChanged, this, [this](qint64 id, const QString& status) {
-        statusBar()->showMessage(tr("Run %1 %2").arg(id).arg(status), 4000);
+        showStatus(tr("Run %1 %2").arg(id).arg(status), 4000);
         // Held between steps: the bar says so until it goes on (no stale ETA).
         if (status == QLatin1String("paused"))
             progress_->setFormat(tr("run %1 paused after step %2/%3 \u2014 Resume (Ctrl+P) or Single step (Ctrl+T)")
@@ -96,14 +96,14 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
         browser_->refresh();
     });
     connect(worker_, &RunWorker::runFinished, this, [this](qint64 id, const QString& status) {
-        statusBar()->showMessage(tr("Run %1 %2").arg(id).arg(status), 6000);
+        showStatus(tr("Run %1 %2").arg(id).arg(status), 6000);
         browser_->refresh();
         emit runFinished(id, status);
     });
     connect(worker_, &RunWorker::queueChanged, this,
             [this](int n) { queueLabel_->setText(n ? tr("Queue: %1").arg(n) : QString()); });
     connect(worker_, &RunWorker::failed, this, [this](const QString& msg) {
-        statusBar()->showMessage(tr("Run failed: %1").arg(msg), 10000);
+        showStatus(tr("Run failed: %1").arg(msg), 10000);
         QMessageBox* box = new QMessageBox(QMessageBox::Warning, tr("Run failed"), msg, QMessageBox::Ok, this);
         box->setAttribute(Qt::WA_DeleteOnClose);
         box->open();  // non-modal: the window keeps running
@@ -119,7 +119,7 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
     QString err;
     const QString path =
         dbPath.isEmpty() ? QSettings().value("lastDatabase", defaultDatabasePath()).toString() : dbPath;
-    if (!openDatabase(path, &err) && !openDatabase(defaultDatabasePath(), &err)) statusBar()->showMessage(err, 10000);
+    if (!openDatabase(path, &err) && !openDatabase(defaultDatabasePath(), &err)) showStatus(err, 10000);
     updateRunControls();
 }
 
@@ -290,6 +290,19 @@ QString MainWindow::databasePath() const { return db_->path(); }
 
 QString MainWindow::progressText() const { return progress_->text(); }
 
+// A message in the status bar's free width: a long one (a path and an error)
+// is cut with an ellipsis instead of running under the database label, and
+// is whole in the bar's tooltip.
+void MainWindow::showStatus(const QString& message, int timeoutMs) {
+    int taken = 0;
+    for (QWidget* w : {static_cast<QWidget*>(dbLabel_), static_cast<QWidget*>(queueLabel_),
+                       static_cast<QWidget*>(progress_)})
+        if (w && w->isVisible()) taken += w->width() + 12;
+    const int room = std::max(80, statusBar()->width() - taken - 24);
+    statusBar()->showMessage(statusBar()->fontMetrics().elidedText(message, Qt::ElideRight, room), timeoutMs);
+    statusBar()->setToolTip(message);
+}
+
 bool MainWindow::openDatabase(const QString& path, QString* error) {
     // On failure the open file stays open; on success opened() has reloaded
     // the charts' data, the run browser and the drill-down.
@@ -312,7 +325,7 @@ bool MainWindow::openDatabase(const QString& path, QString* error) {
 
 void MainWindow::startRun() {
     if (busy_) {
-        statusBar()->showMessage(tr("A run is active: Queue (Ctrl+Shift+R) adds this configuration after it"), 6000);
+        showStatus(tr("A run is active: Queue (Ctrl+Shift+R) adds this configuration after it"), 6000);
         return;
     }
     enqueueRun();
@@ -322,7 +335,7 @@ void MainWindow::startRun() {
 
 void MainWindow::enqueueRun() {
     if (!form_->isValid()) {
-        statusBar()->showMessage(tr("The configuration is invalid: %1").arg(form_->errorMessages().join("; ")), 8000);
+        showStatus(tr("The configuration is invalid: %1").arg(form_->errorMessages().join("; ")), 8000);
         return;
     }
     RunJob job;
@@ -333,7 +346,7 @@ void MainWindow::enqueueRun() {
     job.name = QString::fromStdString(default_run_name(preset, base, job.config));
     worker_->enqueue(job);
     QSettings().setValue("lastConfig", form_->toJson());
-    if (busy_) statusBar()->showMessage(tr("Queued: %1").arg(job.name), 4000);
+    if (busy_) showStatus(tr("Queued: %1").arg(job.name), 4000);
 }
 
 void MainWindow::togglePause() {
@@ -381,7 +394,7 @@ void MainWindow::showDrillDown(qint64 runId, qint64 step) {
     try {
         last = db_->lastStep(runId);
     } catch (const StoreError& e) {
-        statusBar()->showMessage(QString::fromUtf8(e.what()), 8000);
+        showStatus(QString::fromUtf8(e.what()), 8000);
         return;
     }
     if (!last || !db_->store()) return;
@@ -405,7 +418,7 @@ void MainWindow::exportSelected(const QString& format) {
         std::ofstream out(path.toStdString(), std::ios::binary);
         if (!(out << text)) throw std::runtime_error("cannot write " + path.toStdString());
         rememberExportFolder(path);
-        statusBar()->showMessage(tr("Wrote %1").arg(path), 6000);
+        showStatus(tr("Wrote %1").arg(path), 6000);
     } catch (const std::exception& e) {
         QMessageBox::warning(this, tr("Export"), QString::fromUtf8(e.what()));
     }
@@ -434,7 +447,7 @@ void MainWindow::exportReport() {
         if (drill_->runId() > 0 && drill_->step() >= 0) req.step = drill_->step();
         save_report(build_report(*db_->store(), req), path.toStdString());
         rememberExportFolder(path);
-        statusBar()->showMessage(tr("Wrote %1").arg(path), 6000);
+        showStatus(tr("Wrote %1").arg(path), 6000);
     } catch (const std::exception& e) {
         QMessageBox::warning(this, tr("Export report"), QString::fromUtf8(e.what()));
     }
@@ -489,7 +502,7 @@ void MainWindow::restoreSettings() {
     const QString last = s.value("lastConfig").toString();
     QString err;
     if (!last.isEmpty() && !form_->fromJson(last, &err))
-        statusBar()->showMessage(tr("The last configuration could not be restored: %1").arg(err), 8000);
+        showStatus(tr("The last configuration could not be restored: %1").arg(err), 8000);
     for (const QString& m : s.value("extraCharts").toStringList())
         if (!charts_->chartFor(m)) charts_->addChart(m);
     // View settings: smoothing, x axis, which charts are on a log scale.

@@ -64,6 +64,7 @@ public:
     QAction* startAction() const { return startAct_; }
     QAction* queueAction() const { return queueAct_; }
     QString progressText() const;  // the run bar's text as shown
+    void showStatus(const QString& message, int timeoutMs = 0);
     void showDrillDown(qint64 runId, qint64 step = -1);
 
 signals:

@@ -146,24 +146,26 @@ std::string first_leaf_path(std::string path, const json* v) {
 
 // Flattens nested and dotted JSON into (dotted key, value) pairs. Recurses
 // only into section objects ("rollout": {...}), so at most one level.
+// Every key of obj as (dotted key, value); what cannot be a key is added to
+// `errors` and passed over, so one reading reports every bad key.
 void flatten(const json& obj, const std::string& prefix, std::vector<std::pair<std::string, const json*>>& out,
-             std::set<std::string>& seen) {
+             std::set<std::string>& seen, std::vector<std::string>& errors) {
     for (auto it = obj.begin(); it != obj.end(); ++it) {
         const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
         if (find_entry(path)) {
             if (!seen.insert(path).second)
-                fail(path + ": given twice (nested and dotted forms of the same key); give it once");
-            out.emplace_back(path, &it.value());
+                errors.push_back(path + ": given twice (nested and dotted forms of the same key); give it once");
+            else out.emplace_back(path, &it.value());
         } else if (it.value().is_object() && is_section_prefix(path)) {
-            flatten(it.value(), path, out, seen);
+            flatten(it.value(), path, out, seen, errors);
         } else if (is_section_prefix(path)) {
             std::vector<std::string> keys;
             for (const auto& e : entries())
                 if (e.meta.key.rfind(path + ".", 0) == 0) keys.push_back(e.meta.key);
-            fail(path + ": expected an object with keys " + join(keys) + ", got " + excerpt(it.value()) + " (" +
-                 json_kind(it.value()) + ")");
+            errors.push_back(path + ": expected an object with keys " + join(keys) + ", got " + excerpt(it.value()) +
+                             " (" + json_kind(it.value()) + ")");
         } else {
-            fail(unknown_key_message(first_leaf_path(path, &it.value())));
+            errors.push_back(unknown_key_message(first_leaf_path(path, &it.value())));
         }
     }
 }
@@ -178,11 +180,25 @@ void overlay(Config& c, const json& j) {
                  " levels of objects and arrays (a config needs at most 3)");
     std::vector<std::pair<std::string, const json*>> items;
     std::set<std::string> seen;
-    flatten(j, "", items, seen);
+    std::vector<std::string> errors;
+    flatten(j, "", items, seen, errors);
     for (const auto& [key, v] : items) {
         const Entry& e = *find_entry(key);
-        e.put(c, check_value(e.meta, *v));
+        try {
+            e.put(c, check_value(e.meta, *v));
+        } catch (const ConfigError& err) {
+            errors.push_back(err.what());
+        }
     }
+    // Every bad key at once (a user fixing a pasted config one error per try
+    // would give up), the first few in full so a message stays readable.
+    constexpr size_t kShown = 3;
+    if (errors.size() > kShown) {
+        const size_t more = errors.size() - kShown;
+        errors.resize(kShown);
+        errors.push_back("and " + std::to_string(more) + " more");
+    }
+    if (!errors.empty()) fail(join(errors, "; "));
 }
 
 }  // namespace
@@ -384,6 +400,38 @@ std::vector<std::string> config_warnings(const Config& c) {
         c.rollout.top_p == 1.0)
         w.push_back("rollout.logprobs=raw equals processed when temperature=1, top_k=0 and top_p=1");
     return w;
+}
+
+std::vector<IgnoredKey> config_ignored_keys(const Config& c) {
+    std::vector<IgnoredKey> out;
+    const auto add = [&](std::initializer_list<const char*> keys, const std::string& reason) {
+        for (const char* k : keys) out.push_back({k, reason});
+    };
+    const auto& k = c.correction;
+    const bool recompute = c.rl.old_policy == OldPolicyMode::recompute;
+    if (recompute)
+        add({"correction.is_level", "correction.rs_level", "correction.veto_threshold"},
+            "rl.old_policy=recompute applies no correction (its weights are 1)");
+    if (k.is_level == IsLevel::off || recompute)
+        add({"correction.is_mode", "correction.is_upper", "correction.is_lower", "correction.batch_normalize"},
+            recompute ? "rl.old_policy=recompute applies no correction" : "correction.is_level is off");
+    else if (k.is_mode == IsMode::truncate)
+        add({"correction.is_lower"}, "correction.is_mode=truncate uses the upper bound only (w = min(w, U))");
+    if (k.rs_level == RsLevel::off || recompute)
+        add({"correction.rs_lower", "correction.rs_upper"},
+            recompute ? "rl.old_policy=recompute applies no correction" : "correction.rs_level is off");
+    else if (k.rs_level == RsLevel::seq_mean_k3)
+        add({"correction.rs_lower"}, "correction.rs_level=seq_mean_k3 uses rs_upper as its K3 threshold only");
+    if (k.veto_threshold == 0) add({"correction.veto_kind"}, "correction.veto_threshold is 0 (veto off)");
+    if (c.rl.loss != PolicyLossType::gspo)
+        add({"rl.gspo_eps_low", "rl.gspo_eps_high"}, "only rl.loss=gspo clips with these");
+    if (c.rl.loss != PolicyLossType::ppo) add({"rl.eps_low", "rl.eps_high"}, "only rl.loss=ppo clips with these");
+    if (c.rollout.profile != NumericsProfile::simple)
+        add({"rollout.precision"}, "rollout.profile is not simple: the rounding points below decide");
+    if (c.train.profile != NumericsProfile::simple)
+        add({"train.precision"}, "train.profile is not simple: the rounding points below decide");
+    if (c.model.kind != ModelKind::moe) add({"moe.routing_replay"}, "a dense model has no routers (model.kind=dense)");
+    return out;
 }
 
 bool operator==(const Config& a, const Config& b) {

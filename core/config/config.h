@@ -89,6 +89,14 @@ void validate(const Config& c);
 // rl.old_policy=recompute. One sentence each; empty when none.
 std::vector<std::string> config_warnings(const Config& c);
 
+// Keys whose value has no effect given the others (IS bounds with
+// correction.is_level=off, GSPO's clip under the PPO loss, ...), each with
+// why: the workbench greys them out and says so.
+struct IgnoredKey {
+    std::string key, reason;
+};
+std::vector<IgnoredKey> config_ignored_keys(const Config& c);
+
 struct ConfigDiff {
     std::string key;
     std::string a;  // config_value_text of the first config

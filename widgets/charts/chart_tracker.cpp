@@ -128,6 +128,8 @@ void ChartTracker::show(const QPoint& viewPos) {
     QToolTip::showText(view_->mapToGlobal(viewPos), describe(*found), view_);
 }
 
+bool ChartTracker::shown() const { return dot_->isVisible(); }
+
 void ChartTracker::clear() {
     dot_->hide();
     QToolTip::hideText();

@@ -28,6 +28,7 @@ public:
     QString textAt(const QPoint& viewPos) const;  // "" away from every point
     void show(const QPoint& viewPos);             // dot and tooltip, or clear()
     void clear();
+    bool shown() const;  // the dot is on the plot
     // Scene position of a point of `trace` as drawn: NaN/Inf at their marker,
     // values below a log axis' floor at the floor.
     QPointF scenePosOf(const Trace& trace, std::size_t index) const;

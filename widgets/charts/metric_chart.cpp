@@ -486,6 +486,7 @@ QStringList MetricChart::tickLabels(Qt::Orientation axis) const {
 QPointF MetricChart::toScene(double x, double y) const { return frame_.toScene(chart()->plotArea(), x, y); }
 
 QString MetricChart::hoverTextAt(const QPoint& viewPos) const { return tracker_->textAt(viewPos); }
+bool MetricChart::hoverMarkerShown() const { return tracker_->shown(); }
 
 QLineSeries* MetricChart::rawSeries(qint64 runId) const {
     const Trace* trace = traces_.find(runId);
@@ -534,6 +535,13 @@ void MetricChart::mouseDoubleClickEvent(QMouseEvent* event) {
 void MetricChart::leaveEvent(QEvent* event) {
     tracker_->clear();
     QChartView::leaveEvent(event);
+}
+
+// The mouse moves over the viewport, and its leaving is an event of the
+// viewport's: the view's leaveEvent alone left the hover dot behind.
+bool MetricChart::viewportEvent(QEvent* event) {
+    if (event->type() == QEvent::Leave) tracker_->clear();
+    return QChartView::viewportEvent(event);
 }
 
 void MetricChart::contextMenuEvent(QContextMenuEvent* event) {

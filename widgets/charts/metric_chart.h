@@ -137,6 +137,7 @@ public:
     int valuesAtFloor() const { return valuesAtFloor_; }  // shown run values <= 0 (log scale only)
     int nonFiniteCount() const { return nonFiniteCount_; }
     QString noteText() const { return noteText_; }       // "" when there is nothing to note
+    bool hoverMarkerShown() const;                       // the hover dot is on the plot
     QStringList tickLabels(Qt::Orientation axis) const;  // the labels painted on that axis now
     // Scene position of a data point (step, value) as the lines are drawn.
     QPointF toScene(double x, double y) const;
@@ -153,6 +154,7 @@ signals:
 protected:
     void mousePressEvent(QMouseEvent* event) override;
     void mouseMoveEvent(QMouseEvent* event) override;
+    bool viewportEvent(QEvent* event) override;
     void mouseReleaseEvent(QMouseEvent* event) override;
     void mouseDoubleClickEvent(QMouseEvent* event) override;
     void leaveEvent(QEvent* event) override;

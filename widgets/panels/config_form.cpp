@@ -55,10 +55,12 @@ QCheckBox[mlkState="error"] { background: %2; border: 1px solid %1; border-radiu
 QCheckBox[mlkState="warning"] { background: %5; border: 1px solid %4; border-radius: 3px; }
 QLabel[mlkState="error"] { color: %3; }
 QLabel[mlkState="warning"] { color: %6; }
+QLabel[mlkState="ignored"] { color: %7; font-style: italic; }
 QToolButton#mlkSectionHeader { font-weight: bold; border: none; border-bottom: 1px solid palette(mid);
     padding: 4px 2px; text-align: left; }
 )")
-        .arg(e.border.name(), e.fill.name(), e.ink.name(), w.border.name(), w.fill.name(), w.ink.name());
+        .arg(e.border.name(), e.fill.name(), e.ink.name(), w.border.name(), w.fill.name(), w.ink.name(),
+             palette::secondaryText().name());
 }
 
 void repolish(QWidget* w) {
@@ -337,6 +339,13 @@ void ConfigForm::revalidate() {
     };
     for (const QString& e : errs) mark(e, QStringLiteral("error"));
     for (const QString& w : warns) mark(w, QStringLiteral("warning"));
+    // A value that changes nothing now is greyed, with why (still editable).
+    for (const IgnoredKey& ig : config_ignored_keys(cfg_)) {
+        auto it = fields_.find(qs(ig.key));
+        if (it == fields_.end() || !it->state.isEmpty()) continue;
+        it->state = QStringLiteral("ignored");
+        it->message = tr("Ignored: %1").arg(qs(ig.reason));
+    }
     applyMarks();
 
     QString html;
@@ -373,10 +382,12 @@ void ConfigForm::applyMarks() {
             repolish(f.editor);
             repolish(f.label);
         }
-        if (f.state.isEmpty()) {
+        if (f.state.isEmpty() || f.state == QLatin1String("ignored")) {
             f.marker->clear();
-            f.marker->setToolTip(QString());
-            f.editor->setToolTip(f.baseTooltip);
+            f.marker->setToolTip(f.message);
+            f.editor->setToolTip(f.message.isEmpty() ? f.baseTooltip
+                                                     : QStringLiteral("<p><i>%1</i></p><hr/>%2")
+                                                           .arg(f.message.toHtmlEscaped(), f.baseTooltip));
         } else {
             f.marker->setPixmap(f.state == QLatin1String("error") ? err : warn);
             const QString color =

@@ -7,6 +7,8 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QProgressBar>
+#include <QStatusBar>
 #include <QHeaderView>
 #include <QMenu>
 #include <QMenuBar>
@@ -177,6 +179,14 @@ private slots:
         QVERIFY2(bringBack, "View > Runs");
         bringBack->trigger();
         QTRY_VERIFY(runsDock->isVisible());
+        // A long status message stops short of the database label.
+        const QString longMessage = QString("Run failed: run store %1: disk I/O error ").arg(w.databasePath()).repeated(4);
+        w.showStatus(longMessage);
+        const QString shown = w.statusBar()->currentMessage();
+        QVERIFY(shown.endsWith(QChar(0x2026)));
+        QVERIFY(w.statusBar()->fontMetrics().horizontalAdvance(shown) <
+                w.statusBar()->width() - w.findChild<QProgressBar*>()->width());
+        QCOMPARE(w.statusBar()->toolTip(), longMessage);
         // The run table shows several rows by default, not two or three.
         QVERIFY2(w.runBrowser()->table()->height() >= 6 * w.runBrowser()->table()->verticalHeader()->defaultSectionSize(),
                  qPrintable(QString::number(w.runBrowser()->table()->height())));

@@ -453,3 +453,22 @@ TEST(Config, DefaultRunNamesSayWhatDiffersFromThePreset) {
     EXPECT_NE(name.find("+2 more"), std::string::npos) << name;
     EXPECT_EQ(default_run_name("", Config{}, Config{}), "custom");
 }
+
+// Issue: pasting JSON with two bad keys reported only one. Every bad key is
+// named at once (the first three in full).
+TEST(Config, EveryBadKeyIsNamedAtOnce) {
+    try {
+        config_from_json({{"rollout.precision", "bf17"}, {"optim.lr", -1}, {"nope", 1}});
+        FAIL() << "accepted";
+    } catch (const ConfigError& e) {
+        const std::string m = e.what();
+        for (const char* key : {"rollout.precision", "optim.lr", "nope"})
+            EXPECT_NE(m.find(key), std::string::npos) << key << " missing from: " << m;
+    }
+    try {
+        config_from_json({{"a1", 1}, {"a2", 1}, {"a3", 1}, {"a4", 1}, {"a5", 1}});
+        FAIL() << "accepted";
+    } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("and 2 more"), std::string::npos) << e.what();
+    }
+}

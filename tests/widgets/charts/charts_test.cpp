@@ -1,6 +1,7 @@
 // MetricChart on real data: log axis with zeros and NaN, live updates from a
 // store another connection writes, coalesced redraws, hover read-out, PNG/SVG
 // export, the raster line layer's pixels, wall-time x, seed bands, the menu.
+#include <QApplication>
 #include <QFile>
 #include <QFontMetrics>
 #include <QImage>
@@ -220,6 +221,13 @@ private slots:
         const double smoothed = debiasedEma(std::vector<double>{0.1, 0.5, 0.2, 0.9}, chart.smoothing())[3];
         QVERIFY(text.contains(QStringLiteral("smoothed: ") + QString::number(smoothed, 'g', 6)));
         QVERIFY(chart.hoverTextAt(QPoint(1, 1)).isEmpty());  // outside the plot
+
+        // The dot follows the mouse over the plot and goes when the mouse leaves.
+        QTest::mouseMove(chart.viewport(), chart.mapFromScene(scene));
+        QTRY_VERIFY(chart.hoverMarkerShown());
+        QEvent leave(QEvent::Leave);
+        QApplication::sendEvent(chart.viewport(), &leave);
+        QVERIFY(!chart.hoverMarkerShown());
     }
 
     void saveWritesPngAndSvg() {
@@ -548,6 +556,35 @@ private slots:
         for (const QPointF& p : bands.front().mean) QCOMPARE(p.y(), kDefaultLogFloor);
         QVERIFY(chart.shownYRange().lo < kDefaultLogFloor && chart.shownYRange().hi > kDefaultLogFloor);
         QVERIFY2(chart.noteText().contains(QStringLiteral("values <= 0")), qPrintable(chart.noteText()));
+    }
+
+    // Issue: a log-scale seed band reached below the floor. Smoothed seeds
+    // decaying towards 0 (tiny positive values, below the floor of the raw
+    // data) stay at or above the floor, inside the axis.
+    void seedBandNeverGoesBelowTheLogFloor() {
+        RunDataStore data;
+        for (qint64 run = 1; run <= 3; ++run) {
+            data.addRun({run, QStringLiteral("seed %1").arg(run), QStringLiteral("finished"), QString(), {},
+                         QStringLiteral("same")});
+            std::vector<StepRecord> records;
+            for (int s = 0; s < 60; ++s)
+                records.push_back(stepOf(s, {{"F@2", s < 5 ? 1e-3 * run : (s % 7 == 0 ? 2e-4 : 0.0)}}));
+            data.appendSteps(run, records);
+        }
+        MetricChart chart(&data, QStringLiteral("F@2"));
+        chart.setGroupSeeds(true);
+        chart.setSmoothing(0.9);
+        showAndSettle(chart, QSize(700, 400));
+        chart.setLogScale(true);
+        chart.redrawNow();
+        const QList<MetricChart::SeedBandView> bands = chart.seedBands();
+        QCOMPARE(bands.size(), qsizetype(1));
+        const YRange y = chart.shownYRange();
+        for (const QList<QPointF>* line : {&bands.front().lo, &bands.front().mean, &bands.front().hi})
+            for (const QPointF& p : *line) {
+                QVERIFY2(p.y() >= chart.logFloor(), qPrintable(QString("%1 below the floor %2").arg(p.y()).arg(chart.logFloor())));
+                QVERIFY(p.y() >= y.lo && p.y() <= y.hi);
+            }
     }
 
     void contextMenuOffersTheActions() {

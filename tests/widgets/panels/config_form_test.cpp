@@ -88,6 +88,7 @@ private slots:
     void pasteFromClipboard();
     void invalidCombinationMarksBothControls();
     void warningsMarkKeys();
+    void ineffectiveKeysAreGreyedWithTheReason();
     void presetPickerLoadsPreset();
     void everyControlHasItsTooltip();
     void sectionsFollowSchema();
@@ -195,7 +196,8 @@ void ConfigFormTest::numbersAreExact() {
     QVERIFY(form.keyMessage("correction.is_upper").contains("out of range"));
     typeInto(up, "3");
     QVERIFY(form.isValid());
-    QCOMPARE(form.keyState("correction.is_upper"), QString());
+    // Valid, and (the defaults apply no correction) greyed as ignored.
+    QCOMPARE(form.keyState("correction.is_upper"), QString("ignored"));
 }
 
 void ConfigFormTest::jsonRoundTrip() {
@@ -317,8 +319,8 @@ void ConfigFormTest::invalidCombinationMarksBothControls() {
     QCOMPARE(validity.last().at(0).toBool(), true);
     // (still a warning: truncate ignores is_lower)
     QCOMPARE(form.keyState("correction.is_lower"), QString("warning"));
-    QCOMPARE(form.keyState("correction.is_upper"), QString());
-    QCOMPARE(up->property("mlkState").toString(), QString());
+    QCOMPARE(form.keyState("correction.is_upper"), QString("ignored"));
+    QCOMPARE(up->property("mlkState").toString(), QString("ignored"));
     // a cross-section combination: R3 on a dense model
     auto* rr = qobject_cast<QComboBox*>(form.editor("moe.routing_replay"));
     rr->setCurrentIndex(rr->findText("R3"));
@@ -339,6 +341,29 @@ void ConfigFormTest::warningsMarkKeys() {
     QVERIFY(!form.warningMessages().isEmpty());
     QCOMPARE(form.keyState("correction.is_level"), QString("warning"));
     QCOMPARE(form.keyState("rl.old_policy"), QString("warning"));
+}
+
+// Issue: IS bounds under correction.is_level=off and GSPO's clip under the
+// PPO loss looked as if they acted. They are greyed, saying why, and come
+// back when they act.
+void ConfigFormTest::ineffectiveKeysAreGreyedWithTheReason() {
+    ConfigForm form;
+    Config c;
+    c.rl.old_policy = OldPolicyMode::decoupled;
+    form.setConfig(c);
+    QCOMPARE(form.keyState("correction.is_upper"), QString("ignored"));
+    QVERIFY(form.keyMessage("correction.is_upper").contains("correction.is_level is off"));
+    QCOMPARE(form.keyState("rl.gspo_eps_high"), QString("ignored"));
+    QVERIFY(form.keyMessage("rl.gspo_eps_high").contains("rl.loss=gspo"));
+    QCOMPARE(form.keyState("rl.eps_high"), QString());
+    QVERIFY(form.editor("correction.is_upper")->toolTip().contains("Ignored"));
+    c.correction.is_level = IsLevel::token;
+    c.rl.loss = PolicyLossType::gspo;
+    form.setConfig(c);
+    QCOMPARE(form.keyState("correction.is_upper"), QString());
+    QCOMPARE(form.keyState("rl.gspo_eps_high"), QString());
+    QCOMPARE(form.keyState("rl.eps_high"), QString("ignored"));
+    QVERIFY(form.isValid());
 }
 
 void ConfigFormTest::presetPickerLoadsPreset() {
