@@ -126,13 +126,13 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
             }
         }
     // Smoothed lines and bands are drawn too: their values are in range.
+    // (On a log axis the floor comes from the raw values alone, as on
+    // screen: a smoothed tail decaying towards 0 is raised to it.)
+    std::vector<double> drawnYs;
     for (const auto& r : runs)
         for (const auto* line : {&r.smooth, &r.lo, &r.hi})
-            for (const auto& p : *line) {
-                if (!std::isfinite(p.x) || !std::isfinite(p.y) || (logX && p.x <= 0)) continue;
-                anyFloor = anyFloor || (logY && p.y <= 0);
-                ys.push_back(p.y);
-            }
+            for (const auto& p : *line)
+                if (std::isfinite(p.x) && std::isfinite(p.y) && !(logX && p.x <= 0)) drawnYs.push_back(p.y);
     if (!std::isnan(spec.xMin)) xlo = spec.xMin;
     if (!std::isnan(spec.xMax)) xhi = spec.xMax;
     if (!(xlo <= xhi)) xlo = logX ? 1 : 0, xhi = logX ? 10 : 1;
@@ -155,12 +155,17 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
     yOptions.nonNegative = spec.nonNegative;
     yOptions.markersAtTop = anyTopEdge;
     yOptions.markersAtBottom = anyBottomEdge;
-    if (logY && (anyFloor || anyBottomEdge)) {
-        floorY = logFloorFor(smallestPositive(ys));
-        out.floor = floorY;
-        yOptions.floor = floorY;
-        yOptions.valuesAtFloor = true;
+    if (logY) {
+        const double rawFloor = logFloorFor(smallestPositive(ys));
+        const bool lineBelow = std::any_of(drawnYs.begin(), drawnYs.end(), [&](double v) { return v < rawFloor; });
+        if (anyFloor || anyBottomEdge || lineBelow) {
+            floorY = rawFloor;
+            out.floor = floorY;
+            yOptions.floor = floorY;
+            yOptions.valuesAtFloor = true;
+        }
     }
+    for (const double v : drawnYs) ys.push_back(logY && !std::isnan(floorY) ? std::max(v, floorY) : v);
     AxisScale y = valueAxis(ys, yOptions);
     if (!std::isnan(spec.yMin) || !std::isnan(spec.yMax)) {
         const double lo = std::isnan(spec.yMin) ? y.lo : spec.yMin, hi = std::isnan(spec.yMax) ? y.hi : spec.yMax;
@@ -181,7 +186,7 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
         QList<QPointF> out;
         for (const auto& p : line)
             if (std::isfinite(p.x) && std::isfinite(p.y) && !(logX && p.x <= 0))
-                out << QPointF(p.x, logY && p.y <= 0 ? floorY : p.y);
+                out << QPointF(p.x, logY && !std::isnan(floorY) && p.y < floorY ? floorY : p.y);
         return out;
     };
     for (const auto& r : runs) {
