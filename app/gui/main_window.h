@@ -65,6 +65,8 @@ public:
     QAction* queueAction() const { return queueAct_; }
     QString progressText() const;  // the run bar's text as shown
     void showStatus(const QString& message, int timeoutMs = 0);
+    // What the charts show now, for a report that looks like the screen.
+    ReportView reportView(const std::vector<int64_t>& runs) const;
     void showDrillDown(qint64 runId, qint64 step = -1);
 
 signals:
@@ -82,8 +84,6 @@ private:
     void rebuildRecentMenu();
     void exportSelected(const QString& format);
     void exportReport();
-    // What the charts show now, for a report that looks like the screen.
-    ReportView reportView(const std::vector<int64_t>& runs) const;
     void updateRunControls();
     void setPhase(const QString& phase, int step, int total, double eta);
 

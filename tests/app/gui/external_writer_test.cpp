@@ -22,6 +22,8 @@
 
 #include "app/gui/main_window.h"
 #include "core/store/store.h"
+#include "widgets/charts/chart_grid.h"
+#include "widgets/data/palette.h"
 #include "widgets/data/run_data.h"
 #include "widgets/panels/run_browser.h"
 
@@ -119,6 +121,24 @@ private slots:
         QVERIFY2(browser->lastError().isEmpty(), qPrintable(browser->lastError()));
         const QString status = w.statusBar()->currentMessage();
         QVERIFY2(!status.contains("run store") && !status.contains("malformed"), qPrintable(status));
+    }
+
+    // The report of a run takes the colour the window draws it in, the
+    // user's choice included.
+    void theReportsColoursAreTheWindows() {
+        const QString db = dir_.filePath("colours.sqlite");
+        {
+            Store s = Store::open(db.toStdString());
+            for (int i = 0; i < 3; ++i) s.create_run("r", "default", "{}", 1, RunStatus::finished);
+        }
+        MainWindow w(db);
+        w.data()->setColour(2, QColor(0x12, 0x34, 0x56));
+        const ReportView view = w.reportView({1, 2, 3});
+        for (int64_t id : {1, 2, 3}) QCOMPARE(view.colours.at(id), w.data()->colour(id));
+        QCOMPARE(view.colours.at(2), QColor(0x12, 0x34, 0x56));
+        QCOMPARE(view.colours.at(1), palette::runColour(1));
+        QCOMPARE(view.smoothing, w.charts()->smoothing());
+        QCOMPARE(view.charts.size(), size_t(w.charts()->charts().size()));
     }
 
     // Two databases with the same file name in different folders: the
