@@ -33,9 +33,7 @@ int cmd_bench(const Argv& argv) {
                     "recompute_ms", "train_ms", "step_ms", "tokens/s", steps, num_threads());
     for (const auto& name : model_preset_names()) {
         Config c;
-        ModelConfig pm = model_preset(name);
-        c.model.kind = pm.kind;
-        c.model.size = pm.size == "tiny" ? ModelSize::tiny : ModelSize::small;
+        c.model = preset_settings(name);
         for (const auto& kv : a.all("--set")) apply_set(c, kv);
         ModelConfig m = model_config_of(c);
         ParamLayout layout = make_param_layout(m);

@@ -151,6 +151,14 @@ void ConfigFormTest::everyKeyThroughItsEditor() {
                 expected = std::stod(text->toStdString());
                 break;
             }
+            case ValueType::text: {  // the layer list, the only text key
+                auto* le = qobject_cast<QLineEdit*>(ed);
+                QVERIFY2(le, k.key.c_str());
+                QCOMPARE(le->text(), qs(config_value_text(Config{}, k.key)));
+                typeInto(le, QStringLiteral("1"));
+                expected = "1";
+                break;
+            }
         }
         const json got = config_get(form.config(), k.key);
         QVERIFY2(got == expected, (k.key + ": got " + got.dump() + ", expected " + expected.dump()).c_str());
