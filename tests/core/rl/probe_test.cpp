@@ -197,6 +197,38 @@ TEST(CheckpointCli, WritesLoadableCheckpointUsedByProbe) {
     std::filesystem::remove_all(dir);
 }
 
+TEST(ProbeCli, DeepPresetsAndBuiltModels) {
+    for (const char* preset : {"dense-deep", "moe-deep"}) {
+        CliResult r = cli(std::string("probe --preset ") + preset +
+                          " --json --set rl.prompts_per_step=1 --set rl.samples_per_prompt=2");
+        ASSERT_EQ(r.code, 0) << r.out;
+        const auto j = nlohmann::json::parse(r.out);
+        EXPECT_EQ(j["params"], make_param_layout(model_preset(preset)).total) << preset;
+        EXPECT_GT(j["memory_mb"].get<double>(), 0.0);
+        EXPECT_GT(j["tokens"].get<int>(), 0);
+    }
+    // The text form says what the model costs before the work starts.
+    CliResult t = cli("probe --preset moe-deep --set rl.prompts_per_step=1 --set rl.samples_per_prompt=2");
+    ASSERT_EQ(t.code, 0) << t.out;
+    EXPECT_EQ(t.out.rfind("model moe-deep: 14.8M parameters", 0), 0u) << t.out;
+    EXPECT_NE(t.out.find("per RL step"), std::string::npos) << t.out;
+    // Dimensions through --set; bad ones exit 2 naming the key.
+    CliResult built = cli("probe --preset moe-tiny --json --set model.num_layers=3 --set model.mlp_only_layers=1");
+    ASSERT_EQ(built.code, 0) << built.out;
+    for (const auto& [set, key] : std::vector<std::pair<std::string, std::string>>{
+             {"model.head_dim=15", "model.head_dim"},
+             {"model.num_heads=3", "model.num_kv_heads"},
+             {"model.mlp_only_layers=2", "model.mlp_only_layers"},
+             {"model.mlp_only_layers=x", "model.mlp_only_layers"},
+             {"model.num_experts_per_tok=9", "model.num_experts"},
+             {"model.max_position_embeddings=8", "model.max_position_embeddings"},
+             {"model.hidden_size=9999", "model.hidden_size"}}) {
+        CliResult bad = cli("probe --preset moe-tiny --set " + set);
+        EXPECT_EQ(bad.code, 2) << set << ": " << bad.out;
+        EXPECT_NE(bad.out.find(key), std::string::npos) << set << ": " << bad.out;
+    }
+}
+
 TEST(CheckpointCli, BuiltModelCheckpointMatchesOnlyItsArchitecture) {
     auto dir = std::filesystem::temp_directory_path() / ("mlk_ckpt_cli_built_" + std::to_string(getpid()));
     std::filesystem::remove_all(dir);
