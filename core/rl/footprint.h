@@ -22,7 +22,10 @@ struct ModelFootprint {
     // longest prompt + rollout.max_new_tokens), logits and their gradients,
     // and the rollout's KV cache.
     double activations_mb = 0;
-    double memory_mb = 0;  // weights_mb + activations_mb
+    // weights_mb + activations_mb. Short-lived buffers and the allocator's
+    // overhead are left out: the peak RSS of `bench` (less the executable's
+    // 19 MB) was 6% (dense-deep) to 22% (moe-small, moe-deep) above it.
+    double memory_mb = 0;
     // Floating-point work of one RL step at the longest sequences: 2 x active
     // params x tokens each for the rollout and the recompute, 6 x for the
     // training pass (plus 2 x for each extra mini-step's own forward).
@@ -40,9 +43,12 @@ ModelFootprint model_footprint(const Config& c);
 double rl_step_gflops();
 // The fraction of the matmul rate a whole RL step reaches: decode steps with
 // a handful of rows, attention, norms, sampling, the MoE gather/scatter and
-// the optimizer run far below it. Measured with `bench` against the
-// estimate for the six model presets on the 2-core development machine.
-inline constexpr double kStepEfficiency = 0.25;
+// the optimizer run far below it. `bench --steps 3` on the 2-core
+// development machine measured 0.20 (moe-tiny) to 0.47 (dense-deep) of the
+// benchmark's 187 GFLOP/s; MoE presets sit low (0.20-0.35), dense ones high
+// (0.27-0.47). One value for all puts the estimate between about 0.65x and
+// 1.6x the measured step: enough to tell 0.1 s from 3 s before a run.
+inline constexpr double kStepEfficiency = 0.3;
 
 // "14.9M parameters (2.1M active), 420 MB, about 2.3 s per RL step".
 std::string footprint_text(const ModelFootprint& f);
