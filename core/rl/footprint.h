@@ -24,7 +24,7 @@ struct ModelFootprint {
     double activations_mb = 0;
     // weights_mb + activations_mb. Short-lived buffers and the allocator's
     // overhead are left out: the peak RSS of `bench` (less the executable's
-    // 19 MB) was 6% (dense-deep) to 22% (moe-small, moe-deep) above it.
+    // 19 MB) was 6% (dense-deep) to 26% (dense-tiny) above it.
     double memory_mb = 0;
     // Floating-point work of one RL step at the longest sequences: 2 x active
     // params x tokens each for the rollout and the recompute, 6 x for the
@@ -43,12 +43,13 @@ ModelFootprint model_footprint(const Config& c);
 double rl_step_gflops();
 // The fraction of the matmul rate a whole RL step reaches: decode steps with
 // a handful of rows, attention, norms, sampling, the MoE gather/scatter and
-// the optimizer run far below it. `bench --steps 3` on the 2-core
-// development machine measured 0.20 (moe-tiny) to 0.47 (dense-deep) of the
-// benchmark's 187 GFLOP/s; MoE presets sit low (0.20-0.35), dense ones high
-// (0.27-0.47). One value for all puts the estimate between about 0.65x and
-// 1.6x the measured step: enough to tell 0.1 s from 3 s before a run.
-inline constexpr double kStepEfficiency = 0.3;
+// the optimizer run below it, small models far below. `bench --steps 3` on
+// the 2-core development machine (quiet; benchmark 192 GFLOP/s) measured
+// 0.25 (moe-tiny), 0.33 (dense-tiny, moe-deep), 0.41 (moe-small), 0.56
+// (dense-small) and 0.60 (dense-deep). One value for all puts the estimate
+// between about 0.6x and 1.5x the measured step: enough to tell 0.1 s from
+// 3 s before a run, not a benchmark.
+inline constexpr double kStepEfficiency = 0.4;
 
 // "14.9M parameters (2.1M active), 420 MB, about 2.3 s per RL step".
 std::string footprint_text(const ModelFootprint& f);
