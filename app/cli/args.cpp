@@ -194,9 +194,7 @@ Config build_config(const Args& a) {
     if (a.has("--preset")) {
         const std::string p = a.get("--preset");
         if (is_model_preset(p)) {
-            ModelConfig m = model_preset(p);
-            c.model.kind = m.kind;
-            c.model.size = m.size == "tiny" ? ModelSize::tiny : ModelSize::small;
+            c.model = preset_settings(p);
         } else if (find_preset(p)) {
             c = preset_config(p);
         } else {

@@ -1,5 +1,6 @@
-// `bench`: milliseconds per RL step by phase for each model preset, from
-// random weights (the base policy does not change the cost of a step).
+// `bench`: milliseconds per RL step by phase for each model preset (or those
+// named by --preset), from random weights (the base policy does not change
+// the cost of a step).
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -17,8 +18,8 @@ namespace mlk::cli {
 
 int cmd_bench(const Argv& argv) {
     Spec spec;
-    spec.values = {"--steps", "--set"};
-    spec.repeatable = {"--set"};
+    spec.values = {"--steps", "--set", "--preset"};
+    spec.repeatable = {"--set", "--preset"};
     spec.flags = {"--json"};
     const Args a = parse_args(argv, spec);
     const int steps = parse_steps(a, 5);
@@ -27,15 +28,20 @@ int cmd_bench(const Argv& argv) {
         for (const auto& kv : a.all("--set")) apply_set(c, kv);
         validate(c);
     }
+    std::vector<std::string> names = a.all("--preset");  // default: every model preset
+    for (const auto& n : names) try {
+            preset_settings(n);
+        } catch (const std::invalid_argument& e) {
+            throw UsageError(std::string("--preset: ") + e.what());
+        }
+    if (names.empty()) names = model_preset_names();
     nlohmann::json all = nlohmann::json::array();
     if (!a.has("--json"))
         std::printf("%-12s %8s %11s %11s %11s %11s %10s   (%d steps, %d threads)\n", "preset", "params", "rollout_ms",
                     "recompute_ms", "train_ms", "step_ms", "tokens/s", steps, num_threads());
-    for (const auto& name : model_preset_names()) {
+    for (const auto& name : names) {
         Config c;
-        ModelConfig pm = model_preset(name);
-        c.model.kind = pm.kind;
-        c.model.size = pm.size == "tiny" ? ModelSize::tiny : ModelSize::small;
+        c.model = preset_settings(name);
         for (const auto& kv : a.all("--set")) apply_set(c, kv);
         ModelConfig m = model_config_of(c);
         ParamLayout layout = make_param_layout(m);

@@ -9,6 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/model/params.h"
+#include "core/rl/footprint.h"
+
 namespace mlk::cli {
 
 namespace {
@@ -33,6 +36,11 @@ nlohmann::json json_number(double v) {
 
 void print_warnings(const Config& c) {
     for (const auto& w : config_warnings(c)) std::fprintf(stderr, "warning: %s\n", w.c_str());
+}
+
+void print_footprint(const Config& c) {
+    std::printf("model %s: %s\n", model_config_of(c).preset_name().c_str(), footprint_text(model_footprint(c)).c_str());
+    std::fflush(stdout);  // before minutes of warm-up, also into a pipe
 }
 
 RunCallbacks cli_callbacks() {

@@ -10,6 +10,9 @@ namespace mlk::cli {
 
 // Prints config_warnings() on stderr.
 void print_warnings(const Config& c);
+// One line on stdout before the slow work of `run` and `probe`: the model,
+// its parameters, memory and estimated time per RL step (core/rl/footprint.h).
+void print_footprint(const Config& c);
 // Base-policy progress on stderr; installs the SIGINT / SIGTERM handlers
 // that stop the warm-up or the run cleanly.
 RunCallbacks cli_callbacks();

@@ -23,12 +23,13 @@ const char* kUsage =
     "  presets [--json]\n"
     "  metrics [--json]\n"
     "  export RUN --db FILE --format csv|json --out FILE\n"
-    "  bench [--steps N] [--set k=v ...] [--json]\n"
+    "  bench [--steps N] [--set k=v ...] [--preset MODEL ...] [--json]\n"
 #ifdef MLK_WITH_REPORTS
     "  report RUN [RUN ...] --db FILE --out FILE.html|FILE.pdf [--baseline RUN] [--step N] [--metric NAME ...]\n"
     "         [--title TEXT] [--appendix]\n"
 #endif
-    "presets: a model preset (dense-tiny, moe-tiny, dense-small, moe-small) or an RL preset (see `presets`)\n"
+    "presets: a model preset (dense-tiny, moe-tiny, dense-small, moe-small, dense-deep, moe-deep) or an RL\n"
+    "         preset (see `presets`); model.* settings change single dimensions (model.num_layers=8, ...)\n"
     "RUN: a run id as `runs` lists it; N: steps, 1 to 100000\n"
     "exit codes: 0 ok, 1 failure, 2 bad input\n";
 

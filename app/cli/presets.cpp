@@ -1,4 +1,5 @@
-// `presets`: the RL presets with their one-line descriptions.
+// `presets`: the model presets (architectures) and the RL presets, each with
+// its one-line description. Both are what `--preset` takes.
 #include <cstdio>
 #include <iostream>
 
@@ -7,6 +8,7 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "core/config/presets.h"
+#include "core/model/params.h"
 
 namespace mlk::cli {
 
@@ -14,14 +16,25 @@ int cmd_presets(const Argv& argv) {
     Spec spec;
     spec.flags = {"--json"};
     const Args a = parse_args(argv, spec);
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& name : model_preset_names()) {
+        const ModelConfig m = model_preset(name);
+        const std::string desc =
+            "model: " + architecture_text(m) + "; " + std::to_string(make_param_layout(m).total) + " parameters";
+        const ModelSettings s = preset_settings(name);
+        j.push_back({{"name", name},
+                     {"type", "model"},
+                     {"description", desc},
+                     {"config", {{"model", {{"kind", enum_name(s.kind)}, {"size", enum_name(s.size)}}}}}});
+    }
+    for (const auto& p : presets())
+        j.push_back({{"name", p.name}, {"type", "rl"}, {"description", p.description}, {"config", p.config}});
     if (a.has("--json")) {
-        nlohmann::json j = nlohmann::json::array();
-        for (const auto& p : presets())
-            j.push_back({{"name", p.name}, {"description", p.description}, {"config", p.config}});
         std::cout << j.dump(2) << "\n";
         return 0;
     }
-    for (const auto& p : presets()) std::printf("%-28s %s\n", p.name.c_str(), p.description.c_str());
+    for (const auto& p : j)
+        std::printf("%-28s %s\n", p["name"].get<std::string>().c_str(), p["description"].get<std::string>().c_str());
     return 0;
 }
 

@@ -8,8 +8,10 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/drive.h"
 #include "core/model/checkpoint.h"
 #include "core/model/model.h"
+#include "core/rl/footprint.h"
 #include "core/rl/probe.h"
 
 namespace mlk::cli {
@@ -31,11 +33,12 @@ std::vector<float> initial_params(const Config& c, const Args& a, ModelConfig* m
         } catch (const CheckpointError& e) {
             throw UsageError(std::string("--checkpoint: ") + e.what());
         }
-        if (ck.model.preset_name() != m.preset_name() || ck.model.hidden_size != m.hidden_size ||
-            ck.model.num_layers != m.num_layers || ck.model.vocab_size != m.vocab_size)
-            throw UsageError("--checkpoint: " + dir + " holds a " + ck.model.preset_name() +
-                             " model but the configuration asks for " + m.preset_name() +
-                             " (set model.kind / model.size to match)");
+        if (!(ck.model == m))
+            throw UsageError("--checkpoint: " + dir + " holds a " + ck.model.preset_name() + " model (" +
+                             architecture_text(ck.model) + ") but the configuration asks for " + m.preset_name() +
+                             " (" + architecture_text(m) +
+                             "); set model.kind / model.size and the model.* "
+                             "dimensions to match");
         *model_out = ck.model;
         return ck.params;
     }
@@ -58,10 +61,17 @@ int cmd_probe(const Argv& argv) {
     const std::string dump = a.has("--dump") ? output_file_option(a, "--dump") : "";
     ModelConfig m;
     std::vector<float> params = initial_params(c, a, &m);
+    const bool json = a.has("--json");
+    if (!json) print_footprint(c);
     ProbeResult r = run_probe(c, params);
     nlohmann::json s = probe_summary_json(r);
     if (!dump.empty()) write_text_file(dump, probe_dump_json(r).dump() + "\n");
-    if (a.has("--json")) {
+    if (json) {
+        // The step time estimate stays out: it rests on a timing, and this
+        // object is a function of the configuration (same input, same bytes).
+        const ModelFootprint f = model_footprint(c);
+        s["params"] = f.params;
+        s["memory_mb"] = f.memory_mb;
         std::cout << s.dump() << "\n";
     } else {
         std::printf("model %s  kernels %s  rollout %s  train %s  R3 %s\n", m.preset_name().c_str(),

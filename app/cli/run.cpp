@@ -22,6 +22,7 @@ int cmd_run(const Argv& argv) {
     // Checked (and made) here, before the base policy's warm-up can take minutes.
     const std::string cache = directory_option(a, "--cache-dir", default_cache_dir());
     print_warnings(c);
+    if (!a.has("--json")) print_footprint(c);
     Store store = open_store(a);
     const std::string preset = a.get("--preset", "custom");
     const std::string name = a.get("--name", preset);

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/config/config_file.h"
+#include "core/config/model_builder.h"
 #include "core/config/number_text.h"
 #include "core/config/schema_table.h"
 
@@ -25,6 +26,7 @@ std::string_view value_type_name(ValueType t) {
         case ValueType::integer: return "int";
         case ValueType::number: return "number";
         case ValueType::enumeration: return "enum";
+        case ValueType::text: return "text";
     }
     return "?";
 }
@@ -37,6 +39,7 @@ std::string ConfigKey::range_text() const {
     switch (type) {
         case ValueType::boolean: return "true, false";
         case ValueType::enumeration: return join(allowed);
+        case ValueType::text: return format;
         case ValueType::integer:
         case ValueType::number: break;
     }
@@ -51,25 +54,29 @@ std::string ConfigKey::range_text() const {
 
 std::string ConfigKey::tooltip() const {
     std::string t = description;
+    const bool quoted = type == ValueType::text;  // so an empty default reads ""
     t += "\n" +
          std::string(type == ValueType::enumeration ? "Values: "
                      : type == ValueType::boolean   ? "Values: "
+                     : type == ValueType::text      ? "Format: "
                                                     : "Range: ") +
-         range_text() +
-         ". Default: " + (default_value.is_string() ? default_value.get<std::string>() : default_value.dump()) + ".";
+         range_text() + ". Default: " +
+         (default_value.is_string() && !quoted ? default_value.get<std::string>() : default_value.dump()) + ".";
     std::vector<std::string> names;
     if (!verl.empty()) names.push_back("verl: " + verl);
     if (!slime.empty()) names.push_back("slime/Miles: " + slime);
     if (!swift.empty()) names.push_back("ms-swift: " + swift);
+    if (!hf.empty()) names.push_back("Hugging Face config.json: " + hf);
     if (!names.empty()) t += "\n" + join(names, "; ") + ".";
     return t;
 }
 
 namespace {
 
-// Checks `v` against the key's type and range and returns the canonical value
-// (bool, int64, double or string).
-json check_value(const ConfigKey& m, const json& v) {
+// Checks `v` against the key's type and range (or text format) and returns
+// the canonical value (bool, int64, double or string).
+json check_value(const Entry& e, const json& v) {
+    const ConfigKey& m = e.meta;
     switch (m.type) {
         case ValueType::boolean:
             if (!v.is_boolean())
@@ -86,6 +93,13 @@ json check_value(const ConfigKey& m, const json& v) {
             for (const auto& a : m.allowed)
                 if (lower(a) == lower(s)) msg += " (did you mean \"" + a + "\"?)";
             fail(msg);
+        }
+        case ValueType::text: {
+            if (!v.is_string())
+                fail(m.key + ": expected text (" + m.format + "), got " + excerpt(v) + " (" + json_kind(v) + ")");
+            if (const std::string why = e.check_text ? e.check_text(v.get<std::string>()) : ""; !why.empty())
+                fail(m.key + ": " + why);
+            return v;
         }
         case ValueType::integer: {
             int64_t x = 0;
@@ -185,7 +199,7 @@ void overlay(Config& c, const json& j) {
     for (const auto& [key, v] : items) {
         const Entry& e = *find_entry(key);
         try {
-            e.put(c, check_value(e.meta, *v));
+            e.put(c, check_value(e, *v));
         } catch (const ConfigError& err) {
             errors.push_back(err.what());
         }
@@ -257,7 +271,7 @@ json config_get(const Config& c, std::string_view key) { return entry_or_throw(k
 
 void config_set(Config& c, std::string_view key, const json& value) {
     const Entry& e = entry_or_throw(key);
-    e.put(c, check_value(e.meta, value));
+    e.put(c, check_value(e, value));
 }
 
 std::string config_value_text(const Config& c, std::string_view key) {
@@ -323,20 +337,20 @@ void apply_set(Config& c, const std::string& key_eq_value) {
             break;
         }
         case ValueType::enumeration:
+        case ValueType::text:
             if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'') && text.back() == text.front())
                 text = text.substr(1, text.size() - 2);
             v = text;
             break;
     }
     Config next = c;
-    e.put(next, check_value(m, v));
+    e.put(next, check_value(e, v));
     validate(next);
     c = next;
 }
 
 void validate(const Config& c) {
     std::vector<std::string> errors;
-    auto n = [](double x) { return number_text(x); };
     const auto& k = c.correction;
 
     if (c.moe.routing_replay == RoutingReplay::R3 && c.model.kind != ModelKind::moe)
@@ -357,6 +371,7 @@ void validate(const Config& c) {
         storage_point(engine, "stats_dtype", pts->stats_dtype);
         storage_point(engine, "lm_head_dtype", pts->lm_head_dtype);
     }
+    for (auto& e : model_rule_violations(c)) errors.push_back(std::move(e));
     if ((c.rl.estimator == AdvantageEstimator::grpo || c.rl.estimator == AdvantageEstimator::rloo) &&
         c.rl.samples_per_prompt < 2)
         errors.push_back("rl.estimator=" + std::string(enum_name(c.rl.estimator)) +
@@ -366,7 +381,7 @@ void validate(const Config& c) {
     // re-checked here for configs built in code.
     for (const auto& e : entries()) {
         try {
-            check_value(e.meta, e.get(c));
+            check_value(e, e.get(c));
         } catch (const ConfigError& err) {
             errors.push_back(err.what());
         }
@@ -375,7 +390,7 @@ void validate(const Config& c) {
 }
 
 std::vector<std::string> config_warnings(const Config& c) {
-    std::vector<std::string> w;
+    std::vector<std::string> w = model_warnings(c);
     const auto& k = c.correction;
     if (c.rl.old_policy == OldPolicyMode::recompute &&
         (k.is_level != IsLevel::off || k.rs_level != RsLevel::off || k.veto_threshold > 0))

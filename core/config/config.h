@@ -33,8 +33,8 @@ public:
 bool operator==(const Config& a, const Config& b);
 
 // ---- the schema -----------------------------------------------------------
-enum class ValueType { boolean, integer, number, enumeration };
-std::string_view value_type_name(ValueType t);  // "bool", "int", "number", "enum"
+enum class ValueType { boolean, integer, number, enumeration, text };
+std::string_view value_type_name(ValueType t);  // "bool", "int", "number", "enum", "text"
 
 struct ConfigKey {
     std::string key;      // dotted, e.g. "correction.is_upper"
@@ -44,15 +44,17 @@ struct ConfigKey {
     ValueType type = ValueType::number;
     nlohmann::json default_value;
     std::vector<std::string> allowed;  // enumeration: allowed names, in display order
+    std::string format;                // text: what the text must look like, for messages and tooltips
     // integer / number range; an open side is +-infinity. Exclusive bounds are
     // written "(" / ")" by range_text().
     double min = 0, max = 0;
     bool min_exclusive = false, max_exclusive = false;
     std::string description;  // one or two sentences, tooltip-ready, formula where there is one
-    // Community names ("" when none): verl, slime/Miles, ms-swift.
-    std::string verl, slime, swift;
+    // Community names ("" when none): verl, slime/Miles, ms-swift, and the
+    // field of a Hugging Face config.json (model dimensions).
+    std::string verl, slime, swift, hf;
 
-    std::string range_text() const;  // "[0, 1]", "(0.05, 10]", ">= 0", "fp32, bf16, fp16", "true, false"
+    std::string range_text() const;  // "[0, 1]", "(0.05, 10]", ">= 0", "fp32, bf16, fp16", "true, false", format
     std::string tooltip() const;     // description + range/default + community names, plain text
 };
 
@@ -71,7 +73,7 @@ nlohmann::json config_to_json(const Config& c);
 // Flat form {"dotted.key": value} with every key.
 nlohmann::json config_to_flat_json(const Config& c);
 
-// CLI `--set key=value`: bool true|false, integers, numbers, enum names.
+// CLI `--set key=value`: bool true|false, integers, numbers, enum names, text.
 // Checks the key's own type/range and then validate(c). Throws ConfigError.
 void apply_set(Config& c, const std::string& key_eq_value);
 

@@ -29,7 +29,8 @@ namespace mlk {
 // it too, for values built in code).
 inline constexpr int kMaxConfigDepth = 64;
 
-// The names of a setting in verl / slime / ms-swift as a user would write them:
+// The names of a setting in verl / slime / ms-swift (or a Hugging Face
+// config.json field) as a user would write them:
 // the identifiers and --flags of its community fields outside parentheses,
 // without "[i]" indexes ("tis_upper_bound, --tis-clip" -> tis_upper_bound,
 // --tis-clip). Unknown keys spelled so are answered with the setting's key.

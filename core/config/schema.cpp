@@ -3,8 +3,10 @@
 // one source file allowed past the length limit.
 #include <cmath>
 #include <limits>
+#include <string>
 #include <type_traits>
 
+#include "core/config/model_builder.h"
 #include "core/config/schema_table.h"
 
 namespace mlk::config_detail {
@@ -32,6 +34,10 @@ Entry field(const char* key, Ref ref) {
         e.meta.max = static_cast<double>(std::numeric_limits<T>::max());
         e.get = [ref](const Config& c) { return json(static_cast<int64_t>(ref(c))); };
         e.put = [ref](Config& c, const json& v) { ref(c) = static_cast<T>(v.get<int64_t>()); };
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        e.meta.type = ValueType::text;
+        e.get = [ref](const Config& c) { return json(ref(c)); };
+        e.put = [ref](Config& c, const json& v) { ref(c) = v.get<std::string>(); };
     } else if constexpr (std::is_floating_point_v<T>) {
         e.meta.type = ValueType::number;
         e.get = [ref](const Config& c) { return json(static_cast<double>(ref(c))); };
@@ -135,8 +141,89 @@ std::vector<Entry> build_schema() {
                   "routing flips between the engines add mismatch."));
     add(field(F(model.size))
             .label("Size")
-            .desc("Preset dimensions: tiny (hidden 64, 2 layers; MoE 8 experts, top-2) or small (hidden 128, "
-                  "4 layers; MoE 16 experts, top-4)."));
+            .desc("Preset dimensions: tiny (hidden 64, 2 layers; MoE 8 experts, top-2), small (hidden 128, "
+                  "4 layers; MoE 16 experts, top-4) or deep (hidden 128, 12 layers; MoE 48 experts, top-6, where "
+                  "router flips compound from layer to layer). The settings below override single dimensions."));
+    // The dimensions: 0 keeps the size preset's value, so the defaults build
+    // exactly the preset. Ranges keep every single setting buildable; the
+    // parameter budget (model_builder.h) bounds their product.
+    add(field(F(model.hidden_size))
+            .label("Hidden size")
+            .range(0, 2048)
+            .desc("Width D of the residual stream and the embeddings. 0 = preset; tiny 64, small and deep 128.")
+            .hf("hidden_size"));
+    add(field(F(model.num_layers))
+            .label("Layers")
+            .range(0, 64)
+            .desc("Number of decoder layers. 0 = preset; tiny 2, small 4, deep 12.")
+            .hf("num_hidden_layers"));
+    add(field(F(model.num_heads))
+            .label("Attention heads")
+            .range(0, 64)
+            .desc("Query heads per layer; a multiple of model.num_kv_heads. 0 = preset; tiny 4, small and deep 8.")
+            .hf("num_attention_heads"));
+    add(field(F(model.num_kv_heads))
+            .label("Key/value heads")
+            .range(0, 64)
+            .desc("Key/value heads per layer (grouped-query attention: each serves num_heads / num_kv_heads query "
+                  "heads). 0 = preset; tiny 2, small and deep 4.")
+            .hf("num_key_value_heads"));
+    add(field(F(model.head_dim))
+            .label("Head dimension")
+            .range(0, 256)
+            .desc("Width of one attention head; even, as RoPE rotates pairs of dimensions. 0 = preset; 16.")
+            .hf("head_dim"));
+    add(field(F(model.intermediate_size))
+            .label("MLP width")
+            .range(0, 16384)
+            .desc("Width F of the dense SwiGLU MLP, in a dense model and in the dense layers of an MoE model "
+                  "(model.mlp_only_layers, model.decoder_sparse_step). 0 = preset; tiny 192, small and deep 384; "
+                  "moe-tiny and moe-small 192.")
+            .hf("intermediate_size"));
+    add(field(F(model.num_experts))
+            .label("Experts")
+            .range(0, 256)
+            .desc("Experts E per MoE layer (model.kind=moe). 0 = preset; tiny 8, small 16, deep 48.")
+            .hf("num_experts"));
+    add(field(F(model.num_experts_per_tok))
+            .label("Experts per token")
+            .range(0, 64)
+            .desc("Top-k: experts each token is routed to, at most model.num_experts; the gate softmax is taken over "
+                  "their router logits. 0 = preset; tiny 2, small 4, deep 6.")
+            .hf("num_experts_per_tok"));
+    add(field(F(model.moe_intermediate_size))
+            .label("Expert width")
+            .range(0, 8192)
+            .desc("SwiGLU width Fm of one expert. 0 = preset; tiny 64, small 96, deep 64.")
+            .hf("moe_intermediate_size"));
+    add(field(F(model.decoder_sparse_step))
+            .label("MoE layer step")
+            .range(0, 64)
+            .desc("As in Qwen3-MoE: layer l (from 0) is MoE iff (l + 1) is a multiple of this step and l is not in "
+                  "model.mlp_only_layers; other layers have a dense MLP of model.intermediate_size. 0 = preset; "
+                  "1, every layer MoE.")
+            .hf("decoder_sparse_step"));
+    add(field(F(model.mlp_only_layers))
+            .label("Dense-only layers")
+            .text_format("layer indices in ascending order separated by commas, e.g. 0,3 (\"\" = none)",
+                         [](const std::string& t) {
+                             std::string why;
+                             return parse_layer_list(t, &why) ? std::string() : why;
+                         })
+            .desc("Layers of an MoE model that have a dense SwiGLU MLP instead of experts, e.g. \"0\" for a dense "
+                  "first layer as some MoEs have; \"\" = none. Indices start at 0 and must be below model.num_layers.")
+            .hf("mlp_only_layers"));
+    add(field(F(model.tie_word_embeddings))
+            .label("Tied LM head")
+            .desc("true: the LM head is the transposed token embedding; false: a separate weight. auto = preset "
+                  "(dense models tied, MoE models untied).")
+            .hf("tie_word_embeddings"));
+    add(field(F(model.max_position_embeddings))
+            .label("Max positions")
+            .range(0, 4096)
+            .desc("Longest sequence (prompt + response) the model accepts; a config whose longest prompt plus "
+                  "rollout.max_new_tokens is longer is refused. 0 = preset; 128.")
+            .hf("max_position_embeddings"));
 
     section = "Rollout engine";
     add(field(F(rollout.precision))

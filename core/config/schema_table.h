@@ -21,6 +21,8 @@ struct Entry {
     ConfigKey meta;
     std::function<nlohmann::json(const Config&)> get;
     std::function<void(Config&, const nlohmann::json&)> put;  // value already checked and canonical
+    // text: "" when the text is well formed, else why not (without the key).
+    std::function<std::string(const std::string&)> check_text;
 
     Entry& label(std::string s) {
         meta.label = std::move(s);
@@ -36,6 +38,15 @@ struct Entry {
     }
     Entry& names(std::string verl, std::string slime = "", std::string swift = "") {
         meta.verl = std::move(verl), meta.slime = std::move(slime), meta.swift = std::move(swift);
+        return *this;
+    }
+    Entry& hf(std::string name) {
+        meta.hf = std::move(name);
+        return *this;
+    }
+    Entry& text_format(std::string format, std::function<std::string(const std::string&)> check) {
+        meta.format = std::move(format);
+        check_text = std::move(check);
         return *this;
     }
 };

@@ -18,7 +18,8 @@ namespace mlk {
 // ---- enumerations ----------------------------------------------------------
 enum class TaskName { addition, sort, reverse };
 enum class ModelKind { dense, moe };
-enum class ModelSize { tiny, small };
+enum class ModelSize { tiny, small, deep };
+enum class TieEmbeddings { preset, tied, untied };
 enum class LogprobSource { processed, raw };
 enum class RoutingReplay { off, R3 };
 enum class OldPolicyMode { recompute, bypass, decoupled };
@@ -46,7 +47,8 @@ struct EnumNames;
     };
 MLK_ENUM_NAMES(TaskName, "addition", "sort", "reverse")
 MLK_ENUM_NAMES(ModelKind, "dense", "moe")
-MLK_ENUM_NAMES(ModelSize, "tiny", "small")
+MLK_ENUM_NAMES(ModelSize, "tiny", "small", "deep")
+MLK_ENUM_NAMES(TieEmbeddings, "auto", "true", "false")
 MLK_ENUM_NAMES(LogprobSource, "processed", "raw")
 MLK_ENUM_NAMES(RoutingReplay, "off", "R3")
 MLK_ENUM_NAMES(OldPolicyMode, "recompute", "bypass", "decoupled")
@@ -92,9 +94,25 @@ struct TaskSettings {
     int eval_size = 64;
     bool operator==(const TaskSettings&) const = default;
 };
+// The model builder's input (core/config/model_builder.h): kind and size pick
+// a preset architecture; each dimension below, when not 0 / "" / auto,
+// replaces the preset's value.
 struct ModelSettings {
     ModelKind kind = ModelKind::dense;
     ModelSize size = ModelSize::tiny;
+    int hidden_size = 0;
+    int num_layers = 0;
+    int num_heads = 0;
+    int num_kv_heads = 0;
+    int head_dim = 0;
+    int intermediate_size = 0;
+    int num_experts = 0;
+    int num_experts_per_tok = 0;
+    int moe_intermediate_size = 0;
+    int decoder_sparse_step = 0;
+    std::string mlp_only_layers;  // "0,3": layers with a dense MLP in an MoE model; "" = none
+    TieEmbeddings tie_word_embeddings = TieEmbeddings::preset;
+    int max_position_embeddings = 0;
     bool operator==(const ModelSettings&) const = default;
 };
 struct KernelSettings {

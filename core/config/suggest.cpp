@@ -1,5 +1,5 @@
 // Suggestions for unknown keys: close spellings of our keys, and our key for a
-// verl / slime / ms-swift name however it is written (dotted, nested, as a
+// verl / slime / ms-swift / Hugging Face config.json name however it is written (dotted, nested, as a
 // --flag), because renamed options that silently do nothing are a known trap.
 #include <algorithm>
 #include <cctype>
@@ -16,7 +16,7 @@ namespace mlk {
 // are not part of a name.
 std::vector<std::string> community_names(const ConfigKey& key) {
     std::vector<std::string> out;
-    for (const std::string* field : {&key.verl, &key.slime, &key.swift}) {
+    for (const std::string* field : {&key.verl, &key.slime, &key.swift, &key.hf}) {
         std::string flat;
         int depth = 0;
         for (char ch : *field) {
@@ -84,7 +84,10 @@ std::string last_part(const std::string& s) { return s.substr(s.rfind('.') + 1);
 
 // Where a community name comes from, for the message.
 std::string community_source(const ConfigKey& k, const std::string& name) {
-    for (const auto& [field, tool] : {std::pair{&k.verl, "verl"}, {&k.slime, "slime"}, {&k.swift, "ms-swift"}}) {
+    for (const auto& [field, tool] : {std::pair{&k.verl, "verl"},
+                                      {&k.slime, "slime"},
+                                      {&k.swift, "ms-swift"},
+                                      {&k.hf, "Hugging Face config.json"}}) {
         ConfigKey one;
         one.verl = *field;
         const auto names = community_names(one);

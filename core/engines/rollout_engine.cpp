@@ -9,7 +9,8 @@
 
 namespace mlk {
 
-RolloutEngine::RolloutEngine(const ModelConfig& cfg) : cfg_(cfg), layout_(make_param_layout(cfg)) {}
+RolloutEngine::RolloutEngine(const ModelConfig& cfg)
+    : cfg_(cfg), layout_(make_param_layout(cfg)), moe_layers_(cfg.moe_layers()) {}
 
 void RolloutEngine::load_weights(const std::vector<float>& master, const EngineNumerics& numerics) {
     if ((int64_t)master.size() != layout_.total) throw std::invalid_argument("rollout load_weights: arena size");
@@ -45,8 +46,8 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
         for (int i = 0; i < M; ++i) dec_len[i] = pos[i] + 1;
     }
 
-    ids_out.assign(cfg_.kind == ModelKind::moe ? cfg_.num_layers : 0, {});
-    for (int l = 0; l < cfg_.num_layers; ++l) {
+    ids_out.assign(moe_layers_.size(), {});
+    for (int l = 0, mi = 0; l < cfg_.num_layers; ++l) {
         const LayerWeights& lw = w_.layers[l];
         rmsnorm_forward(ex, ln.data(), nullptr, x.data(), lw.input_norm, cfg_.rms_norm_eps, M, D);
         qkv_forward(ex, qkv, ln.data(), pos.data(), M, lw, cfg_);
@@ -74,11 +75,11 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
         matmul_forward(ex, o.data(), atty.data(), lw.wo, nullptr, M, H * hd, D);
         add_inplace(x.data(), o.data(), (int64_t)M * D, num_.residual);
         rmsnorm_forward(ex, ln.data(), nullptr, x.data(), lw.post_norm, cfg_.rms_norm_eps, M, D);
-        if (cfg_.kind == ModelKind::dense) {
+        if (!cfg_.is_moe_layer(l)) {
             dense_mlp_forward(ex, mlp, ffn.data(), ln.data(), M, lw, cfg_);
         } else {
             moe_forward(ex, moe, ffn.data(), ln.data(), M, lw, cfg_, nullptr);
-            ids_out[l] = moe.own_ids;
+            ids_out[mi++] = moe.own_ids;
         }
         add_inplace(x.data(), ffn.data(), (int64_t)M * D, num_.residual);
     }
@@ -145,6 +146,7 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
                                       int max_batch) {
     if (params_.empty()) throw std::logic_error("rollout generate before load_weights");
     const int N = (int)prompts.size(), V = cfg_.vocab_size, L = cfg_.num_layers, k = cfg_.num_experts_per_tok;
+    const int Lm = (int)moe_layers_.size();
     const int kv = cfg_.num_kv_heads * cfg_.head_dim;
     const Exec ex = num_.exec(family), lp_ex = num_.logprob_exec(family);
     const float inv_temp = 1.0f / sampling.temperature;
@@ -170,8 +172,7 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
         seqs[i].index = i;
         res.sequences[i].tokens = prompts[i];
         res.sequences[i].prompt_len = (int)prompts[i].size();
-        if (cfg_.kind == ModelKind::moe)
-            res.sequences[i].expert_ids.assign(L, std::vector<int32_t>((size_t)t_max_ * k, -1));
+        res.sequences[i].expert_ids.assign(Lm, std::vector<int32_t>((size_t)t_max_ * k, -1));
     }
     std::vector<int32_t> free_slots(slots);
     for (int s = 0; s < slots; ++s) free_slots[s] = slots - 1 - s;

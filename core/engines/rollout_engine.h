@@ -27,8 +27,9 @@ struct RolloutSequence {
     std::vector<float> lp_processed;  // per response token: log-prob under the distribution sampled from
     std::vector<float> lp_raw;        // per response token: log_softmax(logits) before temperature/top-k/top-p
     bool finished_by_eos = false;
-    // MoE: top-k experts per layer for every position fed to the model,
-    // [L][tokens.size()*k]; -1 where a position was never fed (the last token).
+    // Top-k experts of every MoE layer for every position fed to the model,
+    // [num_moe_layers][tokens.size()*k], indexed as ModelConfig::moe_layers()
+    // (empty for a dense model); -1 where a position was never fed (the last token).
     std::vector<std::vector<int32_t>> expert_ids;
 };
 
@@ -40,9 +41,9 @@ struct RolloutResult {
 
 // The training engine's view of a rollout: padded prompt+response tokens.
 SeqBatch to_seq_batch(const RolloutResult& r);
-// R3 replay table for the training engine: [L][B*T*k], -1 where the rollout
-// never routed a position.
-std::vector<std::vector<int32_t>> replay_table(const RolloutResult& r, int T, int layers, int k);
+// R3 replay table for the training engine: [moe_layers][B*T*k] (moe_layers =
+// ModelConfig::num_moe_layers()), -1 where the rollout never routed a position.
+std::vector<std::vector<int32_t>> replay_table(const RolloutResult& r, int T, int moe_layers, int k);
 
 class RolloutEngine {
 public:
@@ -78,6 +79,7 @@ private:
     int t_max_ = 0;
     int64_t cache_stride_ = 0;
     std::vector<std::vector<float>> kcache_, vcache_;  // [L][slots*Tmax*Hkv*hd]
+    std::vector<int> moe_layers_;                      // cfg_.moe_layers()
 };
 
 }  // namespace mlk

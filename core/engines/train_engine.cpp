@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "core/model/vocab.h"
 
 namespace mlk {
 
-TrainEngine::TrainEngine(const ModelConfig& cfg) : cfg_(cfg), layout_(make_param_layout(cfg)) {}
+TrainEngine::TrainEngine(const ModelConfig& cfg)
+    : cfg_(cfg), layout_(make_param_layout(cfg)), moe_layers_(cfg.moe_layers()) {}
 
 SeqBatch make_seq_batch(const std::vector<std::vector<int32_t>>& seqs, const std::vector<int32_t>& prompt_lens) {
     SeqBatch b;
@@ -43,6 +45,9 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
     if ((int)batch.tokens.size() != M) throw std::invalid_argument("train forward: tokens must be B*T");
     if (T > cfg_.max_position_embeddings)
         throw std::invalid_argument("train forward: sequence longer than max_position_embeddings");
+    if (replay_ids && replay_ids->size() != moe_layers_.size())
+        throw std::invalid_argument("train forward: the replay table has " + std::to_string(replay_ids->size()) +
+                                    " layers, the model " + std::to_string(moe_layers_.size()) + " MoE layers");
     batch_ = &batch;
     inv_temp_ = inv_temp;
     M_ = M;
@@ -56,11 +61,11 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
         for (int t = 0; t < T; ++t) pos_[(size_t)b * T + t] = t;
 
     acts_.resize(L);
-    out_.own_expert_ids.assign(cfg_.kind == ModelKind::moe ? L : 0, {});
-    out_.used_expert_ids.assign(cfg_.kind == ModelKind::moe ? L : 0, {});
+    out_.own_expert_ids.assign(moe_layers_.size(), {});
+    out_.used_expert_ids.assign(moe_layers_.size(), {});
     std::vector<float> x((size_t)M * D);
     embedding_forward(x.data(), batch.tokens.data(), w_.embed, M, D, ex.dtype);
-    for (int l = 0; l < L; ++l) {
+    for (int l = 0, mi = 0; l < L; ++l) {
         LayerActs& a = acts_[l];
         const LayerWeights& lw = w_.layers[l];
         a.x_in = x;
@@ -80,13 +85,14 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
         a.rstd2.resize(M);
         rmsnorm_forward(ex, a.ln2.data(), a.rstd2.data(), a.x_mid.data(), lw.post_norm, cfg_.rms_norm_eps, M, D);
         a.ffn_out.resize((size_t)M * D);
-        if (cfg_.kind == ModelKind::dense) {
+        if (!cfg_.is_moe_layer(l)) {
             dense_mlp_forward(ex, a.mlp, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_);
         } else {
-            const int32_t* replay = replay_ids ? (*replay_ids)[l].data() : nullptr;
+            const int32_t* replay = replay_ids ? (*replay_ids)[mi].data() : nullptr;
             moe_forward(ex, a.moe, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_, replay);
-            out_.own_expert_ids[l] = a.moe.own_ids;
-            out_.used_expert_ids[l] = a.moe.ids;
+            out_.own_expert_ids[mi] = a.moe.own_ids;
+            out_.used_expert_ids[mi] = a.moe.ids;
+            ++mi;
         }
         x = a.x_mid;
         add_inplace(x.data(), a.ffn_out.data(), (int64_t)M * D, numerics.residual);
@@ -151,8 +157,7 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
         LayerWeights& g = gw.layers[l];
         // x_out = x_mid + ffn(ln2(x_mid)): dx flows to x_mid directly and through the FFN.
         std::vector<float> dln2((size_t)M * D, 0.0f);
-        if (cfg_.kind == ModelKind::dense)
-            dense_mlp_backward(dln2.data(), g, dx.data(), a.mlp, a.ln2.data(), M, lw, cfg_);
+        if (!cfg_.is_moe_layer(l)) dense_mlp_backward(dln2.data(), g, dx.data(), a.mlp, a.ln2.data(), M, lw, cfg_);
         else moe_backward(dln2.data(), g, dx.data(), a.moe, a.ln2.data(), M, lw, cfg_);
         rmsnorm_backward(dx.data(), g.post_norm, dln2.data(), a.x_mid.data(), lw.post_norm, a.rstd2.data(), M, D);
         // x_mid = x_in + o_proj(attn(...)).

@@ -26,7 +26,8 @@ struct TrainForward {
     // logp[b*T+t] = log p(tokens[b,t] | tokens[b,<t]) at temperature 1/inv_temp,
     // for 1 <= t < T (0 at t = 0). entropy[b*T+t] of that same distribution.
     std::vector<float> logp, entropy;
-    // MoE, [L][B*T*k] at the position of the input token: this engine's own
+    // [num_moe_layers][B*T*k], indexed as ModelConfig::moe_layers() (empty for
+    // a dense model), at the position of the input token: this engine's own
     // top-k, and the experts it actually used (the rollout's under R3).
     std::vector<std::vector<int32_t>> own_expert_ids, used_expert_ids;
 };
@@ -36,8 +37,8 @@ public:
     explicit TrainEngine(const ModelConfig& cfg);
 
     // params: the fp32 master arena, stored for compute as `numerics` says
-    // (numerics.h). replay_ids: R3, [L][B*T*k] rollout experts (-1 = no
-    // rollout route there: use our own top-k), or nullptr.
+    // (numerics.h). replay_ids: R3, [num_moe_layers][B*T*k] rollout experts
+    // (-1 = no rollout route there: use our own top-k), or nullptr.
     const TrainForward& forward(Family family, const EngineNumerics& numerics, const std::vector<float>& params,
                                 const SeqBatch& batch, float inv_temp,
                                 const std::vector<std::vector<int32_t>>* replay_ids);
@@ -58,6 +59,7 @@ private:
     };
     ModelConfig cfg_;
     ParamLayout layout_;
+    std::vector<int> moe_layers_;                // cfg_.moe_layers()
     std::vector<float> compute_params_, head_;  // head_: [D, V] at the profile's lm_head
     Weights w_;
     const SeqBatch* batch_ = nullptr;

@@ -29,7 +29,7 @@ Weights bind_weights(const ModelConfig& cfg, const ParamLayout& L, float* a) {
         lw.q_norm = view(L, a, p + "self_attn.q_norm.weight");
         lw.k_norm = view(L, a, p + "self_attn.k_norm.weight");
         lw.post_norm = view(L, a, p + "post_attention_layernorm.weight");
-        if (cfg.kind == ModelKind::dense) {
+        if (!cfg.is_moe_layer(l)) {
             lw.w_gate = view(L, a, p + "mlp.gate_proj.weight");
             lw.w_up = view(L, a, p + "mlp.up_proj.weight");
             lw.w_down = view(L, a, p + "mlp.down_proj.weight");

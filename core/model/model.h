@@ -22,11 +22,11 @@ struct LayerWeights {
     float* q_norm;                             // [hd]
     float* k_norm;                             // [hd]
     float* post_norm;                          // [D]
-    float* w_gate;                             // dense [D, F]
-    float* w_up;                               // dense [D, F]
-    float* w_down;                             // dense [F, D]
-    float* router;                             // moe [D, E]
-    std::vector<float*> e_gate, e_up, e_down;  // moe, per expert [D,Fm], [D,Fm], [Fm,D]
+    float* w_gate;                             // dense layer [D, F]
+    float* w_up;                               // dense layer [D, F]
+    float* w_down;                             // dense layer [F, D]
+    float* router;                             // MoE layer (cfg.is_moe_layer) [D, E]
+    std::vector<float*> e_gate, e_up, e_down;  // MoE layer, per expert [D,Fm], [D,Fm], [Fm,D]
 };
 
 struct Weights {

@@ -1,54 +1,12 @@
 #include "core/model/params.h"
 
-#include <stdexcept>
-
 #include "core/model/vocab.h"
 
 namespace mlk {
 
-std::string ModelConfig::preset_name() const { return std::string(kind == ModelKind::moe ? "moe-" : "dense-") + size; }
-
-const std::vector<std::string>& model_preset_names() {
-    static const std::vector<std::string> names = {"dense-tiny", "moe-tiny", "dense-small", "moe-small"};
-    return names;
-}
-
 ModelConfig model_preset(const std::string& name) {
-    ModelConfig c;
+    ModelConfig c = preset_architecture(name);
     c.vocab_size = Vocab::size();
-    if (name == "dense-tiny") {
-        c.kind = ModelKind::dense;
-        c.size = "tiny";
-    } else if (name == "moe-tiny") {
-        c.kind = ModelKind::moe;
-        c.size = "tiny";
-        c.num_experts = 8;
-        c.num_experts_per_tok = 2;
-        c.moe_intermediate_size = 64;
-        c.tie_word_embeddings = false;
-    } else if (name == "dense-small") {
-        c.kind = ModelKind::dense;
-        c.size = "small";
-        c.hidden_size = 128;
-        c.num_layers = 4;
-        c.num_heads = 8;
-        c.num_kv_heads = 4;
-        c.intermediate_size = 384;
-    } else if (name == "moe-small") {
-        c.kind = ModelKind::moe;
-        c.size = "small";
-        c.hidden_size = 128;
-        c.num_layers = 4;
-        c.num_heads = 8;
-        c.num_kv_heads = 4;
-        c.num_experts = 16;
-        c.num_experts_per_tok = 4;
-        c.moe_intermediate_size = 96;
-        c.tie_word_embeddings = false;
-    } else {
-        throw std::invalid_argument("model preset '" + name +
-                                    "' is unknown; allowed: dense-tiny, moe-tiny, dense-small, moe-small");
-    }
     return c;
 }
 
@@ -58,9 +16,8 @@ std::vector<int64_t> ParamSpec::hf_shape() const {
 }
 
 const ParamSpec* ParamLayout::find(const std::string& name) const {
-    for (const auto& s : specs)
-        if (s.name == name) return &s;
-    return nullptr;
+    const auto it = index.find(name);
+    return it == index.end() ? nullptr : &specs[it->second];
 }
 
 ParamLayout make_param_layout(const ModelConfig& c) {
@@ -74,6 +31,7 @@ ParamLayout make_param_layout(const ModelConfig& c) {
         for (auto d : s.shape) s.numel *= d;
         s.offset = L.total;
         L.total += s.numel;
+        L.index.emplace(s.name, L.specs.size());
         L.specs.push_back(std::move(s));
     };
     // linear(name, in, out): stored [in,out], HF [out,in].
@@ -90,7 +48,7 @@ ParamLayout make_param_layout(const ModelConfig& c) {
         add(p + "self_attn.q_norm.weight", {hd}, false);
         add(p + "self_attn.k_norm.weight", {hd}, false);
         add(p + "post_attention_layernorm.weight", {D}, false);
-        if (c.kind == ModelKind::dense) {
+        if (!c.is_moe_layer(l)) {
             linear(p + "mlp.gate_proj.weight", D, c.intermediate_size);
             linear(p + "mlp.up_proj.weight", D, c.intermediate_size);
             linear(p + "mlp.down_proj.weight", c.intermediate_size, D);
@@ -110,7 +68,7 @@ ParamLayout make_param_layout(const ModelConfig& c) {
 }
 
 ModelConfig model_config_of(const Config& c) {
-    ModelConfig m = model_preset(std::string(enum_name(c.model.kind)) + "-" + std::string(enum_name(c.model.size)));
+    ModelConfig m = architecture_of(c.model);
     m.vocab_size = Vocab::size();
     return m;
 }

@@ -5,37 +5,17 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
-#include "core/config/settings.h"
+#include "core/config/model_builder.h"
 
 namespace mlk {
 
-struct ModelConfig {
-    ModelKind kind = ModelKind::dense;
-    std::string size = "tiny";  // tiny | small: which preset the dimensions came from
-    int vocab_size = 0;
-    int hidden_size = 64;
-    int num_layers = 2;
-    int num_heads = 4;
-    int num_kv_heads = 2;
-    int head_dim = 16;
-    int intermediate_size = 192;  // dense SwiGLU width
-    int num_experts = 0;          // MoE only
-    int num_experts_per_tok = 0;
-    int moe_intermediate_size = 0;
-    float rms_norm_eps = 1e-6f;
-    float rope_theta = 10000.0f;
-    int max_position_embeddings = 128;
-    bool tie_word_embeddings = true;
-
-    std::string preset_name() const;  // "dense-tiny", ...
-};
-
-// "dense-tiny", "moe-tiny", "dense-small", "moe-small". Throws
+// The model builder's architectures (core/config/model_builder.h) with the
+// task vocabulary's size: "dense-tiny", ... (model_preset_names()). Throws
 // std::invalid_argument naming the allowed values for anything else.
 ModelConfig model_preset(const std::string& name);
-const std::vector<std::string>& model_preset_names();
 
 struct ParamSpec {
     std::string name;            // Hugging Face Qwen3 / Qwen3-MoE tensor name
@@ -50,11 +30,17 @@ struct ParamLayout {
     std::vector<ParamSpec> specs;
     int64_t total = 0;
     const ParamSpec* find(const std::string& name) const;  // nullptr when absent
+    // name -> index into specs: engines bind every tensor by name on each
+    // weight load, and a deep MoE has thousands of them.
+    std::unordered_map<std::string, size_t> index;
 };
 
+// Per layer: attention, norms, then a dense MLP (mlp.gate_proj/up_proj/
+// down_proj) or, where cfg.is_moe_layer(l), a router (mlp.gate) and experts
+// (mlp.experts.E.*), as Hugging Face Qwen3-MoE names them.
 ParamLayout make_param_layout(const ModelConfig& cfg);
 
-// The model a run's configuration asks for: model_preset("<kind>-<size>") with
+// The model a run's configuration asks for: architecture_of(c.model) with
 // the task vocabulary's size.
 ModelConfig model_config_of(const Config& c);
 

@@ -60,8 +60,8 @@ Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& trai
         return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     };
     const ModelConfig& model = train.config();
-    const bool moe = model.kind == ModelKind::moe;
-    const int L = model.num_layers, k = model.num_experts_per_tok;
+    const int Lm = model.num_moe_layers(), k = model.num_experts_per_tok;  // routing tables count MoE layers only
+    const bool moe = Lm > 0;
     const Family fam = kernel_family(cfg);
     Measurement m;
 
@@ -75,14 +75,14 @@ Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& trai
     if (on_phase) on_phase(MeasurePhase::recompute);
     t0 = Clock::now();
     m.batch = to_seq_batch(m.roll);
-    if (moe && cfg.moe.routing_replay == RoutingReplay::R3) m.replay = replay_table(m.roll, m.batch.T, L, k);
+    if (moe && cfg.moe.routing_replay == RoutingReplay::R3) m.replay = replay_table(m.roll, m.batch.T, Lm, k);
     m.train = train.forward(fam, train_numerics(cfg), params, m.batch, 1.0f / (float)cfg.rollout.temperature,
                             m.replay.empty() ? nullptr : &m.replay);
     m.recompute_ms = ms_since(t0);
 
     m.tokens = gather_tokens(m.roll, m.batch, m.train, cfg.rollout.logprobs);
     m.mismatch = mismatch_metrics(m.tokens.lp_train, m.tokens.lp_roll, m.tokens.valid, m.tokens.seq_offsets);
-    if (moe) m.router = routing_diff(m.roll, m.batch, m.train, L, k);
+    if (moe) m.router = routing_diff(m.roll, m.batch, m.train, Lm, k);
     m.bitwise_equal = !m.tokens.lp_roll.empty() && std::memcmp(m.tokens.lp_roll.data(), m.tokens.lp_train.data(),
                                                                m.tokens.lp_roll.size() * sizeof(float)) == 0;
     return m;

@@ -28,17 +28,19 @@ TokenView gather_tokens(const RolloutResult& roll, const SeqBatch& batch, const 
 
 // Router diff over every position the rollout routed (prompt and response
 // tokens it fed to the model): rollout top-k vs the experts the training
-// engine used, so R3 brings it to zero.
-RouterDiff routing_diff(const RolloutResult& roll, const SeqBatch& batch, const TrainForward& train, int layers, int k);
+// engine used, so R3 brings it to zero. moe_layers = ModelConfig::num_moe_layers():
+// dense layers have no router and count for nothing.
+RouterDiff routing_diff(const RolloutResult& roll, const SeqBatch& batch, const TrainForward& train, int moe_layers,
+                        int k);
 
 struct Measurement {
     RolloutResult roll;
     SeqBatch batch;                            // the rollout as the trainer sees it
-    std::vector<std::vector<int32_t>> replay;  // R3 table, [L][B*T*k]; empty without R3
+    std::vector<std::vector<int32_t>> replay;  // R3 table, [num_moe_layers][B*T*k]; empty without R3
     TrainForward train;                        // the recompute (the "old" policy)
     TokenView tokens;
     MismatchMetrics mismatch;
-    RouterDiff router;           // empty for dense models
+    RouterDiff router;           // over the MoE layers; empty for dense models
     bool bitwise_equal = false;  // every training log-prob equals its rollout log-prob bit for bit
     double rollout_ms = 0, recompute_ms = 0;
 };

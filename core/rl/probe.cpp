@@ -43,7 +43,8 @@ nlohmann::json probe_summary_json(const ProbeResult& r) {
 
 nlohmann::json probe_dump_json(const ProbeResult& r) {
     const TokenView& t = r.tokens;
-    const bool moe = r.model.kind == ModelKind::moe;
+    const std::vector<int> moe_layers = r.model.moe_layers();  // the routing tables' rows, in order
+    const bool moe = !moe_layers.empty();
     const int k = r.model.num_experts_per_tok;
     nlohmann::json tokens = nlohmann::json::array();
     for (size_t i = 0; i < t.lp_roll.size(); ++i) {
@@ -56,14 +57,14 @@ nlohmann::json probe_dump_json(const ProbeResult& r) {
         if (moe) {
             nlohmann::json ro = nlohmann::json::array(), tr = nlohmann::json::array();
             const size_t row = (size_t)t.seq[i] * r.batch.T + t.pos[i];
-            for (int l = 0; l < r.model.num_layers; ++l) {
+            for (size_t l = 0; l < moe_layers.size(); ++l) {
                 const auto& ids = r.roll.sequences[t.seq[i]].expert_ids[l];
                 ro.push_back(
                     std::vector<int32_t>(ids.begin() + (size_t)t.pos[i] * k, ids.begin() + (size_t)(t.pos[i] + 1) * k));
                 const auto& used = r.train.used_expert_ids[l];
                 tr.push_back(std::vector<int32_t>(used.begin() + row * k, used.begin() + (row + 1) * k));
             }
-            e["experts_rollout"] = ro;  // [layer][k]; -1 = never fed (last token)
+            e["experts_rollout"] = ro;  // [MoE layer][k]; -1 = never fed (last token)
             e["experts_train"] = tr;
         }
         tokens.push_back(std::move(e));
@@ -73,7 +74,8 @@ nlohmann::json probe_dump_json(const ProbeResult& r) {
         seqs.push_back({{"prompt_len", s.prompt_len}, {"tokens", s.tokens}, {"finished_by_eos", s.finished_by_eos}});
     return {{"format", "mismatch-lab-probe-dump/1"},
             {"model", r.model.preset_name()},
-            {"layers", moe ? r.model.num_layers : 0},
+            {"layers", moe_layers.size()},
+            {"moe_layers", moe_layers},
             {"experts_per_token", moe ? k : 0},
             {"sequences", seqs},
             {"tokens", tokens},

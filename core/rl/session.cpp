@@ -81,7 +81,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-// Rows [s0, s1) of a per-layer [B*T*k] routing table.
+// Rows [s0, s1) of a routing table, [num_moe_layers][B*T*k].
 std::vector<std::vector<int32_t>> sub_table(const std::vector<std::vector<int32_t>>& t, int s0, int s1, int T, int k) {
     std::vector<std::vector<int32_t>> o;
     for (const auto& layer : t) o.emplace_back(layer.begin() + (size_t)s0 * T * k, layer.begin() + (size_t)s1 * T * k);
@@ -331,7 +331,7 @@ StepRecord RlSession::record(int64_t step, const std::vector<Prompt>& prompts, c
     rec.step = step;
     rec.metrics = to_named_values(v);
     add_distributions(rec, m);
-    add_text_samples(rec, prompts, m, scores.rewards, cfg_.rl.samples_per_prompt, model_.kind == ModelKind::moe);
+    add_text_samples(rec, prompts, m, scores.rewards, cfg_.rl.samples_per_prompt, model_.num_moe_layers() > 0);
     return rec;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/config/model_builder.h"
 #include "core/model/vocab.h"
 
 namespace mlk {
@@ -69,8 +70,8 @@ public:
     std::string description() const override {
         return "Add two integers of up to " + std::to_string(length()) + " digits: \"12+7=\" -> \"19\"";
     }
-    int max_prompt_tokens() const override { return 1 + 2 * length() + 2; }
-    int max_answer_tokens() const override { return length() + 1; }
+    int max_prompt_tokens() const override { return task_bounds(TaskName::addition, length()).prompt_tokens; }
+    int max_answer_tokens() const override { return task_bounds(TaskName::addition, length()).answer_tokens; }
 
 protected:
     Problem generate(CounterRng& rng) const override {
@@ -88,8 +89,8 @@ public:
     std::string description() const override {
         return "Sort " + std::to_string(length()) + " digits ascending: \"3120:\" -> \"0123\"";
     }
-    int max_prompt_tokens() const override { return 1 + length() + 1; }
-    int max_answer_tokens() const override { return length(); }
+    int max_prompt_tokens() const override { return task_bounds(TaskName::sort, length()).prompt_tokens; }
+    int max_answer_tokens() const override { return task_bounds(TaskName::sort, length()).answer_tokens; }
 
 protected:
     Problem generate(CounterRng& rng) const override {
@@ -109,8 +110,8 @@ public:
     std::string description() const override {
         return "Reverse " + std::to_string(length()) + " letters: \"abc|\" -> \"cba\"";
     }
-    int max_prompt_tokens() const override { return 1 + length() + 1; }
-    int max_answer_tokens() const override { return length(); }
+    int max_prompt_tokens() const override { return task_bounds(TaskName::reverse, length()).prompt_tokens; }
+    int max_answer_tokens() const override { return task_bounds(TaskName::reverse, length()).answer_tokens; }
 
 protected:
     Problem generate(CounterRng& rng) const override {

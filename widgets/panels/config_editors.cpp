@@ -112,6 +112,12 @@ QWidget* make(const ConfigKey& k, QObject* context, std::function<void()> edited
             QObject::connect(le, &QLineEdit::textChanged, context, edited);
             return le;
         }
+        case ValueType::text: {
+            auto* le = new QLineEdit;
+            le->setPlaceholderText(qs(k.format));
+            QObject::connect(le, &QLineEdit::textChanged, context, edited);
+            return le;
+        }
     }
     return new QWidget;
 }
@@ -141,7 +147,9 @@ QString store(QWidget* editor, const ConfigKey& k, Config& cfg) {
         } else if (auto* sb = qobject_cast<QSpinBox*>(editor)) {
             config_set(cfg, k.key, static_cast<int64_t>(sb->value()));
         } else if (auto* le = qobject_cast<QLineEdit*>(editor)) {
-            if (k.type == ValueType::integer) {
+            if (k.type == ValueType::text) {
+                config_set(cfg, k.key, le->text().toStdString());
+            } else if (k.type == ValueType::integer) {
                 int64_t x = 0;
                 if (!parseInt(le->text(), x))
                     return QStringLiteral("%1: enter %2 in %3").arg(key, tr("an integer"), qs(k.range_text()));

@@ -1,7 +1,8 @@
 // The config form's field editors, one per schema key type: bool ->
 // QCheckBox, enum -> QComboBox, int -> QSpinBox (a QLineEdit with an integer
 // check when the range exceeds int, e.g. the seed), number -> QLineEdit
-// parsed with std::from_chars, so 1e-4 or 1.001 are held exactly. The form
+// parsed with std::from_chars, so 1e-4 or 1.001 are held exactly, text ->
+// QLineEdit checked against the key's format (e.g. a layer list). The form
 // (config_form.h) lays them out and validates; these move values between an
 // editor and a Config.
 #pragma once

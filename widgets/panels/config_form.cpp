@@ -22,6 +22,7 @@
 #include "core/config/presets.h"
 #include "widgets/data/palette.h"
 #include "widgets/panels/config_editors.h"
+#include "widgets/panels/footprint_label.h"
 
 namespace mlk {
 
@@ -230,6 +231,10 @@ void ConfigForm::buildUi() {
             form->addRow(f.label, row);
             fields_.insert(qs(k.key), f);
         }
+        if (sec == "Model") {
+            footprint_ = new FootprintLabel(s.body);
+            form->addRow(footprint_);
+        }
         connect(s.header, &QToolButton::toggled, this, [h = s.header, b = s.body](bool on) {
             h->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
             b->setVisible(on);
@@ -361,6 +366,7 @@ void ConfigForm::revalidate() {
                         .arg(w.toHtmlEscaped(), palette::warningTone().ink.name());
     }
     status_->setText(html);
+    footprint_->showFor(cfg_, errs.isEmpty());
 
     const bool v = errs.isEmpty();
     if (v != valid_) {

@@ -13,7 +13,8 @@
 // every edit validate() and config_warnings() run; the keys their messages
 // name are marked in place (red = error, amber = warning; icon, border,
 // message appended to the tooltip) and the messages are listed in the status
-// area.
+// area. Under the Model section a line gives the model's parameters, memory
+// and estimated RL step time (footprint_label.h), updated on every edit.
 #pragma once
 
 #include <QHash>
@@ -32,6 +33,8 @@ class QToolButton;
 class QVBoxLayout;
 
 namespace mlk {
+
+class FootprintLabel;
 
 class ConfigForm : public QWidget {
     Q_OBJECT
@@ -135,6 +138,7 @@ private:
     QToolButton* bannerClose_ = nullptr;
     QWidget* bannerRow_ = nullptr;
     QLabel* status_ = nullptr;
+    FootprintLabel* footprint_ = nullptr;  // under the Model section
 };
 
 }  // namespace mlk

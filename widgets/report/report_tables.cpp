@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include "core/config/config.h"
+#include "core/model/params.h"
 #include "core/store/export.h"
 #include "kernels/cpu/features.h"
 #include "kernels/kernels.h"
@@ -174,14 +175,16 @@ QString Builder::environment_section() {
             continue;
         }
         const Config& c = *r.cfg;
-        h +=
-            QStringLiteral(
-                "<tr><td>%1</td><td>%2-%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td><td>%8</td></tr>\n")
-                .arg(esc(r.label), esc(std::string(enum_name(c.model.kind))), esc(std::string(enum_name(c.model.size))),
-                     esc(std::string(enum_name(c.rollout.precision))), esc(std::string(enum_name(c.train.precision))),
-                     c.kernels.batch_invariant ? QStringLiteral("on") : QStringLiteral("off"),
-                     c.kernels.threads == 0 ? QStringLiteral("all cores") : QString::number(c.kernels.threads),
-                     esc(std::string(enum_name(c.moe.routing_replay))));
+        // A built model (size "custom") names its dimensions: the name alone would hide them.
+        const ModelConfig m = model_config_of(c);
+        const std::string model =
+            m.size == "custom" ? m.preset_name() + " (" + architecture_text(m) + ")" : m.preset_name();
+        h += QStringLiteral("<tr><td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td></tr>\n")
+                 .arg(esc(r.label), esc(model), esc(std::string(enum_name(c.rollout.precision))),
+                      esc(std::string(enum_name(c.train.precision))),
+                      c.kernels.batch_invariant ? QStringLiteral("on") : QStringLiteral("off"),
+                      c.kernels.threads == 0 ? QStringLiteral("all cores") : QString::number(c.kernels.threads),
+                      esc(std::string(enum_name(c.moe.routing_replay))));
     }
     h += QStringLiteral("</table>\n");
     return h;

@@ -248,6 +248,27 @@ TEST(CliShow, BestFollowsTheMetricsDirection) {
     EXPECT_NE(r.out.find("divergence:"), std::string::npos);
 }
 
+TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
+    auto r = cli("presets --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    std::vector<std::string> models;
+    for (const auto& p : j)
+        if (p["type"] == "model") models.push_back(p["name"]);
+    EXPECT_EQ(models, (std::vector<std::string>{"dense-tiny", "moe-tiny", "dense-small", "moe-small", "dense-deep",
+                                                "moe-deep"}));
+    r = cli("presets");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("moe-deep"), std::string::npos);
+    EXPECT_NE(r.out.find("48 experts top-6"), std::string::npos) << r.out;
+    // --preset takes them where it takes a model preset.
+    const fs::path out = fx().dir / "deep-ckpt";
+    r = cli("checkpoint --preset dense-deep --out " + out.string());
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_TRUE(fs::exists(out / "config.json"));
+    expect_usage("bench --preset moe-huge", {"--preset", "moe-deep"});
+}
+
 TEST(CliCommands, ExistingBehaviourStillWorks) {
     auto r = cli("runs" + db() + " --json");
     ASSERT_EQ(r.code, 0) << r.out;

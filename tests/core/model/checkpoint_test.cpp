@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 
+#include "core/config/config.h"
 #include "core/model/vocab.h"
 #include "kernels/dtype.h"
 
@@ -263,11 +264,98 @@ TEST_F(CheckpointTest, ConfigJsonForDenseAndMoe) {
     bad.erase("hidden_size");
     EXPECT_NE(error_of([&] { model_config_from_hf(bad); }).find("hidden_size"), std::string::npos);
     bad = hf_config_json(m);
-    bad["mlp_only_layers"] = {0};
-    EXPECT_NE(error_of([&] { model_config_from_hf(bad); }).find("mlp_only_layers"), std::string::npos);
+    bad["mlp_only_layers"] = {0, 5};  // moe-tiny has layers 0 and 1
+    EXPECT_NE(error_of([&] { model_config_from_hf(bad); }).find("mlp_only_layers: layer 5 does not exist"),
+              std::string::npos);
     json custom = hf_config_json(d);
     custom["hidden_size"] = 96;
     EXPECT_EQ(model_config_from_hf(custom).size, "custom");
+}
+
+// A model with dense and MoE layers, built from model.* settings: the
+// config.json carries every dimension under Hugging Face Qwen3-MoE names, its
+// dense layers' tensors are named as transformers names them, and loading
+// gives back the same model and the same bits.
+TEST_F(CheckpointTest, MixedDenseAndMoeLayersRoundTrip) {
+    const Config c = config_from_json({{"model.kind", "moe"},
+                                       {"model.size", "small"},
+                                       {"model.num_layers", 5},
+                                       {"model.decoder_sparse_step", 2},
+                                       {"model.mlp_only_layers", "3"},
+                                       {"model.intermediate_size", 160},
+                                       {"model.num_experts", 6},
+                                       {"model.num_experts_per_tok", 3},
+                                       {"model.head_dim", 8},
+                                       {"model.tie_word_embeddings", "true"},
+                                       {"model.max_position_embeddings", 96}});
+    const ModelConfig cfg = model_config_of(c);
+    ASSERT_EQ(cfg.moe_layers(), std::vector<int>({1}));  // (l + 1) % 2 == 0 -> 1, 3; 3 is dense-only
+    const ParamLayout layout = make_param_layout(cfg);
+    const std::vector<float> params = random_arena(layout.total, 77);
+    save_checkpoint(dir("mixed"), cfg, layout, params.data());
+
+    const json j = json::parse(std::ifstream(dir("mixed") + "/config.json"));
+    EXPECT_EQ(j["model_type"], "qwen3_moe");
+    EXPECT_EQ(j["num_hidden_layers"], 5);
+    EXPECT_EQ(j["decoder_sparse_step"], 2);
+    EXPECT_EQ(j["mlp_only_layers"], json::array({3}));
+    EXPECT_EQ(j["intermediate_size"], 160);
+    EXPECT_EQ(j["num_experts"], 6);
+    EXPECT_EQ(j["num_experts_per_tok"], 3);
+    EXPECT_EQ(j["head_dim"], 8);
+    EXPECT_EQ(j["tie_word_embeddings"], true);
+    EXPECT_EQ(j["max_position_embeddings"], 96);
+    // Every model.* dimension is in config.json under its Hugging Face name,
+    // and those fields, set as the keys they name, build the same model.
+    Config back = config_from_json({{"model.kind", "moe"}});
+    for (const ConfigKey& k : config_schema()) {
+        if (k.hf.empty()) continue;
+        ASSERT_TRUE(j.contains(k.hf)) << k.key << " as " << k.hf;
+        const json& v = j[k.hf];
+        if (k.type == ValueType::text) config_set(back, k.key, layer_list_text(v.get<std::vector<int>>()));
+        else if (v.is_boolean()) config_set(back, k.key, v.get<bool>() ? "true" : "false");
+        else config_set(back, k.key, v);
+    }
+    EXPECT_NO_THROW(validate(back));
+    EXPECT_EQ(model_config_of(back), cfg);
+
+    const SafetensorsFile f = read_safetensors(dir("mixed") + "/model.safetensors");
+    for (int l = 0; l < cfg.num_layers; ++l) {
+        const std::string p = "model.layers." + std::to_string(l) + ".mlp.";
+        EXPECT_EQ(f.tensors.count(p + "gate.weight"), l == 1 ? 1u : 0u) << l;
+        EXPECT_EQ(f.tensors.count(p + "experts.5.down_proj.weight"), l == 1 ? 1u : 0u) << l;
+        EXPECT_EQ(f.tensors.count(p + "gate_proj.weight"), l == 1 ? 0u : 1u) << l;
+        if (l != 1)
+            EXPECT_EQ(f.tensors.at(p + "down_proj.weight").shape,
+                      (std::vector<int64_t>{cfg.hidden_size, cfg.intermediate_size}));
+    }
+    EXPECT_EQ(f.tensors.size(), layout.specs.size());
+
+    const LoadedCheckpoint ck = load_checkpoint(dir("mixed"));
+    EXPECT_EQ(ck.model, cfg);
+    EXPECT_EQ(ck.model.size, "custom");
+    EXPECT_EQ(ck.layout.total, layout.total);
+    EXPECT_TRUE(same_bits(ck.params, params));
+    EXPECT_EQ(model_config_from_hf(hf_config_json(cfg)), cfg);
+    // config.json's list is a set to transformers: any order reads the same.
+    json shuffled = hf_config_json(cfg);
+    shuffled["decoder_sparse_step"] = 1;
+    shuffled["mlp_only_layers"] = {4, 0, 2};
+    EXPECT_EQ(model_config_from_hf(shuffled).moe_layers(), std::vector<int>({1, 3}));
+    // What the settings refuse, config.json does too, under its own names.
+    shuffled["num_attention_heads"] = 6;
+    EXPECT_NE(error_of([&] {
+                  model_config_from_hf(shuffled);
+              }).find("num_attention_heads (6) must be a multiple of num_key_value_heads (4)"),
+              std::string::npos);
+    shuffled = hf_config_json(cfg);
+    shuffled["mlp_only_layers"] = {0, 1, 2, 3, 4};
+    EXPECT_NE(error_of([&] { model_config_from_hf(shuffled); }).find("needs at least one MoE layer"),
+              std::string::npos);
+
+    // Every preset reads back as itself, the deep ones included.
+    for (const auto& name : model_preset_names())
+        EXPECT_EQ(model_config_from_hf(hf_config_json(model_preset(name))), model_preset(name)) << name;
 }
 
 TEST_F(CheckpointTest, ErrorsNameTheProblem) {

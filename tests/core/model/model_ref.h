@@ -11,9 +11,10 @@
 
 namespace mlk::reftest {
 
-// logp[b*T+t] = log p(tokens[b,t] | prefix) for t >= 1; routes[l][m*k+j]
-// fixes the MoE experts when non-null (finite differences must not flip a
-// top-k), else each layer uses its own top-k and reports it there.
+// logp[b*T+t] = log p(tokens[b,t] | prefix) for t >= 1; routes[i][m*k+j]
+// (i: the i-th MoE layer, as the engines index them) fixes the MoE experts
+// when non-null (finite differences must not flip a top-k), else each MoE
+// layer uses its own top-k and reports it there.
 inline std::vector<double> ref_model_logp(const ModelConfig& c, const std::vector<double>& P,
                                           const std::vector<int32_t>& tokens, int B, int T, double inv_temp,
                                           std::vector<std::vector<int32_t>>* routes, bool fixed_routes) {
@@ -25,8 +26,8 @@ inline std::vector<double> ref_model_logp(const ModelConfig& c, const std::vecto
     for (int m = 0; m < M; ++m) pos[m] = m % T;
     std::vector<double> x((size_t)M * D), ln((size_t)M * D);
     ref::embedding_forward(x.data(), tokens.data(), W("model.embed_tokens.weight"), M, D);
-    if (routes && !fixed_routes) routes->assign(c.num_layers, {});
-    for (int l = 0; l < c.num_layers; ++l) {
+    if (routes && !fixed_routes) routes->assign(c.num_moe_layers(), {});
+    for (int l = 0, mi = 0; l < c.num_layers; ++l) {
         std::string p = "model.layers." + std::to_string(l) + ".";
         ref::rmsnorm_forward(ln.data(), (double*)nullptr, x.data(), W(p + "input_layernorm.weight"),
                              (double)c.rms_norm_eps, M, D);
@@ -55,7 +56,7 @@ inline std::vector<double> ref_model_logp(const ModelConfig& c, const std::vecto
             ref::swiglu_forward(a.data(), g.data(), u.data(), (int64_t)Mr * F);
             ref::matmul_forward(out, a.data(), W(q + "down_proj.weight"), (double*)nullptr, Mr, F, D);
         };
-        if (c.kind == ModelKind::dense) {
+        if (!c.is_moe_layer(l)) {
             swiglu_mlp(ln.data(), M, p + "mlp.", c.intermediate_size, f.data());
         } else {
             const int E = c.num_experts;
@@ -63,12 +64,13 @@ inline std::vector<double> ref_model_logp(const ModelConfig& c, const std::vecto
             std::vector<int32_t> ids((size_t)M * k);
             ref::matmul_forward(rl.data(), ln.data(), W(p + "mlp.gate.weight"), (double*)nullptr, M, D, E);
             if (fixed_routes) {
-                ids = (*routes)[l];
+                ids = (*routes)[mi];
                 ref::router_replay_forward(wts.data(), rl.data(), ids.data(), M, E, k);
             } else {
                 ref::router_topk_forward(ids.data(), wts.data(), rl.data(), M, E, k);
-                if (routes) (*routes)[l] = ids;
+                if (routes) (*routes)[mi] = ids;
             }
+            ++mi;
             std::vector<double> ye(D);
             for (int m = 0; m < M; ++m)
                 for (int j = 0; j < k; ++j) {

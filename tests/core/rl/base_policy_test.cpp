@@ -31,6 +31,7 @@ json other_value(const Config& c, const ConfigKey& k) {
             for (const auto& a : k.allowed) candidates.push_back(a);
             break;
         case ValueType::integer: candidates = {v.get<int64_t>() + 1, v.get<int64_t>() - 1}; break;
+        case ValueType::text: candidates = {"0", "1"}; break;  // the layer list, the only text key
         case ValueType::number: {
             const double x = v.get<double>();
             candidates = {x * 0.5, x * 2, x + 0.1, x - 0.1, x + 1, 0.5};

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "core/config/config.h"
+#include "core/model/params.h"
 #include "core/rl/probe.h"
 #include "tests/cli_runner.h"
 
@@ -97,6 +98,34 @@ TEST(Probe, SameSeedSameBits) {
     EXPECT_EQ(probe_summary_json(a).dump(), probe_summary_json(b).dump());
 }
 
+// A model with dense and MoE layers: the routing tables have one row per MoE
+// layer, R3 replays every one of them, and the dump says which layers they are.
+TEST(Probe, MixedDenseAndMoeLayersCountOnlyTheMoeLayers) {
+    Config c = config("moe", false, Dtype::bf16, Dtype::f32);
+    c.model.num_layers = 4;
+    c.model.mlp_only_layers = "0,2";
+    c.rl.prompts_per_step = 8;
+    validate(c);
+    ProbeResult r = probe(c);
+    EXPECT_EQ(r.model.moe_layers(), std::vector<int>({1, 3}));
+    ASSERT_EQ(r.roll.sequences[0].expert_ids.size(), 2u);
+    ASSERT_EQ(r.train.used_expert_ids.size(), 2u);
+    EXPECT_GT(r.router.router_level, 0.0) << "bf16 vs fp32 router logits must flip some experts";
+    const nlohmann::json dump = probe_dump_json(r);
+    EXPECT_EQ(dump["layers"], 2);
+    EXPECT_EQ(dump["moe_layers"], nlohmann::json::array({1, 3}));
+    EXPECT_EQ(dump["tokens"][0]["experts_rollout"].size(), 2u);
+    EXPECT_EQ(dump["model"], "moe-custom");
+
+    c.moe.routing_replay = RoutingReplay::R3;
+    ProbeResult r3 = probe(c);
+    EXPECT_EQ(r3.replay.size(), 2u);
+    EXPECT_EQ(r3.router.router_level, 0.0);
+    EXPECT_EQ(r3.router.token_level, 0.0);
+    EXPECT_EQ(r3.tokens.lp_roll, r.tokens.lp_roll);
+    EXPECT_LT(r3.mismatch.k3_kl, r.mismatch.k3_kl);
+}
+
 // ---- through the CLI --------------------------------------------------------
 
 using clitest::cli;
@@ -165,6 +194,55 @@ TEST(CheckpointCli, WritesLoadableCheckpointUsedByProbe) {
     EXPECT_EQ(a.out, b.out);
     CliResult mismatch = cli("probe --preset dense-tiny --json --checkpoint " + dir.string());
     EXPECT_EQ(mismatch.code, 2);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(ProbeCli, DeepPresetsAndBuiltModels) {
+    for (const char* preset : {"dense-deep", "moe-deep"}) {
+        CliResult r = cli(std::string("probe --preset ") + preset +
+                          " --json --set rl.prompts_per_step=1 --set rl.samples_per_prompt=2");
+        ASSERT_EQ(r.code, 0) << r.out;
+        const auto j = nlohmann::json::parse(r.out);
+        EXPECT_EQ(j["params"], make_param_layout(model_preset(preset)).total) << preset;
+        EXPECT_GT(j["memory_mb"].get<double>(), 0.0);
+        EXPECT_GT(j["tokens"].get<int>(), 0);
+    }
+    // The text form says what the model costs before the work starts.
+    CliResult t = cli("probe --preset moe-deep --set rl.prompts_per_step=1 --set rl.samples_per_prompt=2");
+    ASSERT_EQ(t.code, 0) << t.out;
+    EXPECT_EQ(t.out.rfind("model moe-deep: 14.8M parameters", 0), 0u) << t.out;
+    EXPECT_NE(t.out.find("per RL step"), std::string::npos) << t.out;
+    // Dimensions through --set; bad ones exit 2 naming the key.
+    CliResult built = cli("probe --preset moe-tiny --json --set model.num_layers=3 --set model.mlp_only_layers=1");
+    ASSERT_EQ(built.code, 0) << built.out;
+    for (const auto& [set, key] : std::vector<std::pair<std::string, std::string>>{
+             {"model.head_dim=15", "model.head_dim"},
+             {"model.num_heads=3", "model.num_kv_heads"},
+             {"model.mlp_only_layers=2", "model.mlp_only_layers"},
+             {"model.mlp_only_layers=x", "model.mlp_only_layers"},
+             {"model.num_experts_per_tok=9", "model.num_experts"},
+             {"model.max_position_embeddings=8", "model.max_position_embeddings"},
+             {"model.hidden_size=9999", "model.hidden_size"}}) {
+        CliResult bad = cli("probe --preset moe-tiny --set " + set);
+        EXPECT_EQ(bad.code, 2) << set << ": " << bad.out;
+        EXPECT_NE(bad.out.find(key), std::string::npos) << set << ": " << bad.out;
+    }
+}
+
+TEST(CheckpointCli, BuiltModelCheckpointMatchesOnlyItsArchitecture) {
+    auto dir = std::filesystem::temp_directory_path() / ("mlk_ckpt_cli_built_" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir);
+    const std::string sets = " --set model.num_layers=3 --set model.mlp_only_layers=1";
+    CliResult w = cli("checkpoint --preset moe-tiny --out " + dir.string() + sets);
+    ASSERT_EQ(w.code, 0) << w.out;
+    CliResult a = cli("probe --preset moe-tiny --json --checkpoint " + dir.string() + sets);
+    CliResult b = cli("probe --preset moe-tiny --json" + sets);
+    ASSERT_EQ(a.code, 0) << a.out;
+    EXPECT_EQ(a.out, b.out);
+    // Same kind, size and layer count, but every layer MoE: not this checkpoint.
+    CliResult other = cli("probe --preset moe-tiny --json --set model.num_layers=3 --checkpoint " + dir.string());
+    EXPECT_EQ(other.code, 2);
+    EXPECT_NE(other.out.find("dense layers 1"), std::string::npos) << other.out;
     std::filesystem::remove_all(dir);
 }
 

@@ -18,6 +18,7 @@
 
 #include "core/config/config.h"
 #include "core/config/presets.h"
+#include "core/rl/footprint.h"
 #include "widgets/panels/config_form.h"
 
 using namespace mlk;
@@ -93,6 +94,7 @@ private slots:
     void everyControlHasItsTooltip();
     void sectionsFollowSchema();
     void flaggedFieldIsDrawnFlagged();
+    void footprintFollowsTheModel();
 };
 
 void ConfigFormTest::everyKeyThroughItsEditor() {
@@ -150,6 +152,14 @@ void ConfigFormTest::everyKeyThroughItsEditor() {
                 QVERIFY2(text, k.key.c_str());
                 typeInto(le, *text);
                 expected = std::stod(text->toStdString());
+                break;
+            }
+            case ValueType::text: {  // the layer list, the only text key
+                auto* le = qobject_cast<QLineEdit*>(ed);
+                QVERIFY2(le, k.key.c_str());
+                QCOMPARE(le->text(), qs(config_value_text(Config{}, k.key)));
+                typeInto(le, QStringLiteral("1"));
+                expected = "1";
                 break;
             }
         }
@@ -475,6 +485,37 @@ void ConfigFormTest::flaggedFieldIsDrawnFlagged() {
     if (!dir.isEmpty()) QVERIFY(plainShot.save(dir + "/form_default.png"));
     QVERIFY(plain.findChild<QLabel*>("validationStatus")->text().contains("Configuration valid"));
     QCOMPARE(pixelsNear(plainShot, QRect(QPoint(0, 0), plainShot.size()), kErrorFill, 2), 0);
+}
+
+// The line under the Model section gives the model's parameters, memory and
+// step time, follows every model edit, and has no numbers for a model that
+// cannot be built.
+void ConfigFormTest::footprintFollowsTheModel() {
+    ConfigForm form;
+    form.setConfig(Config{});
+    auto* label = form.findChild<QLabel*>("modelFootprint");
+    QVERIFY(label);
+    const auto params = [](const Config& c) {
+        return QString::fromStdString(footprint_text(model_footprint(c))).section(QLatin1Char(' '), 0, 0);
+    };
+    QVERIFY2(label->text().contains(QStringLiteral("102.0k parameters")), qPrintable(label->text()));
+    auto* layers = qobject_cast<QSpinBox*>(form.editor("model.num_layers"));
+    QVERIFY(layers);
+    layers->setFocus();
+    layers->setValue(6);
+    Config six;
+    six.model.num_layers = 6;
+    QVERIFY2(label->text().contains(params(six) + QStringLiteral(" parameters")), qPrintable(label->text()));
+    QVERIFY(label->text().contains(QStringLiteral("per RL step")));
+    auto* headDim = qobject_cast<QSpinBox*>(form.editor("model.head_dim"));
+    headDim->setFocus();
+    headDim->setValue(15);
+    QVERIFY(!form.isValid());
+    QCOMPARE(form.keyState("model.head_dim"), QString("error"));
+    QVERIFY2(!label->text().contains(QStringLiteral("parameters")), qPrintable(label->text()));
+    headDim->setValue(0);
+    QVERIFY(form.isValid());
+    QVERIFY(label->text().contains(params(six)));
 }
 
 QTEST_MAIN(ConfigFormTest)

@@ -31,6 +31,7 @@
 #include "core/config/config.h"
 #include "core/metrics/catalogue.h"
 #include "core/metrics/run_stats.h"
+#include "core/model/params.h"
 #include "core/rl/run_controller.h"
 #include "core/store/export.h"
 #include "core/store/store.h"
@@ -99,6 +100,7 @@ private slots:
     void pdfFromRealRunAndComparison();
     void cliErrors();
     void followsTheScreen();
+    void builtModelNamesItsDimensions();
 
 private:
     std::unique_ptr<QTemporaryDir> dir_;
@@ -469,6 +471,25 @@ void ReportTest::cliErrors() {
 }
 
 QTEST_MAIN(ReportTest)
+// A run of a built model (model.* dimensions changed) shows what it was in the
+// environment table; a preset is named by its name alone.
+void ReportTest::builtModelNamesItsDimensions() {
+    Store store = Store::open(db_);
+    Config c;
+    c.model.kind = ModelKind::moe;
+    c.model.num_layers = 3;
+    c.model.mlp_only_layers = "1";
+    const int64_t built = store.create_run("built", "custom", config_to_json(c).dump(), 1, RunStatus::finished);
+    for (int s = 0; s < 3; ++s) store.append_step(built, step_record(s, {{"reward_mean", 0.1 * s}}));
+    ReportRequest req;
+    req.runs = {nanmoe_, built};
+    const Report rep = build_report(store, req);
+    QVERIFY(rep.html.contains(QStringLiteral("<td>moe-tiny</td>")));
+    const QString name = QString::fromStdString("moe-custom (" + architecture_text(model_config_of(c)) + ")");
+    QVERIFY(name.contains(QStringLiteral("dense layers 1")));
+    QVERIFY2(rep.html.contains(QStringLiteral("<td>%1</td>").arg(name.toHtmlEscaped())), qPrintable(name));
+}
+
 #include "report_test.moc"
 
 // A report made from the window looks like the window: the run colours the

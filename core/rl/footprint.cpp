@@ -1,0 +1,98 @@
+#include "core/rl/footprint.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "core/model/params.h"
+#include "kernels/kernels.h"
+
+namespace mlk {
+
+namespace {
+
+constexpr double kMB = 1024.0 * 1024.0;
+
+// Floats the training engine keeps for one layer of M rows of S sequences
+// of length T (train_engine.h: LayerActs, QkvActs, DenseMlpActs, MoeActs).
+double layer_activation_floats(const ModelConfig& m, bool moe_layer, double M, double S, double T) {
+    const double D = m.hidden_size, H = m.num_heads, Hkv = m.num_kv_heads, hd = m.head_dim;
+    double f = 5 * M * D + 2 * M;                            // x_in, ln1, x_mid, ln2, ffn_out; two rstd
+    f += 2 * M * H * hd + 3 * M * Hkv * hd + M * (H + Hkv);  // q_pre, q, k_pre, k, v; q/k norm rstd
+    f += S * H * T * T + M * H * hd;                         // attention probabilities, attention output
+    if (!moe_layer) return f + 3 * M * m.intermediate_size;  // gate, up, act
+    const double k = m.num_experts_per_tok;
+    f += M * m.num_experts + 4 * M * k;                  // router logits; own/used ids and weights
+    f += M * k * (2 * D + 3 * m.moe_intermediate_size);  // per expert: its rows in and out, gate, up, act
+    return f;
+}
+
+}  // namespace
+
+ModelFootprint model_footprint(const Config& c) {
+    const ModelConfig m = model_config_of(c);
+    ModelFootprint f;
+    f.params = parameter_count(m);
+    // Per token an MoE layer runs its whole router but only top-k experts.
+    ModelConfig top_k_only = m;
+    top_k_only.num_experts = m.num_experts_per_tok;
+    f.active_params = parameter_count(top_k_only) +
+                      int64_t{m.num_moe_layers()} * m.hidden_size * (m.num_experts - m.num_experts_per_tok);
+    f.weights_mb = 6.0 * 4.0 * static_cast<double>(f.params) / kMB;
+
+    const TaskBounds tb = task_bounds(c.task.name, c.task.length);
+    const double S = double(c.rl.prompts_per_step) * c.rl.samples_per_prompt;
+    const double T = tb.prompt_tokens + c.rollout.max_new_tokens, M = S * T;
+    double floats = 0;
+    for (int l = 0; l < m.num_layers; ++l) floats += layer_activation_floats(m, m.is_moe_layer(l), M, S, T);
+    floats += 2 * M * m.hidden_size + 4 * M * m.vocab_size;  // final norm in/out; logits, log-probs, their grads
+    const double slots = c.rollout.max_batch > 0 ? std::min<double>(c.rollout.max_batch, S) : S;
+    floats += 2.0 * m.num_layers * slots * T * m.num_kv_heads * m.head_dim;  // rollout K and V cache
+    f.activations_mb = 4.0 * floats / kMB;
+    f.memory_mb = f.weights_mb + f.activations_mb;
+
+    const double A = static_cast<double>(f.active_params), mini = std::max(1, c.rl.mini_steps);
+    const double flop = 2 * A * M + 2 * A * M + 6 * A * M + 2 * A * M * (mini - 1) / mini;
+    f.step_gflop = flop * 1e-9;
+    f.est_step_ms = f.step_gflop / rl_step_gflops() * 1e3;
+    return f;
+}
+
+double rl_step_gflops() {
+    static const double rate = [] {
+        // A training-shaped product (rows of a batch times a hidden-to-MLP
+        // weight), repeated until about 20 ms have passed; the best rep counts.
+        const int M = 512, K = 128, N = 384;
+        std::vector<float> a((size_t)M * K, 0.5f), w((size_t)K * N, 0.25f), out((size_t)M * N);
+        const Exec ex{Family::fast, Dtype::f32};
+        using Clock = std::chrono::steady_clock;
+        double best = 1e30;
+        const auto start = Clock::now();
+        for (int rep = 0; rep < 200; ++rep) {
+            const auto t0 = Clock::now();
+            matmul_forward(ex, out.data(), a.data(), w.data(), nullptr, M, K, N);
+            best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+            if (rep >= 4 && Clock::now() - start > std::chrono::milliseconds(20)) break;
+        }
+        return 2.0 * M * K * N / best * 1e-9 * kStepEfficiency;
+    }();
+    return rate;
+}
+
+std::string footprint_text(const ModelFootprint& f) {
+    auto count = [](int64_t n) {
+        char b[32];
+        if (n >= 1000000) std::snprintf(b, sizeof b, "%.1fM", n / 1e6);
+        else std::snprintf(b, sizeof b, "%.1fk", n / 1e3);
+        return std::string(b);
+    };
+    char buf[160];
+    const double ms = f.est_step_ms;
+    std::snprintf(buf, sizeof buf, "%s parameters (%s active per token), about %.0f MB, about %.*f %s per RL step",
+                  count(f.params).c_str(), count(f.active_params).c_str(), f.memory_mb, ms >= 1000 ? 1 : 0,
+                  ms >= 1000 ? ms / 1000 : ms, ms >= 1000 ? "s" : "ms");
+    return buf;
+}
+
+}  // namespace mlk

@@ -1,0 +1,57 @@
+// What a configuration will cost before anything slow runs: the model's
+// parameter count, the memory of one RL session and an estimated time per RL
+// step, for the CLI to print before a run or probe and the config form to
+// show while a model is being built.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/config/settings.h"
+
+namespace mlk {
+
+struct ModelFootprint {
+    int64_t params = 0;         // = make_param_layout(model).total
+    int64_t active_params = 0;  // used per token: an MoE layer counts its router and top-k experts only
+    // Parameters, gradients, two AdamW moments, the rollout engine's copy and
+    // the training engine's compute copy: 6 floats per parameter.
+    double weights_mb = 0;
+    // The training forward's saved activations for the whole batch at its
+    // longest (rl.prompts_per_step x rl.samples_per_prompt sequences of the
+    // longest prompt + rollout.max_new_tokens), logits and their gradients,
+    // and the rollout's KV cache.
+    double activations_mb = 0;
+    // weights_mb + activations_mb. Short-lived buffers and the allocator's
+    // overhead are left out: the peak RSS of `bench` (less the executable's
+    // 19 MB) was 6% (dense-deep) to 26% (dense-tiny) above it.
+    double memory_mb = 0;
+    // Floating-point work of one RL step at the longest sequences: 2 x active
+    // params x tokens each for the rollout and the recompute, 6 x for the
+    // training pass (plus 2 x for each extra mini-step's own forward).
+    double step_gflop = 0;
+    double est_step_ms = 0;  // step_gflop over rl_step_gflops()
+};
+
+ModelFootprint model_footprint(const Config& c);
+
+// The rate one RL step reaches on this machine, GFLOP/s: a short matmul
+// micro-benchmark on the fast kernels (training-like shape, the current
+// thread count), measured once per process (about 20 ms), times
+// kStepEfficiency. Measured rather than a constant because the machines this
+// runs on differ by 10x and a shared VM's second core comes and goes.
+double rl_step_gflops();
+// The fraction of the matmul rate a whole RL step reaches: decode steps with
+// a handful of rows, attention, norms, sampling, the MoE gather/scatter and
+// the optimizer run below it, small models far below. `bench --steps 3` on
+// the 2-core development machine (quiet; benchmark 192 GFLOP/s) measured
+// 0.25 (moe-tiny), 0.33 (dense-tiny, moe-deep), 0.41 (moe-small), 0.56
+// (dense-small) and 0.60 (dense-deep). One value for all puts the estimate
+// between about 0.6x and 1.5x the measured step: enough to tell 0.1 s from
+// 3 s before a run, not a benchmark.
+inline constexpr double kStepEfficiency = 0.4;
+
+// "14.9M parameters (2.1M active), 420 MB, about 2.3 s per RL step".
+std::string footprint_text(const ModelFootprint& f);
+
+}  // namespace mlk
