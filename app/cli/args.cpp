@@ -189,7 +189,7 @@ void write_text_file(const std::string& path, const std::string& text) {
         throw std::runtime_error("cannot write " + path + ": " + std::strerror(written ? errno : err));
 }
 
-Config build_config(const Args& a) {
+Config preset_base(const Args& a) {
     Config c;
     if (a.has("--preset")) {
         const std::string p = a.get("--preset");
@@ -205,6 +205,11 @@ Config build_config(const Args& a) {
             throw ConfigError("--preset: '" + p + "' is unknown; allowed: " + allowed);
         }
     }
+    return c;
+}
+
+Config build_config(const Args& a) {
+    Config c = preset_base(a);
     if (a.has("--config")) c = config_merge_file(c, a.get("--config"));
     for (const auto& kv : a.all("--set")) apply_set(c, kv);
     validate(c);

@@ -74,6 +74,8 @@ void write_text_file(const std::string& path, const std::string& text);
 
 // Settings, layered: --preset (a model or RL preset) < --config FILE < each --set key=value.
 Config build_config(const Args& a);
+// The --preset layer alone (defaults without one): what a run's default name is told apart from.
+Config preset_base(const Args& a);
 
 // Runs a command, mapping what it throws to the exit code and a message on stderr.
 int run_command(const std::string& name, const std::function<int(const std::vector<std::string>&)>& command,

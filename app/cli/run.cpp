@@ -5,6 +5,7 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "app/cli/drive.h"
+#include "core/config/presets.h"
 #include "core/rl/base_policy.h"
 
 namespace mlk::cli {
@@ -25,7 +26,8 @@ int cmd_run(const Argv& argv) {
     if (!a.has("--json")) print_footprint(c);
     Store store = open_store(a);
     const std::string preset = a.get("--preset", "custom");
-    const std::string name = a.get("--name", preset);
+    // Runs of one preset are told apart by what differs (seed, --set, --config), as in the GUI.
+    const std::string name = a.get("--name", default_run_name(a.get("--preset", ""), preset_base(a), c));
     std::optional<RunController> created;
     try {
         created.emplace(RunController::create(store, c, preset, name, cache, cli_callbacks()));

@@ -97,6 +97,9 @@ private slots:
         const int64_t id = inStore(db).id;
         // ... and in the browser within two seconds, with no Refresh.
         QTRY_VERIFY_WITH_TIMEOUT(!cell(browser, id, RunBrowser::ColName).isEmpty(), 2000);
+        // A CLI run is named as the GUI names one: its preset and what it changes.
+        QVERIFY2(cell(browser, id, RunBrowser::ColName).contains("default sft_steps=300 prompts_per_step=4"),
+                 qPrintable(cell(browser, id, RunBrowser::ColName)));
 
         // Steps: once the file holds some, the browser shows at least as many.
         QTRY_VERIFY_WITH_TIMEOUT(inStore(db).steps >= 5 || cli.state() == QProcess::NotRunning, 120000);
