@@ -59,8 +59,41 @@ float f16_bits_to_f32(uint16_t h);
 uint8_t f32_to_fp8_bits(float x, Dtype fmt);
 float fp8_bits_to_f32(uint8_t b, Dtype fmt);
 // fp8_bits_to_f32(f32_to_fp8_bits(x)) without the bit fields, for the
-// quantisers' inner loops (equal to it for every float; tested).
-float fp8_round(float x, Dtype fmt);
+// quantisers' inner loops (equal to it for every float; tested). Normal
+// results: the fp32 significand rounded to the format's mantissa bits, ties
+// to even, by the integer add bf16 rounding uses. Below the smallest normal
+// the spacing is fixed (2^(emin - man)): adding and subtracting
+// 2^(23 + emin - man) rounds to it, ties to even, in fp32 itself. Constants
+// and plain comparisons only: no libm call in the inner loop.
+template <bool E4M3>
+inline float fp8_round_as(float x) {
+    constexpr int kMan = E4M3 ? 3 : 2;
+    constexpr float kMinNormal = E4M3 ? 0x1p-6f : 0x1p-14f;
+    constexpr float kMax = E4M3 ? 448.0f : 57344.0f;
+    constexpr float kSubnormalShift = E4M3 ? 0x1p14f : 0x1p7f;  // 2^(23 + emin - man)
+    if (x != x) return x;
+    const uint32_t sign = float_bits(x) & 0x80000000u;
+    const float a = bits_float(float_bits(x) & 0x7fffffffu);
+    float r;
+    if (a >= kMinNormal) {
+        if (a >= kMax) {
+            r = (!E4M3 && a == bits_float(0x7f800000u)) ? a : kMax;  // e5m2 keeps inf; saturate the rest
+        } else {
+            constexpr int kShift = 23 - kMan;
+            uint32_t u = float_bits(a);
+            u += ((1u << (kShift - 1)) - 1u) + ((u >> kShift) & 1u);
+            u &= ~((1u << kShift) - 1u);
+            r = bits_float(u);
+            if (r > kMax) r = kMax;  // e4m3: 464..480 would round to 480, which is NaN's code
+        }
+    } else {
+        r = (a + kSubnormalShift) - kSubnormalShift;
+    }
+    return bits_float(float_bits(r) | sign);
+}
+inline float fp8_round(float x, Dtype fmt) {
+    return fmt == Dtype::fp8_e4m3 ? fp8_round_as<true>(x) : fp8_round_as<false>(x);
+}
 
 inline float round_to(float x, Dtype d) {
     switch (d) {

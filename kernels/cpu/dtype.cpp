@@ -134,34 +134,6 @@ float fp8_bits_to_f32(uint8_t b, Dtype fmt) {
     return neg ? -v : v;
 }
 
-// Normal results: round the fp32 significand to man_bits bits, ties to
-// even, by the integer add that bf16 rounding uses. Below the smallest
-// normal the spacing is fixed (2^(emin - man_bits)): adding and subtracting
-// 2^(23 + that exponent) rounds to it, ties to even, in fp32 itself.
-float fp8_round(float x, Dtype fmt) {
-    const bool e4 = fmt == Dtype::fp8_e4m3;
-    const int man = e4 ? 3 : 2, emin = e4 ? -6 : -14;
-    const float maxf = e4 ? 448.0f : 57344.0f;
-    if (x != x) return x;
-    const float a = std::fabs(x);
-    float r;
-    if (a >= std::ldexp(1.0f, emin)) {
-        if (a >= maxf) {
-            r = (!e4 && a == std::numeric_limits<float>::infinity()) ? a : maxf;
-        } else {
-            const int shift = 23 - man;
-            uint32_t u = float_bits(a);
-            u += ((1u << (shift - 1)) - 1u) + ((u >> shift) & 1u);
-            u &= ~((1u << shift) - 1u);
-            r = std::fmin(bits_float(u), maxf);
-        }
-    } else {
-        const float big = std::ldexp(1.0f, 23 + emin - man);
-        r = (a + big) - big;
-    }
-    return std::signbit(x) ? -r : r;
-}
-
 float fp8_scale(float amax, Dtype fmt) {
     if (!(amax > 0.0f) || !std::isfinite(amax)) return 1.0f;
     int e = 0;
@@ -169,28 +141,67 @@ float fp8_scale(float amax, Dtype fmt) {
     return std::ldexp(1.0f, m == 0.5f ? e - 1 : e);
 }
 
-void quantize_rows(float* out, float* scale, const float* inp, int M, int K, Dtype fmt) {
-    for (int m = 0; m < M; ++m) {
+namespace {
+
+// x / s for a power-of-two scale s: a multiply by the exact inverse where
+// that inverse is a normal float (the same correctly rounded quotient), a
+// division for the rest.
+struct ScaleDivide {
+    float s, inv;
+    bool exact;
+    explicit ScaleDivide(float scale)
+        : s(scale), inv(1.0f / scale), exact(scale >= 0x1p-126f && scale <= 0x1p126f) {}
+    float operator()(float x) const { return exact ? x * inv : x / s; }
+};
+
+template <bool E4M3>
+void quantize_rows_as(float* out, float* scale, const float* inp, int m0, int m1, int K) {
+    for (int m = m0; m < m1; ++m) {
         const float* x = inp + (int64_t)m * K;
         float amax = 0.0f;
-        for (int k = 0; k < K; ++k) amax = std::fmax(amax, std::fabs(x[k]));
-        const float s = fp8_scale(amax, fmt);
+        for (int k = 0; k < K; ++k) {
+            const float a = x[k] < 0 ? -x[k] : x[k];
+            amax = a > amax ? a : amax;  // NaN never wins, as with fmax
+        }
+        const float s = fp8_scale(amax, E4M3 ? Dtype::fp8_e4m3 : Dtype::fp8_e5m2);
         if (scale) scale[m] = s;
+        const ScaleDivide div(s);
         float* o = out + (int64_t)m * K;
-        for (int k = 0; k < K; ++k) o[k] = fp8_round(x[k] / s, fmt) * s;
+        for (int k = 0; k < K; ++k) o[k] = fp8_round_as<E4M3>(div(x[k])) * s;
     }
+}
+
+}  // namespace
+
+void quantize_rows(float* out, float* scale, const float* inp, int M, int K, Dtype fmt) {
+    // Rows are independent, so the split over threads changes no bit.
+    cpu::parallel_for(
+        M,
+        [&](int b, int e) {
+            if (fmt == Dtype::fp8_e4m3)
+                quantize_rows_as<true>(out, scale, inp, b, e, K);
+            else
+                quantize_rows_as<false>(out, scale, inp, b, e, K);
+        },
+        (int64_t)M * K >= (1 << 15));
 }
 
 void quantize_cols(float* w, float* scale, int K, int N, Dtype fmt) {
     std::vector<float> amax(N, 0.0f);
     for (int k = 0; k < K; ++k)
         for (int n = 0; n < N; ++n) amax[n] = std::fmax(amax[n], std::fabs(w[(int64_t)k * N + n]));
+    std::vector<ScaleDivide> div;
+    div.reserve(N);
     for (int n = 0; n < N; ++n) {
         amax[n] = fp8_scale(amax[n], fmt);
         if (scale) scale[n] = amax[n];
+        div.emplace_back(amax[n]);
     }
     for (int k = 0; k < K; ++k)
-        for (int n = 0; n < N; ++n) w[(int64_t)k * N + n] = fp8_round(w[(int64_t)k * N + n] / amax[n], fmt) * amax[n];
+        for (int n = 0; n < N; ++n) {
+            float& v = w[(int64_t)k * N + n];
+            v = fp8_round(div[n](v), fmt) * amax[n];
+        }
 }
 
 void round_buffer(float* x, size_t n, Dtype d) {

@@ -136,6 +136,7 @@ TEST(KernelsFp8, PowerOfTwoScalesPerRowAndPerColumn) {
         const int M = 5, K = 37;
         auto x = testdata::uniform((size_t)M * K, 3, -3.0f, 3.0f);
         for (int k = 0; k < K; ++k) x[(size_t)2 * K + k] *= 1e-4f;  // a quiet row gets its own small scale
+        for (int k = 0; k < K; ++k) x[(size_t)3 * K + k] *= 1e-40f;  // subnormal: the scale has no float inverse
         for (int k = 0; k < K; ++k) x[(size_t)4 * K + k] = 0.0f;
         std::vector<float> q(x.size()), scale(M);
         quantize_rows(q.data(), scale.data(), x.data(), M, K, f.dt);
@@ -163,6 +164,15 @@ TEST(KernelsFp8, PowerOfTwoScalesPerRowAndPerColumn) {
         for (int k = 0; k < K; ++k) {
             EXPECT_EQ(cs[k], rs[k]);
             for (int m = 0; m < M; ++m) EXPECT_EQ(w[(size_t)m * K + k], qt[(size_t)k * M + m]);
+        }
+        // Enough rows to be split over threads: the same bits as row by row.
+        const int BM = 1024, BK = 64;
+        auto big = testdata::uniform((size_t)BM * BK, 5, -40.0f, 40.0f);
+        std::vector<float> together(big.size()), alone(BK);
+        quantize_rows(together.data(), nullptr, big.data(), BM, BK, f.dt);
+        for (int m = 0; m < BM; m += 97) {
+            quantize_rows(alone.data(), nullptr, big.data() + (size_t)m * BK, 1, BK, f.dt);
+            for (int k = 0; k < BK; ++k) ASSERT_EQ(together[(size_t)m * BK + k], alone[k]) << m << "," << k;
         }
     }
 }
