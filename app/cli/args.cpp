@@ -189,24 +189,21 @@ void write_text_file(const std::string& path, const std::string& text) {
         throw std::runtime_error("cannot write " + path + ": " + std::strerror(written ? errno : err));
 }
 
-Config preset_base(const Args& a) {
-    Config c;
-    if (a.has("--preset")) {
-        const std::string p = a.get("--preset");
-        if (is_model_preset(p)) {
-            c.model = preset_settings(p);
-        } else if (find_preset(p)) {
-            c = preset_config(p);
-        } else {
-            std::string allowed;
-            for (const auto& name : model_preset_names()) allowed += name + ", ";
-            for (const auto& pr : presets()) allowed += pr.name + ", ";
-            allowed.resize(allowed.size() - 2);
-            throw ConfigError("--preset: '" + p + "' is unknown; allowed: " + allowed);
-        }
+Config preset_named(const std::string& p) {
+    if (is_model_preset(p)) {
+        Config c;
+        c.model = preset_settings(p);
+        return c;
     }
-    return c;
+    if (find_preset(p)) return preset_config(p);
+    std::string allowed;
+    for (const auto& name : model_preset_names()) allowed += name + ", ";
+    for (const auto& pr : presets()) allowed += pr.name + ", ";
+    allowed.resize(allowed.size() - 2);
+    throw ConfigError("--preset: '" + p + "' is unknown; allowed: " + allowed);
 }
+
+Config preset_base(const Args& a) { return a.has("--preset") ? preset_named(a.get("--preset")) : Config{}; }
 
 Config build_config(const Args& a) {
     Config c = preset_base(a);

@@ -74,6 +74,9 @@ void write_text_file(const std::string& path, const std::string& text);
 
 // Settings, layered: --preset (a model or RL preset) < --config FILE < each --set key=value.
 Config build_config(const Args& a);
+// A model preset (its model, default settings) or an RL preset; ConfigError
+// naming every preset when `name` is neither.
+Config preset_named(const std::string& name);
 // The --preset layer alone (defaults without one): what a run's default name is told apart from.
 Config preset_base(const Args& a);
 

@@ -28,20 +28,17 @@ int cmd_bench(const Argv& argv) {
         for (const auto& kv : a.all("--set")) apply_set(c, kv);
         validate(c);
     }
+    // A model preset benches its model with the default numerics; an RL
+    // preset its model and its numerics (FP8 quantises every GEMM input).
     std::vector<std::string> names = a.all("--preset");  // default: every model preset
-    for (const auto& n : names) try {
-            preset_settings(n);
-        } catch (const std::invalid_argument& e) {
-            throw UsageError(std::string("--preset: ") + e.what());
-        }
+    for (const auto& n : names) preset_named(n);           // every name checked before the first runs
     if (names.empty()) names = model_preset_names();
     nlohmann::json all = nlohmann::json::array();
     if (!a.has("--json"))
-        std::printf("%-12s %8s %11s %11s %11s %11s %10s   (%d steps, %d threads)\n", "preset", "params", "rollout_ms",
+        std::printf("%-24s %8s %11s %11s %11s %11s %10s   (%d steps, %d threads)\n", "preset", "params", "rollout_ms",
                     "recompute_ms", "train_ms", "step_ms", "tokens/s", steps, num_threads());
     for (const auto& name : names) {
-        Config c;
-        c.model = preset_settings(name);
+        Config c = preset_named(name);
         for (const auto& kv : a.all("--set")) apply_set(c, kv);
         ModelConfig m = model_config_of(c);
         ParamLayout layout = make_param_layout(m);
@@ -68,7 +65,7 @@ int cmd_bench(const Argv& argv) {
                             {"tokens_per_s", tok / steps}};
         all.push_back(j);
         if (!a.has("--json"))
-            std::printf("%-12s %8lld %11.1f %11.1f %11.1f %11.1f %10.0f\n", name.c_str(), (long long)layout.total,
+            std::printf("%-24s %8lld %11.1f %11.1f %11.1f %11.1f %10.0f\n", name.c_str(), (long long)layout.total,
                         roll / steps, rec / steps, train / steps, wall / steps, tok / steps);
     }
     if (a.has("--json")) std::cout << all.dump() << "\n";

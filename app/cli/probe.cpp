@@ -9,6 +9,7 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "app/cli/drive.h"
+#include "core/engines/numerics.h"
 #include "core/model/checkpoint.h"
 #include "core/model/model.h"
 #include "core/rl/footprint.h"
@@ -74,11 +75,14 @@ int cmd_probe(const Argv& argv) {
         s["memory_mb"] = f.memory_mb;
         std::cout << s.dump() << "\n";
     } else {
-        std::printf("model %s  kernels %s  rollout %s  train %s  R3 %s\n", m.preset_name().c_str(),
+        std::printf("model %s  kernels %s  R3 %s\n", m.preset_name().c_str(),
                     c.kernels.batch_invariant ? "batch-invariant" : "fast",
-                    std::string(dtype_name(c.rollout.precision)).c_str(),
-                    std::string(dtype_name(c.train.precision)).c_str(),
                     std::string(enum_name(c.moe.routing_replay)).c_str());
+        // Where each engine rounds, resolved from its profile and overrides.
+        std::printf("  rollout %-14s %s\n", std::string(enum_name(c.rollout.profile)).c_str(),
+                    numerics_text(rollout_numerics(c), true).c_str());
+        std::printf("  train   %-14s %s\n", std::string(enum_name(c.train.profile)).c_str(),
+                    numerics_text(train_numerics(c), false).c_str());
         for (const char* key :
              {"tokens", "bitwise_equal", "k3_kl", "kl", "logp_abs_diff_mean", "logp_abs_diff_max", "F@1.1", "F@1.5",
               "F@2", "F@5", "F@10", "router_diff_router", "router_diff_token", "router_diff_sequence"})

@@ -267,6 +267,13 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
     EXPECT_EQ(r.code, 0) << r.out;
     EXPECT_TRUE(fs::exists(out / "config.json"));
     expect_usage("bench --preset moe-huge", {"--preset", "moe-deep"});
+    // bench takes an RL preset too, with its model and numerics.
+    r = cli("bench --preset truly-on-policy --steps 1 --set rl.prompts_per_step=2 --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto b = nlohmann::json::parse(r.out);
+    ASSERT_EQ(b.size(), 1u);
+    EXPECT_EQ(b[0]["preset"], "truly-on-policy");
+    EXPECT_EQ(b[0]["params"], 102016) << "truly-on-policy is dense-tiny";
 }
 
 TEST(CliCommands, ExistingBehaviourStillWorks) {

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "core/config/config.h"
+#include "core/config/presets.h"
 #include "core/model/params.h"
 #include "core/rl/probe.h"
 #include "tests/cli_runner.h"
@@ -124,6 +125,30 @@ TEST(Probe, MixedDenseAndMoeLayersCountOnlyTheMoeLayers) {
     EXPECT_EQ(r3.router.token_level, 0.0);
     EXPECT_EQ(r3.tokens.lp_roll, r.tokens.lp_roll);
     EXPECT_LT(r3.mismatch.k3_kl, r.mismatch.k3_kl);
+}
+
+// The production presets do what their descriptions say, each against the
+// preset it is one change from (random weights, the presets' own seed).
+TEST(Probe, ProductionPresetsShowWhatTheirDescriptionsSay) {
+    auto k3 = [](const ProbeResult& r) { return r.mismatch.k3_kl; };
+    const ProbeResult dense = probe(preset_config("production-dense-deep"));
+    EXPECT_GE(k3(dense), 1e-5);
+    EXPECT_LE(k3(dense), 1e-3);
+    EXPECT_GT(k3(probe(preset_config("fp8-kv-cache-dense-deep"))), 5 * k3(dense));
+    EXPECT_LT(k3(probe(preset_config("fp32-lm-head-dense-deep"))), k3(dense));
+
+    const ProbeResult moe = probe(preset_config("production-moe-deep"));
+    EXPECT_GE(moe.router.token_level, 0.3) << "router flips on at least 30% of response tokens";
+    EXPECT_GT(k3(moe), k3(dense));
+    const ProbeResult r3 = probe(preset_config("production-moe-deep-r3"));
+    EXPECT_EQ(r3.router.token_level, 0.0);
+    EXPECT_LT(k3(r3), k3(moe));
+    const ProbeResult fp8 = probe(preset_config("fp8-rollout-moe-deep"));
+    EXPECT_GT(fp8.mismatch.f_2, moe.mismatch.f_2);
+    EXPECT_GT(k3(fp8), 10 * k3(moe));
+    const ProbeResult unified = probe(preset_config("fp8-unified-moe-deep"));
+    EXPECT_LT(k3(unified), k3(fp8) / 10);
+    EXPECT_LT(unified.router.token_level, fp8.router.token_level / 4);
 }
 
 // ---- through the CLI --------------------------------------------------------

@@ -301,7 +301,14 @@ TEST(Rl, EveryPresetIsValidAndDescribed) {
                                             "r3-grpo-8mini-r3",
                                             "batch-invariance-off",
                                             "batch-invariance-on",
-                                            "truly-on-policy"};
+                                            "truly-on-policy",
+                                            "production-dense-deep",
+                                            "production-moe-deep",
+                                            "production-moe-deep-r3",
+                                            "fp8-rollout-moe-deep",
+                                            "fp8-unified-moe-deep",
+                                            "fp8-kv-cache-dense-deep",
+                                            "fp32-lm-head-dense-deep"};
     std::set<std::string> have;
     for (const Preset& p : presets()) {
         have.insert(p.name);
