@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/config/config.h"
+
 namespace mlk {
 
 namespace {
@@ -62,6 +64,24 @@ EngineNumerics rollout_numerics(const Config& c) {
 }
 
 EngineNumerics train_numerics(const Config& c) { return resolve(c.train, c.train.precision); }
+
+std::string auto_dtype_of(const Config& c, const std::string& key) {
+    const bool rollout = key.rfind("rollout.", 0) == 0;
+    if (!rollout && key.rfind("train.", 0) != 0) return "";
+    const std::string point = key.substr(key.find('.') + 1);
+    static const std::pair<const char*, Dtype EngineNumerics::*> kPoints[] = {
+        {"matmul_dtype", &EngineNumerics::matmul},         {"residual_dtype", &EngineNumerics::residual},
+        {"attn_probs_dtype", &EngineNumerics::attn_probs}, {"stats_dtype", &EngineNumerics::stats},
+        {"lm_head_dtype", &EngineNumerics::lm_head},       {"kv_cache_dtype", &EngineNumerics::kv_cache}};
+    for (const auto& [name, member] : kPoints) {
+        if (point != name || (!rollout && member == &EngineNumerics::kv_cache)) continue;
+        Config at_auto = c;
+        config_set(at_auto, key, std::string("auto"));
+        const EngineNumerics n = rollout ? rollout_numerics(at_auto) : train_numerics(at_auto);
+        return std::string(dtype_name(n.*member));
+    }
+    return "";
+}
 
 std::string numerics_text(const EngineNumerics& n, bool with_kv_cache) {
     auto d = [](Dtype x) { return std::string(dtype_name(x)); };

@@ -47,6 +47,10 @@ struct EngineNumerics {
 
 EngineNumerics rollout_numerics(const Config& c);
 EngineNumerics train_numerics(const Config& c);
+// What "auto" stands for at a rounding-point key ("rollout.residual_dtype",
+// "train.lm_head_dtype", "rollout.kv_cache_dtype", ...) under c's profile,
+// e.g. "bf16"; "" for any other key.
+std::string auto_dtype_of(const Config& c, const std::string& key);
 // One line, e.g. "matmul bf16, residual fp32, P bf16, stats fp32, LM head bf16, KV bf16".
 std::string numerics_text(const EngineNumerics& n, bool with_kv_cache);
 

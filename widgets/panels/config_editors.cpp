@@ -15,6 +15,7 @@
 #include <QSignalBlocker>
 #include <QSpinBox>
 
+#include "core/engines/numerics.h"
 #include "widgets/data/palette.h"
 
 namespace mlk::config_editors {
@@ -64,6 +65,14 @@ bool parseDouble(const QString& text, double& out) { return parseNumber(text, ou
 bool parseInt(const QString& text, int64_t& out) { return parseNumber(text, out); }
 
 }  // namespace
+
+void describeAuto(QWidget* editor, const ConfigKey& key, const Config& cfg) {
+    auto* combo = qobject_cast<QComboBox*>(editor);
+    const int i = combo ? combo->findData(QStringLiteral("auto")) : -1;
+    if (i < 0) return;
+    const std::string resolved = auto_dtype_of(cfg, key.key);
+    if (!resolved.empty()) combo->setItemText(i, QStringLiteral("auto (%1)").arg(qs(resolved)));
+}
 
 QString richTooltip(const ConfigKey& k) {
     // tooltip(): description, then "Range/Values: ... Default: ...", then

@@ -31,6 +31,10 @@ void load(QWidget* editor, const ConfigKey& key, const Config& cfg);
 // config_set refuses); `cfg` then keeps its last good value.
 QString store(QWidget* editor, const ConfigKey& key, Config& cfg);
 
+// A combo's "auto" item says what it stands for under cfg's numerics
+// profile, e.g. "auto (bf16)"; other editors and keys are left alone.
+void describeAuto(QWidget* editor, const ConfigKey& key, const Config& cfg);
+
 // The key's tooltip() as rich text (Qt wraps it): label, key, description,
 // range, default and the community names.
 QString richTooltip(const ConfigKey& key);

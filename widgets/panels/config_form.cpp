@@ -367,6 +367,7 @@ void ConfigForm::revalidate() {
     }
     status_->setText(html);
     footprint_->showFor(cfg_, errs.isEmpty());
+    for (const Field& f : fields_) config_editors::describeAuto(f.editor, *f.meta, cfg_);
 
     const bool v = errs.isEmpty();
     if (v != valid_) {

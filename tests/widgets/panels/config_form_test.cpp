@@ -95,6 +95,7 @@ private slots:
     void sectionsFollowSchema();
     void flaggedFieldIsDrawnFlagged();
     void footprintFollowsTheModel();
+    void autoSaysWhatItStandsFor();
 };
 
 void ConfigFormTest::everyKeyThroughItsEditor() {
@@ -516,6 +517,26 @@ void ConfigFormTest::footprintFollowsTheModel() {
     headDim->setValue(0);
     QVERIFY(form.isValid());
     QVERIFY(label->text().contains(params(six)));
+}
+
+// A rounding point left at auto names the profile's choice, and follows the
+// profile when it changes; the value stored stays "auto".
+void ConfigFormTest::autoSaysWhatItStandsFor() {
+    ConfigForm form;
+    form.setConfig(preset_config("production-moe-deep"));  // vllm-bf16 rollout, fsdp-bf16 training
+    auto autoText = [&](const char* key) {
+        auto* combo = qobject_cast<QComboBox*>(form.editor(key));
+        return combo ? combo->itemText(combo->findData(QStringLiteral("auto"))) : QString();
+    };
+    QCOMPARE(autoText("rollout.residual_dtype"), QString("auto (fp32)"));
+    QCOMPARE(autoText("train.residual_dtype"), QString("auto (bf16)"));
+    QCOMPARE(autoText("rollout.kv_cache_dtype"), QString("auto (bf16)"));
+    auto* profile = qobject_cast<QComboBox*>(form.editor("train.profile"));
+    QVERIFY(profile);
+    profile->setCurrentIndex(profile->findData(QStringLiteral("fp32-reference")));
+    QCOMPARE(autoText("train.residual_dtype"), QString("auto (fp32)"));
+    QCOMPARE(autoText("train.matmul_dtype"), QString("auto (fp32)"));
+    QCOMPARE(form.config().train.residual_dtype, PointDtype::auto_);
 }
 
 QTEST_MAIN(ConfigFormTest)
