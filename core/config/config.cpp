@@ -353,9 +353,10 @@ void validate(const Config& c) {
     std::vector<std::string> errors;
     const auto& k = c.correction;
 
-    if (c.moe.routing_replay == RoutingReplay::R3 && c.model.kind != ModelKind::moe)
-        errors.push_back("moe.routing_replay=R3 needs model.kind=moe (model.kind is " +
-                         std::string(enum_name(c.model.kind)) + ": a dense model has no routers to replay)");
+    if (c.moe.routing_replay != RoutingReplay::off && c.model.kind != ModelKind::moe)
+        errors.push_back("moe.routing_replay=" + std::string(enum_name(c.moe.routing_replay)) +
+                         " needs model.kind=moe (model.kind is " + std::string(enum_name(c.model.kind)) +
+                         ": a dense model has no routers to replay)");
     for (auto& e : correction_rule_violations(k)) errors.push_back(std::move(e));
     // fp8 needs a scale: only the matmul inputs and the KV cache are quantised with one.
     const auto storage_point = [&](const char* engine, const char* point, PointDtype d) {
@@ -397,6 +398,9 @@ std::vector<std::string> config_warnings(const Config& c) {
         w.push_back(
             "correction.is_level / rs_level / veto_threshold have no effect with rl.old_policy=recompute "
             "(its weights are 1); use rl.old_policy=decoupled or bypass");
+    if (c.moe.routing_replay == RoutingReplay::R2 && c.rl.mini_steps == 1)
+        w.push_back("moe.routing_replay=R2 has no effect with rl.mini_steps=1: it replays the old-policy routes in the "
+                    "mini-steps after the first");
     if (k.batch_normalize && k.is_level == IsLevel::off)
         w.push_back("correction.batch_normalize has no effect with correction.is_level=off");
     if (k.is_lower > 0 && k.is_mode == IsMode::truncate)
@@ -446,6 +450,8 @@ std::vector<IgnoredKey> config_ignored_keys(const Config& c) {
     if (c.train.profile != NumericsProfile::simple)
         add({"train.precision"}, "train.profile is not simple: the rounding points below decide");
     if (c.model.kind != ModelKind::moe) add({"moe.routing_replay"}, "a dense model has no routers (model.kind=dense)");
+    else if (c.moe.routing_replay == RoutingReplay::R2 && c.rl.mini_steps == 1)
+        add({"moe.routing_replay"}, "R2 replays routes in the mini-steps after the first; rl.mini_steps is 1");
     return out;
 }
 

@@ -303,9 +303,12 @@ std::vector<Entry> build_schema() {
     add(field(F(moe.routing_replay))
             .label("Routing replay")
             .desc("R3 (rollout routing replay): the training engine's MoE layers use the experts the rollout "
-                  "picked for each token, with the gate softmax over the training logits of those experts so "
-                  "the router still learns. Needs model.kind=moe.")
-            .names("router_replay.mode: R3", "--use-rollout-routing-replay"));
+                  "picked for each token, in the recompute and every mini-step. R2 (Qwen team): the mini-steps "
+                  "after the first replay the experts the training engine itself chose in its old-policy forward "
+                  "(the recompute), so the policy's drift cannot flip routes within a step; rollout-vs-training "
+                  "flips remain. Either way the gate softmax runs over the training logits of the replayed "
+                  "experts, so the router still learns. Needs model.kind=moe.")
+            .names("router_replay.mode: R2 | R3", "--use-rollout-routing-replay"));
 
     section = "Policy loss";
     add(field(F(rl.estimator))

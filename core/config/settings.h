@@ -21,7 +21,7 @@ enum class ModelKind { dense, moe };
 enum class ModelSize { tiny, small, deep };
 enum class TieEmbeddings { preset, tied, untied };
 enum class LogprobSource { processed, raw };
-enum class RoutingReplay { off, R3 };
+enum class RoutingReplay { off, R2, R3 };
 enum class OldPolicyMode { recompute, bypass, decoupled };
 enum class AdvantageEstimator { grpo, rloo, reinforce_baseline };
 enum class PolicyLossType { ppo, gspo, reinforce };
@@ -50,7 +50,7 @@ MLK_ENUM_NAMES(ModelKind, "dense", "moe")
 MLK_ENUM_NAMES(ModelSize, "tiny", "small", "deep")
 MLK_ENUM_NAMES(TieEmbeddings, "auto", "true", "false")
 MLK_ENUM_NAMES(LogprobSource, "processed", "raw")
-MLK_ENUM_NAMES(RoutingReplay, "off", "R3")
+MLK_ENUM_NAMES(RoutingReplay, "off", "R2", "R3")
 MLK_ENUM_NAMES(OldPolicyMode, "recompute", "bypass", "decoupled")
 MLK_ENUM_NAMES(AdvantageEstimator, "grpo", "rloo", "reinforce_baseline")
 MLK_ENUM_NAMES(PolicyLossType, "ppo", "gspo", "reinforce")

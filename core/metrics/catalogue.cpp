@@ -118,6 +118,11 @@ const std::vector<MetricInfo> kCatalogue = {
      "Mean over sequences of the number of flipped experts per token, summed over layers.",
      "mean_i mean_t sum_l d", "experts", B::lower, K::divergence, A::linear, false, "Routing",
      &S::router_diff_sequence},
+    {"router_diff_ministep", "Router flips within the step (mini-steps)",
+     "Share of (response token, MoE layer) pairs whose experts in the mini-steps after the first differ from those of the "
+     "old-policy forward: routes the policy's own drift flipped. R2 and R3 make it 0; 0 with one mini-step or a dense model.",
+     "fraction of (token, layer) whose top-k set differs, over mini-steps 2..n", "", B::lower, K::fraction, A::linear,
+     false, "Routing", &S::router_diff_ministep},
     {"lr", "Learning rate", "The AdamW learning rate of the step, after warm-up.", "", "", B::none, K::rate,
      A::linear, false, "Optimisation", &S::lr},
 

@@ -38,6 +38,7 @@ struct StepMetrics {
     double entropy = kUnset, grad_norm = kUnset, policy_loss = kUnset, clip_fraction = kUnset, ppo_kl = kUnset;
     // routing (0 for dense models)
     double router_diff_router = kUnset, router_diff_token = kUnset, router_diff_sequence = kUnset;
+    double router_diff_ministep = kUnset;
     double lr = kUnset;
     // speed
     double rollout_ms = kUnset, recompute_ms = kUnset, train_ms = kUnset, tokens_per_s = kUnset;

@@ -1,5 +1,6 @@
 #include "core/rl/session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -86,6 +87,25 @@ std::vector<std::vector<int32_t>> sub_table(const std::vector<std::vector<int32_
     std::vector<std::vector<int32_t>> o;
     for (const auto& layer : t) o.emplace_back(layer.begin() + (size_t)s0 * T * k, layer.begin() + (size_t)s1 * T * k);
     return o;
+}
+
+// Routes the policy's drift flipped between the old-policy forward (`before`)
+// and a mini-step's forward (`now`), both [moe_layers][B*T*k] of the same
+// batch: (response token, MoE layer) pairs whose k experts differ as sets, at
+// the position that predicts the token. Adds to flipped and pairs.
+void count_flipped_routes(const std::vector<std::vector<int32_t>>& before,
+                          const std::vector<std::vector<int32_t>>& now, const SeqBatch& b, int k, int64_t& flipped,
+                          int64_t& pairs) {
+    for (size_t l = 0; l < before.size(); ++l)
+        for (int i = 0; i < b.B; ++i)
+            for (int t = b.prompt_lens[i]; t < b.lengths[i]; ++t) {
+                const size_t at = ((size_t)i * b.T + (t - 1)) * k;
+                const auto first = before[l].begin() + at, last = first + k;
+                bool same = true;
+                for (int j = 0; j < k && same; ++j) same = std::find(first, last, now[l][at + j]) != last;
+                flipped += same ? 0 : 1;
+                ++pairs;
+            }
 }
 
 // The response-token log-probs of every sequence of a training forward.
@@ -186,15 +206,21 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
                            cfg_.optim.eps, cfg_.optim.weight_decay, cfg_.optim.grad_clip};
     const int mini = std::min(cfg_.rl.mini_steps, B);
     double loss_sum = 0, clip_sum = 0, norm_sum = 0, kl_sum = 0, lr_used = 0;
+    const bool moe = model_.num_moe_layers() > 0;
+    int64_t flipped = 0, route_pairs = 0;
     for (int ms = 0; ms < mini; ++ms) {
         const int s0 = (int)((int64_t)B * ms / mini) * n, s1 = (int)((int64_t)B * (ms + 1) / mini) * n;
         const int t0i = tv.seq_offsets[s0], t1i = tv.seq_offsets[s1];
         const SeqBatch mb = mini == 1 ? m.batch : sub_batch(m.batch, s0, s1);
         const TrainForward* fwd = &m.train;
         if (mini > 1) {
-            std::vector<std::vector<int32_t>> replay;
+            // R3 replays the rollout's routes; R2 the old-policy forward's own.
+            std::vector<std::vector<int32_t>> replay, old_routes;
+            if (moe) old_routes = sub_table(m.train.used_expert_ids, s0, s1, m.batch.T, k);
             if (!m.replay.empty()) replay = sub_table(m.replay, s0, s1, m.batch.T, k);
+            if (cfg_.moe.routing_replay == RoutingReplay::R2) replay = old_routes;
             fwd = &train_.forward(family, train_num, params_, mb, inv_temp, replay.empty() ? nullptr : &replay);
+            if (moe && ms > 0) count_flipped_routes(old_routes, fwd->used_expert_ids, mb, k, flipped, route_pairs);
         }
         const std::vector<float> lp_theta = response_logp(*fwd, mb);
         std::vector<int> offs = slice(tv.seq_offsets, s0, s1 + 1);
@@ -223,7 +249,8 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
         clip_sum += pl.clip_fraction;
         kl_sum += pl.ppo_kl;
     }
-    return {loss_sum / mini, clip_sum / mini, norm_sum / mini, kl_sum / mini, lr_used, ms_since(t0)};
+    const double ministep_flips = route_pairs ? (double)flipped / (double)route_pairs : 0.0;
+    return {loss_sum / mini, clip_sum / mini, norm_sum / mini, kl_sum / mini, lr_used, ministep_flips, ms_since(t0)};
 }
 
 namespace {
@@ -324,6 +351,7 @@ StepRecord RlSession::record(int64_t step, const std::vector<Prompt>& prompts, c
     set_correction(v, corr.stats);
     v.grad_norm = trained.grad_norm, v.policy_loss = trained.loss;
     v.clip_fraction = trained.clip_fraction, v.ppo_kl = trained.ppo_kl, v.lr = trained.lr;
+    v.router_diff_ministep = trained.ministep_flips;
     v.rollout_ms = m.rollout_ms, v.recompute_ms = m.recompute_ms, v.train_ms = trained.ms;
     v.tokens_per_s = step_ms > 0 ? total_tokens / (step_ms / 1000.0) : 0.0;
 

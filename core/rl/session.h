@@ -54,6 +54,9 @@ private:
     };
     struct TrainOutcome {
         double loss = 0, clip_fraction = 0, grad_norm = 0, ppo_kl = 0, lr = 0;  // means over mini-steps
+        // Share of (response token, MoE layer) routes of the mini-steps after
+        // the first that differ from the old-policy forward's; 0 without MoE.
+        double ministep_flips = 0;
         double ms = 0;
     };
     std::vector<Prompt> sample_prompts(int64_t step) const;

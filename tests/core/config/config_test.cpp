@@ -225,7 +225,7 @@ TEST(Config, ErrorsNameTheKeyAndTheAllowedValues) {
         EXPECT_STREQ(e.what(), "rollout.precision: \"bf17\" is not allowed; allowed values: fp32, bf16, fp16, fp8_e4m3, fp8_e5m2");
     }
     static_assert(std::is_base_of_v<std::invalid_argument, ConfigError>);
-    expect_error({{"moe.routing_replay", "r3"}}, {"moe.routing_replay", "off, R3", "did you mean \"R3\""});
+    expect_error({{"moe.routing_replay", "r3"}}, {"moe.routing_replay", "off, R2, R3", "did you mean \"R3\""});
     expect_error({{"task.length", 9}}, {"task.length", "9", "[1, 8]"});
     expect_error({{"task.length", 0}}, {"task.length", "[1, 8]"});
     expect_error({{"task.length", "3"}}, {"task.length", "integer", "[1, 8]", "string"});

@@ -299,6 +299,7 @@ TEST(Rl, EveryPresetIsValidAndDescribed) {
                                             "r3-gspo-r3",
                                             "r3-grpo-8mini",
                                             "r3-grpo-8mini-r3",
+                                            "r2-grpo-8mini",
                                             "batch-invariance-off",
                                             "batch-invariance-on",
                                             "truly-on-policy",
