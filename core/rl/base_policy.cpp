@@ -1,5 +1,6 @@
 #include "core/rl/base_policy.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -64,7 +65,8 @@ double evaluate_policy(const Config& cfg, const std::vector<float>& params, cons
     SamplingParams sp{(float)cfg.rollout.temperature, cfg.rollout.top_k, (float)cfg.rollout.top_p};
     const Family fam = cfg.kernels.batch_invariant ? Family::batch_invariant : Family::fast;
     RolloutResult r = roll.generate(fam, prompts, task.max_answer_tokens() + 1, sp,
-                                    hash_u64((uint64_t)cfg.seed, 0xe7a1), cfg.rollout.max_batch);
+                                    hash_u64((uint64_t)cfg.seed, 0xe7a1), cfg.rollout.max_batch,
+                                    task_environment(task, eval, 1));
     double sum = 0;
     for (size_t i = 0; i < eval.size(); ++i) {
         const auto& s = r.sequences[i];
@@ -114,23 +116,27 @@ BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
     for (; step < cfg.base.sft_steps; ++step) {
         if (cancel && cancel->load()) throw WarmupCancelled();
         std::vector<std::vector<int32_t>> seqs;
+        std::vector<std::vector<uint8_t>> env;  // per target token: the environment's, context only
         std::vector<int32_t> prompt_lens;
         for (int i = 0; i < bs; ++i) {
             Prompt p = task->sample(stream, (uint64_t)step * bs + i);
             std::vector<int32_t> s = p.tokens, tgt = task->target(p);
+            env.push_back(task->environment_mask(p, tgt));
             prompt_lens.push_back((int)s.size());
             s.insert(s.end(), tgt.begin(), tgt.end());
             seqs.push_back(std::move(s));
         }
         const SeqBatch b = make_seq_batch(seqs, prompt_lens);
         const TrainForward& f = train.forward(Family::fast, EngineNumerics::simple(Dtype::f32), out.params, b, 1.0f, nullptr);
-        // Cross-entropy on the answer tokens only: mean over them.
+        // Cross-entropy on the answer tokens the policy writes: mean over
+        // them (a tool's output is context, as in RL).
         std::vector<float> dlogp((size_t)bs * b.T, 0.0f);
         int n = 0;
-        for (int i = 0; i < bs; ++i) n += b.lengths[i] - b.prompt_lens[i];
+        for (int i = 0; i < bs; ++i) n += (int)std::count(env[i].begin(), env[i].end(), uint8_t{0});
         double loss = 0;
         for (int i = 0; i < bs; ++i)
             for (int t = b.prompt_lens[i]; t < b.lengths[i]; ++t) {
+                if (env[i][t - b.prompt_lens[i]]) continue;
                 loss -= f.logp[(size_t)i * b.T + t];
                 dlogp[(size_t)i * b.T + t] = -1.0f / (float)n;
             }
