@@ -244,7 +244,8 @@ std::vector<std::string> model_rule_violations(const Config& c) {
                     std::to_string(tb.prompt_tokens) + " (task.name=" + std::string(enum_name(c.task.name)) +
                     ", task.length=" + std::to_string(c.task.length) + ") + " + std::to_string(tail) +
                     (c.rollout.max_new_tokens >= tb.answer_tokens + 1 ? " (rollout.max_new_tokens)"
-                                                                      : " (the answer and eos of the warm-up)"));
+                                                                      : " (the answer and eos of the warm-up)") +
+                    "; set model.max_position_embeddings to at least " + std::to_string(longest) + " or shorten the task");
     return e;
 }
 
