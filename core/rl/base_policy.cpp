@@ -1,6 +1,5 @@
 #include "core/rl/base_policy.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -76,6 +75,31 @@ double evaluate_policy(const Config& cfg, const std::vector<float>& params, cons
     return eval.empty() ? 0.0 : sum / (double)eval.size();
 }
 
+SftBatch sft_batch(const Task& task, uint64_t stream, int step, int batch_size) {
+    std::vector<std::vector<int32_t>> seqs;
+    std::vector<std::vector<uint8_t>> env;
+    std::vector<int32_t> prompt_lens;
+    for (int i = 0; i < batch_size; ++i) {
+        Prompt p = task.sample(stream, (uint64_t)step * batch_size + i);
+        std::vector<int32_t> s = p.tokens, tgt = task.target(p);
+        env.push_back(task.environment_mask(p, tgt));
+        prompt_lens.push_back((int)s.size());
+        s.insert(s.end(), tgt.begin(), tgt.end());
+        seqs.push_back(std::move(s));
+    }
+    SftBatch out;
+    out.batch = make_seq_batch(seqs, prompt_lens);
+    const SeqBatch& b = out.batch;
+    out.target.assign((size_t)b.B * b.T, 0);
+    for (int i = 0; i < b.B; ++i)
+        for (int t = b.prompt_lens[i]; t < b.lengths[i]; ++t)
+            if (!env[i][t - b.prompt_lens[i]]) {
+                out.target[(size_t)i * b.T + t] = 1;
+                ++out.targets;
+            }
+    return out;
+}
+
 BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
                             const std::function<void(const BaseProgress&)>& progress, const std::atomic<bool>* cancel) {
     // The thread count is part of the key: apply it before the key is made.
@@ -115,36 +139,21 @@ BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
     int step = 0;
     for (; step < cfg.base.sft_steps; ++step) {
         if (cancel && cancel->load()) throw WarmupCancelled();
-        std::vector<std::vector<int32_t>> seqs;
-        std::vector<std::vector<uint8_t>> env;  // per target token: the environment's, context only
-        std::vector<int32_t> prompt_lens;
-        for (int i = 0; i < bs; ++i) {
-            Prompt p = task->sample(stream, (uint64_t)step * bs + i);
-            std::vector<int32_t> s = p.tokens, tgt = task->target(p);
-            env.push_back(task->environment_mask(p, tgt));
-            prompt_lens.push_back((int)s.size());
-            s.insert(s.end(), tgt.begin(), tgt.end());
-            seqs.push_back(std::move(s));
-        }
-        const SeqBatch b = make_seq_batch(seqs, prompt_lens);
+        const SftBatch sb = sft_batch(*task, stream, step, bs);
+        const SeqBatch& b = sb.batch;
         const TrainForward& f = train.forward(Family::fast, EngineNumerics::simple(Dtype::f32), out.params, b, 1.0f, nullptr);
-        // Cross-entropy on the answer tokens the policy writes: mean over
-        // them (a tool's output is context, as in RL).
         std::vector<float> dlogp((size_t)bs * b.T, 0.0f);
-        int n = 0;
-        for (int i = 0; i < bs; ++i) n += (int)std::count(env[i].begin(), env[i].end(), uint8_t{0});
         double loss = 0;
-        for (int i = 0; i < bs; ++i)
-            for (int t = b.prompt_lens[i]; t < b.lengths[i]; ++t) {
-                if (env[i][t - b.prompt_lens[i]]) continue;
-                loss -= f.logp[(size_t)i * b.T + t];
-                dlogp[(size_t)i * b.T + t] = -1.0f / (float)n;
+        for (size_t at = 0; at < dlogp.size(); ++at)
+            if (sb.target[at]) {
+                loss -= f.logp[at];
+                dlogp[at] = -1.0f / (float)sb.targets;
             }
         grads.assign(layout.total, 0.0f);
         train.backward(grads, dlogp);
         opt.update(out.params, grads, as, as.lr);
         pr.step = step + 1;
-        pr.loss = loss / n;
+        pr.loss = loss / sb.targets;
         const bool eval_now = (step + 1) % 25 == 0 || step + 1 == cfg.base.sft_steps;
         if (eval_now) {
             pr.eval_reward = evaluate_policy(cfg, out.params, *task, cfg.task.eval_size);

@@ -16,6 +16,7 @@
 #include "core/rl/correction.h"
 #include "core/rl/measure.h"
 #include "core/rl/policy_loss.h"
+#include "core/rl/session.h"
 #include "core/rl/tasks.h"
 
 using namespace mlk;
@@ -235,5 +236,69 @@ TEST(MultiTurn, BatchInvariantEqualNumericsStaysBitwiseOnPolicy) {
         // run over them as context), agrees bit for bit.
         EXPECT_TRUE(ms.bitwise_equal) << dtype_name(dt);
         EXPECT_EQ(ms.mismatch.k3_kl, 0.0);
+    }
+}
+
+TEST(MultiTurn, SessionStepRecordsNoToolOutputAsPolicyTokens) {
+    const ToolPolicy& tp = tool_policy();
+    Config c = tp.cfg;
+    c.rl.prompts_per_step = 4;
+    c.rl.samples_per_prompt = 1;  // every sequence a text sample, every token a scatter sample
+    const auto dir = std::filesystem::temp_directory_path() / ("mlk-multi-turn-s-" + std::to_string(getpid()));
+    RlSession session(c, tp.params, nullptr, 0, dir.string());
+    const StepRecord rec = session.step();
+    std::filesystem::remove_all(dir);
+    auto task = make_task("calculator", 1);
+    size_t env_tokens = 0, samples_checked = 0, policy_tokens = 0;
+    for (const TextSample& ts : rec.text_samples) {
+        const nlohmann::json toks = nlohmann::json::parse(ts.tokens_json);
+        std::vector<int32_t> resp;
+        std::vector<uint8_t> flagged;
+        for (const auto& t : toks) {
+            resp.push_back(t["id"].get<int32_t>());
+            flagged.push_back(t.value("env", false) ? 1 : 0);
+        }
+        // The drill-down's tokens mark exactly the environment's replies.
+        EXPECT_EQ(flagged, task->environment_mask(Prompt{}, resp)) << ts.response;
+        env_tokens += (size_t)std::count(flagged.begin(), flagged.end(), 1);
+        policy_tokens += (size_t)std::count(flagged.begin(), flagged.end(), 0);
+        // The scatter samples of this sequence skip them.
+        const int seq = ts.idx * c.rl.samples_per_prompt;
+        for (const TokenSample& s : rec.token_samples)
+            if (s.seq == seq) {
+                ++samples_checked;
+                ASSERT_LT((size_t)s.pos, flagged.size());
+                EXPECT_EQ(flagged[s.pos], 0) << "token sample at env position " << s.pos;
+            }
+    }
+    EXPECT_GT(env_tokens, 0u);
+    EXPECT_EQ(samples_checked, policy_tokens) << "every policy token is a scatter sample, no env token is";
+    // response_length is the mean count of the policy's own tokens.
+    ASSERT_EQ(rec.text_samples.size(), 4u);
+    EXPECT_DOUBLE_EQ(RlSession::metric(rec, "response_length"), (double)policy_tokens / 4.0);
+}
+
+TEST(MultiTurn, WarmUpTrainsOnThePolicysTokensOnly) {
+    for (const char* name : {"calculator", "addition"}) {
+        auto task = make_task(name, 3);
+        const SftBatch sb = sft_batch(*task, 17, 2, 8);
+        const SeqBatch& b = sb.batch;
+        int targets = 0;
+        size_t env_tokens = 0;
+        for (int i = 0; i < b.B; ++i) {
+            const Prompt p = task->sample(17, (uint64_t)2 * 8 + i);  // the stream sft_batch draws from
+            const std::vector<int32_t> tgt = task->target(p);
+            const std::vector<uint8_t> env = task->environment_mask(p, tgt);
+            ASSERT_EQ(b.lengths[i] - b.prompt_lens[i], (int)tgt.size());
+            for (int t = 0; t < b.T; ++t) {
+                const int r = t - b.prompt_lens[i];
+                const bool policy_token = r >= 0 && t < b.lengths[i] && !env[r];
+                EXPECT_EQ(sb.target[(size_t)i * b.T + t], policy_token ? 1 : 0) << name << " " << i << " " << t;
+                targets += policy_token;
+            }
+            env_tokens += (size_t)std::count(env.begin(), env.end(), 1);
+        }
+        EXPECT_EQ(sb.targets, targets);
+        EXPECT_EQ(env_tokens > 0, std::string(name) == "calculator");
     }
 }
