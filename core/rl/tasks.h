@@ -68,7 +68,7 @@ struct Prompt {
     uint64_t index = 0;
     bool eval = false;                   // drawn by eval_set()
     std::string text;                    // prompt text without bos, e.g. "12+7="
-    std::string answer;                  // reference answer text, e.g. "19"
+    std::string answer;                  // reference response text, e.g. "19" (long tasks: the whole scratchpad / tool dialogue)
     std::vector<int32_t> tokens;         // Vocab::bos followed by encode(text)
     std::vector<int32_t> answer_tokens;  // encode(answer), no eos
 };
