@@ -244,7 +244,8 @@ std::vector<std::string> model_rule_violations(const Config& c) {
                     std::to_string(tb.prompt_tokens) + " (task.name=" + std::string(enum_name(c.task.name)) +
                     ", task.length=" + std::to_string(c.task.length) + ") + " + std::to_string(tail) +
                     (c.rollout.max_new_tokens >= tb.answer_tokens + 1 ? " (rollout.max_new_tokens)"
-                                                                      : " (the answer and eos of the warm-up)"));
+                                                                      : " (the answer and eos of the warm-up)") +
+                    "; set model.max_position_embeddings to at least " + std::to_string(longest) + " or shorten the task");
     return e;
 }
 
@@ -303,6 +304,18 @@ TaskBounds task_bounds(TaskName task, int length) {
         case TaskName::addition: return {1 + 2 * length + 2, length + 1};  // bos a + b =, a + b has one more digit
         case TaskName::sort: return {1 + length + 1, length};              // bos digits :
         case TaskName::reverse: return {1 + length + 1, length};           // bos letters |
+        // bos a + b =, both zero-padded to `length` digits; one "a+b+c=ks," per
+        // column, then "|" and the zero-padded sum of length + 1 digits.
+        case TaskName::long_addition: return {1 + 2 * length + 2, 9 * length + 1 + length + 1};
+        case TaskName::calculator: {
+            // bos, `length` products of two-digit numbers "37*48" joined by "+", "=".
+            // Response: per product "c:37*48;" and its reply of at most 4 digits
+            // and ";", the sum call "c:" + products joined by "+" + ";", its reply
+            // of D digits and ";", then "|" and D digits (D = digits of 9801 * length).
+            int d = 1;
+            for (int v = 9801 * length; v >= 10; v /= 10) ++d;
+            return {1 + 5 * length + (length - 1) + 1, 13 * length + (2 + 5 * length) + (d + 1) + (1 + d)};
+        }
     }
     return {};
 }

@@ -119,12 +119,17 @@ std::vector<Entry> build_schema() {
     section = "Task";
     add(field(F(task.name))
             .label("Task")
-            .desc("Verifiable-reward task: addition (\"12+7=\" -> \"19\"), sort digits (\"3120:\" -> \"0123\") "
-                  "or reverse letters (\"abc|\" -> \"cba\")."));
+            .desc("Verifiable-reward task: addition (\"12+7=\" -> \"19\"), sort digits (\"3120:\" -> \"0123\"), "
+                  "reverse letters (\"abc|\" -> \"cba\"); long_addition, a column-by-column scratchpad "
+                  "(\"482+973=\" -> \"2+3+0=05,8+7+0=15,4+9+1=14,|1455\"); calculator, a multi-turn tool task "
+                  "whose tool output the environment inserts and the loss and metrics skip "
+                  "(\"37*48+12*95=\" -> \"c:37*48;1776;c:12*95;1140;c:1776+1140;2916;|2916\")."));
     add(field(F(task.length))
             .label("Length")
             .range(1, 8)
-            .desc("Problem size: digits per operand (addition), list length (sort) or string length (reverse)."));
+            .desc("Problem size: digits per operand (addition, long_addition: about 10 response tokens per "
+                  "digit), list length (sort), string length (reverse), or number of products (calculator: "
+                  "about 18 response tokens per product)."));
     add(field(F(task.partial_credit))
             .label("Partial credit")
             .desc("Reward = fraction of answer positions right, extra or missing characters costing credit, "
@@ -260,8 +265,9 @@ std::vector<Entry> build_schema() {
             .names("actor_rollout_ref.rollout.top_p", "--rollout-top-p", "top_p"));
     add(field(F(rollout.max_new_tokens))
             .label("Max new tokens")
-            .range(1, 64)
-            .desc("Longest response the rollout may generate; a response also ends at its eos token.")
+            .range(1, 1024)
+            .desc("Longest response the rollout may generate, environment tokens of a multi-turn task "
+                  "included; a response also ends at its eos token.")
             .names("data.max_response_length", "--rollout-max-response-len", "max_completion_length"));
     add(field(F(rollout.max_batch))
             .label("Max sequences in flight")

@@ -16,7 +16,7 @@
 namespace mlk {
 
 // ---- enumerations ----------------------------------------------------------
-enum class TaskName { addition, sort, reverse };
+enum class TaskName { addition, sort, reverse, long_addition, calculator };
 enum class ModelKind { dense, moe };
 enum class ModelSize { tiny, small, deep };
 enum class TieEmbeddings { preset, tied, untied };
@@ -45,7 +45,7 @@ struct EnumNames;
     struct EnumNames<E> {                                          \
         static constexpr std::string_view names[] = {__VA_ARGS__}; \
     };
-MLK_ENUM_NAMES(TaskName, "addition", "sort", "reverse")
+MLK_ENUM_NAMES(TaskName, "addition", "sort", "reverse", "long_addition", "calculator")
 MLK_ENUM_NAMES(ModelKind, "dense", "moe")
 MLK_ENUM_NAMES(ModelSize, "tiny", "small", "deep")
 MLK_ENUM_NAMES(TieEmbeddings, "auto", "true", "false")

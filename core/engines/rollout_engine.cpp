@@ -139,11 +139,13 @@ struct RolloutEngine::Seq {
     int slot = -1;
     int next_pos = 0;  // tokens already in the cache
     bool done = false;
+    std::vector<int32_t> pending;  // environment tokens still to feed, in order
+    size_t next_pending = 0;
 };
 
 RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vector<int32_t>>& prompts,
                                       int max_new_tokens, const SamplingParams& sampling, uint64_t seed,
-                                      int max_batch) {
+                                      int max_batch, const Environment& environment) {
     if (params_.empty()) throw std::logic_error("rollout generate before load_weights");
     const int N = (int)prompts.size(), V = cfg_.vocab_size, L = cfg_.num_layers, k = cfg_.num_experts_per_tok;
     const int Lm = (int)moe_layers_.size();
@@ -186,7 +188,10 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
             for (size_t r = 0; r < row_seq.size(); ++r)
                 std::copy_n(&ids[l][r * k], k, &res.sequences[row_seq[r]].expert_ids[l][(size_t)row_pos[r] * k]);
     };
-    // Samples one token for each sequence in `who` from its logits row.
+    // Samples one token for each sequence in `who` from its logits row, or
+    // feeds its next environment token: one token per step either way, so an
+    // environment reply goes through the same decode steps and KV cache as
+    // sampled tokens.
     auto sample_rows = [&](const std::vector<int>& who) {
         const int R = (int)who.size();
         lp.resize((size_t)R * V);
@@ -201,16 +206,31 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
             Seq& s = seqs[who[r]];
             RolloutSequence& out = res.sequences[who[r]];
             const int step = (int)out.tokens.size() - out.prompt_len;
-            Sampled smp = sample_row(&lp[(size_t)r * V], raw + (size_t)r * V, V, sampling,
-                                     hash_uniform(seed, (uint64_t)s.index, (uint64_t)step));
+            const bool forced = s.next_pending < s.pending.size();
+            Sampled smp;
+            if (forced) {
+                // The log-prob of the forced token at the temperature, what the
+                // trainer computes there; top-k/top-p may exclude it. Kept for
+                // dumps only: env tokens are masked out of every metric.
+                const int32_t t = s.pending[s.next_pending++];
+                smp = {t, lp[(size_t)r * V + t], raw[(size_t)r * V + t]};
+            } else {
+                smp = sample_row(&lp[(size_t)r * V], raw + (size_t)r * V, V, sampling,
+                                 hash_uniform(seed, (uint64_t)s.index, (uint64_t)step));
+            }
             out.tokens.push_back(smp.token);
             out.lp_processed.push_back(smp.lp_processed);
             out.lp_raw.push_back(smp.lp_raw);
-            if (smp.token == Vocab::eos || step + 1 >= max_new_tokens) {
-                out.finished_by_eos = smp.token == Vocab::eos;
+            out.env.push_back(forced ? 1 : 0);
+            if ((!forced && smp.token == Vocab::eos) || step + 1 >= max_new_tokens) {
+                out.finished_by_eos = !forced && smp.token == Vocab::eos;
                 s.done = true;
                 free_slots.push_back(s.slot);
                 ++finished;
+            } else if (!forced && environment) {
+                const std::span<const int32_t> resp(out.tokens.data() + out.prompt_len, (size_t)step + 1);
+                s.pending = environment(s.index, resp);
+                s.next_pending = 0;
             }
         }
     };

@@ -6,7 +6,10 @@
 // ones are admitted.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "core/engines/numerics.h"
@@ -26,12 +29,25 @@ struct RolloutSequence {
     int prompt_len = 0;
     std::vector<float> lp_processed;  // per response token: log-prob under the distribution sampled from
     std::vector<float> lp_raw;        // per response token: log_softmax(logits) before temperature/top-k/top-p
+    // Per response token: 1 where a multi-turn task's environment inserted it
+    // (forced, not sampled). The one place the env mask lives: every loss and
+    // metric reads its valid tokens from here (core/rl/measure.h).
+    std::vector<uint8_t> env;
     bool finished_by_eos = false;
     // Top-k experts of every MoE layer for every position fed to the model,
     // [num_moe_layers][tokens.size()*k], indexed as ModelConfig::moe_layers()
     // (empty for a dense model); -1 where a position was never fed (the last token).
     std::vector<std::vector<int32_t>> expert_ids;
+
+    int sampled_tokens() const { return (int)std::count(env.begin(), env.end(), uint8_t{0}); }
 };
+
+// A multi-turn task's environment: called after every token the policy
+// samples (unless it ends the sequence) with the sequence's index and its
+// response so far; returns the tokens to feed next instead of sampling, one
+// per decode step (empty: none). Must not depend on other sequences, so a
+// sequence's rollout stays independent of its batch.
+using Environment = std::function<std::vector<int32_t>(int seq, std::span<const int32_t> response)>;
 
 struct RolloutResult {
     std::vector<RolloutSequence> sequences;
@@ -56,9 +72,11 @@ public:
 
     // seed keys the sampler: token s of sequence i uses hash(seed, i, s), so
     // a sequence's samples do not depend on which others share its batch.
-    // max_batch: most sequences in flight at once (0 = all).
+    // max_batch: most sequences in flight at once (0 = all). max_new_tokens
+    // bounds the whole response, environment tokens included.
     RolloutResult generate(Family family, const std::vector<std::vector<int32_t>>& prompts, int max_new_tokens,
-                           const SamplingParams& sampling, uint64_t seed, int max_batch = 0);
+                           const SamplingParams& sampling, uint64_t seed, int max_batch = 0,
+                           const Environment& environment = {});
 
 private:
     struct Seq;

@@ -64,7 +64,8 @@ double evaluate_policy(const Config& cfg, const std::vector<float>& params, cons
     SamplingParams sp{(float)cfg.rollout.temperature, cfg.rollout.top_k, (float)cfg.rollout.top_p};
     const Family fam = cfg.kernels.batch_invariant ? Family::batch_invariant : Family::fast;
     RolloutResult r = roll.generate(fam, prompts, task.max_answer_tokens() + 1, sp,
-                                    hash_u64((uint64_t)cfg.seed, 0xe7a1), cfg.rollout.max_batch);
+                                    hash_u64((uint64_t)cfg.seed, 0xe7a1), cfg.rollout.max_batch,
+                                    task_environment(task, eval, 1));
     double sum = 0;
     for (size_t i = 0; i < eval.size(); ++i) {
         const auto& s = r.sequences[i];
@@ -72,6 +73,31 @@ double evaluate_policy(const Config& cfg, const std::vector<float>& params, cons
         sum += task.reward(eval[i], resp, cfg.task.partial_credit);
     }
     return eval.empty() ? 0.0 : sum / (double)eval.size();
+}
+
+SftBatch sft_batch(const Task& task, uint64_t stream, int step, int batch_size) {
+    std::vector<std::vector<int32_t>> seqs;
+    std::vector<std::vector<uint8_t>> env;
+    std::vector<int32_t> prompt_lens;
+    for (int i = 0; i < batch_size; ++i) {
+        Prompt p = task.sample(stream, (uint64_t)step * batch_size + i);
+        std::vector<int32_t> s = p.tokens, tgt = task.target(p);
+        env.push_back(task.environment_mask(p, tgt));
+        prompt_lens.push_back((int)s.size());
+        s.insert(s.end(), tgt.begin(), tgt.end());
+        seqs.push_back(std::move(s));
+    }
+    SftBatch out;
+    out.batch = make_seq_batch(seqs, prompt_lens);
+    const SeqBatch& b = out.batch;
+    out.target.assign((size_t)b.B * b.T, 0);
+    for (int i = 0; i < b.B; ++i)
+        for (int t = b.prompt_lens[i]; t < b.lengths[i]; ++t)
+            if (!env[i][t - b.prompt_lens[i]]) {
+                out.target[(size_t)i * b.T + t] = 1;
+                ++out.targets;
+            }
+    return out;
 }
 
 BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
@@ -113,32 +139,21 @@ BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
     int step = 0;
     for (; step < cfg.base.sft_steps; ++step) {
         if (cancel && cancel->load()) throw WarmupCancelled();
-        std::vector<std::vector<int32_t>> seqs;
-        std::vector<int32_t> prompt_lens;
-        for (int i = 0; i < bs; ++i) {
-            Prompt p = task->sample(stream, (uint64_t)step * bs + i);
-            std::vector<int32_t> s = p.tokens, tgt = task->target(p);
-            prompt_lens.push_back((int)s.size());
-            s.insert(s.end(), tgt.begin(), tgt.end());
-            seqs.push_back(std::move(s));
-        }
-        const SeqBatch b = make_seq_batch(seqs, prompt_lens);
+        const SftBatch sb = sft_batch(*task, stream, step, bs);
+        const SeqBatch& b = sb.batch;
         const TrainForward& f = train.forward(Family::fast, EngineNumerics::simple(Dtype::f32), out.params, b, 1.0f, nullptr);
-        // Cross-entropy on the answer tokens only: mean over them.
         std::vector<float> dlogp((size_t)bs * b.T, 0.0f);
-        int n = 0;
-        for (int i = 0; i < bs; ++i) n += b.lengths[i] - b.prompt_lens[i];
         double loss = 0;
-        for (int i = 0; i < bs; ++i)
-            for (int t = b.prompt_lens[i]; t < b.lengths[i]; ++t) {
-                loss -= f.logp[(size_t)i * b.T + t];
-                dlogp[(size_t)i * b.T + t] = -1.0f / (float)n;
+        for (size_t at = 0; at < dlogp.size(); ++at)
+            if (sb.target[at]) {
+                loss -= f.logp[at];
+                dlogp[at] = -1.0f / (float)sb.targets;
             }
         grads.assign(layout.total, 0.0f);
         train.backward(grads, dlogp);
         opt.update(out.params, grads, as, as.lr);
         pr.step = step + 1;
-        pr.loss = loss / n;
+        pr.loss = loss / sb.targets;
         const bool eval_now = (step + 1) % 25 == 0 || step + 1 == cfg.base.sft_steps;
         if (eval_now) {
             pr.eval_reward = evaluate_policy(cfg, out.params, *task, cfg.task.eval_size);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/config/config.h"
+#include "core/engines/train_engine.h"
 #include "core/rl/tasks.h"
 
 namespace mlk {
@@ -47,6 +48,17 @@ std::string base_policy_key(const Config& cfg);
 BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
                             const std::function<void(const BaseProgress&)>& progress,
                             const std::atomic<bool>* cancel = nullptr);
+
+// One warm-up batch: `batch_size` training demonstrations (prompt + target)
+// from step `step` of the stream, and which positions are targets of the
+// cross-entropy: the response tokens the policy writes, not the prompt, the
+// padding or a multi-turn environment's replies (context, as in RL).
+struct SftBatch {
+    SeqBatch batch;
+    std::vector<uint8_t> target;  // [B*T]
+    int targets = 0;              // positions with target 1
+};
+SftBatch sft_batch(const Task& task, uint64_t stream, int step, int batch_size);
 
 // Mean reward of `params` on the first n prompts of the held-out set,
 // sampled as the rollout engine would (rollout settings, one sample each).

@@ -19,7 +19,7 @@ TokenView gather_tokens(const RolloutResult& roll, const SeqBatch& batch, const 
             v.lp_roll.push_back(source == LogprobSource::raw ? s.lp_raw[j] : s.lp_processed[j]);
             v.lp_train.push_back(train.logp[at]);
             v.entropy.push_back(train.entropy[at]);
-            v.valid.push_back(1);
+            v.valid.push_back(j < s.env.size() && s.env[j] ? 0 : 1);  // env tokens are context, not actions
             v.token.push_back(s.tokens[pos]);
             v.pos.push_back(pos);
             v.seq.push_back(i);
@@ -54,7 +54,7 @@ Family kernel_family(const Config& cfg) { return cfg.kernels.batch_invariant ? F
 
 Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& train, const std::vector<float>& params,
                     const std::vector<std::vector<int32_t>>& inputs, uint64_t sample_seed,
-                    const std::function<void(MeasurePhase)>& on_phase) {
+                    const std::function<void(MeasurePhase)>& on_phase, const Environment& environment) {
     using Clock = std::chrono::steady_clock;
     const auto ms_since = [](Clock::time_point t0) {
         return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -69,7 +69,8 @@ Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& trai
     auto t0 = Clock::now();
     rollout.load_weights(params, rollout_numerics(cfg));
     const SamplingParams sp{(float)cfg.rollout.temperature, cfg.rollout.top_k, (float)cfg.rollout.top_p};
-    m.roll = rollout.generate(fam, inputs, cfg.rollout.max_new_tokens, sp, sample_seed, cfg.rollout.max_batch);
+    m.roll = rollout.generate(fam, inputs, cfg.rollout.max_new_tokens, sp, sample_seed, cfg.rollout.max_batch,
+                               environment);
     m.rollout_ms = ms_since(t0);
 
     if (on_phase) on_phase(MeasurePhase::recompute);

@@ -15,7 +15,10 @@
 namespace mlk {
 
 // Response tokens of a rollout in the flat layout of core/metrics/mismatch.h,
-// next to the training log-probs of the same tokens.
+// next to the training log-probs of the same tokens. valid = 0 where the
+// environment of a multi-turn task wrote the token (RolloutSequence::env):
+// every consumer of this view (mismatch metrics, correction, policy loss)
+// thereby skips tool output.
 struct TokenView {
     std::vector<int> seq_offsets;          // S+1
     std::vector<float> lp_roll, lp_train;  // lp_roll per rollout.logprobs
@@ -50,10 +53,11 @@ enum class MeasurePhase { rollout, recompute };
 // inputs: one prompt per sequence. sample_seed keys the sampler. The rollout
 // engine gets `params` cast to rollout.precision; the training engine
 // computes in train.precision. The training engine keeps the recompute's
-// activations, so a backward may follow directly.
+// activations, so a backward may follow directly. environment: a
+// multi-turn task's (task_environment() in core/rl/tasks.h), or empty.
 Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& train, const std::vector<float>& params,
                     const std::vector<std::vector<int32_t>>& inputs, uint64_t sample_seed,
-                    const std::function<void(MeasurePhase)>& on_phase = {});
+                    const std::function<void(MeasurePhase)>& on_phase = {}, const Environment& environment = {});
 
 // The kernel family the configuration asks for.
 Family kernel_family(const Config& cfg);

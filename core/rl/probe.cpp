@@ -10,14 +10,16 @@ ProbeResult run_probe(const Config& cfg, const std::vector<float>& params) {
     r.model = model_config_of(cfg);
     auto task = make_task(enum_name(cfg.task.name), cfg.task.length);
     std::vector<std::vector<int32_t>> prompts;
+    std::vector<Prompt> drawn;
     for (int p = 0; p < cfg.rl.prompts_per_step; ++p) {
-        Prompt pr = task->sample((uint64_t)cfg.seed, (uint64_t)p);
-        for (int n = 0; n < cfg.rl.samples_per_prompt; ++n) prompts.push_back(pr.tokens);
+        drawn.push_back(task->sample((uint64_t)cfg.seed, (uint64_t)p));
+        for (int n = 0; n < cfg.rl.samples_per_prompt; ++n) prompts.push_back(drawn.back().tokens);
     }
     if (cfg.kernels.threads > 0) set_num_threads(cfg.kernels.threads);
     RolloutEngine rollout(r.model);
     TrainEngine train(r.model);
-    static_cast<Measurement&>(r) = measure(cfg, rollout, train, params, prompts, hash_u64((uint64_t)cfg.seed, 0x9a0be));
+    static_cast<Measurement&>(r) = measure(cfg, rollout, train, params, prompts, hash_u64((uint64_t)cfg.seed, 0x9a0be),
+                                           {}, task_environment(*task, drawn, cfg.rl.samples_per_prompt));
     return r;
 }
 

@@ -137,7 +137,8 @@ StepRecord RlSession::step(const std::function<void(Phase)>& on_phase) {
         for (int j = 0; j < cfg_.rl.samples_per_prompt; ++j) inputs.push_back(p.tokens);
     const Measurement m =
         measure(cfg_, rollout_, train_, params_, inputs, hash_u64((uint64_t)cfg_.seed, 0x9a0be, (uint64_t)step),
-                [&](MeasurePhase p) { phase(p == MeasurePhase::rollout ? Phase::rollout : Phase::recompute); });
+                [&](MeasurePhase p) { phase(p == MeasurePhase::rollout ? Phase::rollout : Phase::recompute); },
+                task_environment(*task_, prompts, cfg_.rl.samples_per_prompt));
     const Scores scores = score(prompts, m.roll);
     // recompute = standard PPO: no correction applied; the ratios are still reported.
     const CorrectionResult corr = compute_correction(correction_settings(), m.tokens.lp_train, m.tokens.lp_roll,
@@ -172,7 +173,7 @@ RlSession::Scores RlSession::score(const std::vector<Prompt>& prompts, const Rol
         std::vector<int32_t> resp(seq.tokens.begin() + seq.prompt_len, seq.tokens.end());
         s.rewards[i] = task_->reward(prompts[i / n], resp, cfg_.task.partial_credit);
         s.exact[i] = task_->reward(prompts[i / n], resp, false) == 1.0 ? 1.0 : 0.0;
-        resp_len += (double)resp.size();
+        resp_len += (double)seq.sampled_tokens();  // the policy's tokens, not tool output
     }
     s.mean_length = resp_len / S;
     AdvantageSettings as;
@@ -260,7 +261,7 @@ struct BatchScore {
     double reward_mean = 0, reward_std = 0, accuracy = 0, entropy = 0;
 };
 BatchScore batch_score(const std::vector<double>& rewards, const std::vector<double>& exact,
-                       const std::vector<float>& entropy) {
+                       const std::vector<float>& entropy, const std::vector<uint8_t>& valid) {
     const double S = (double)rewards.size();
     BatchScore b;
     for (size_t i = 0; i < rewards.size(); ++i) {
@@ -270,8 +271,10 @@ BatchScore batch_score(const std::vector<double>& rewards, const std::vector<dou
     double var = 0;
     for (double r : rewards) var += (r - b.reward_mean) * (r - b.reward_mean) / S;
     b.reward_std = std::sqrt(var);
-    for (float e : entropy) b.entropy += e;
-    if (!entropy.empty()) b.entropy /= (double)entropy.size();
+    size_t n = 0;
+    for (size_t t = 0; t < entropy.size(); ++t)
+        if (valid[t]) b.entropy += entropy[t], ++n;
+    if (n) b.entropy /= (double)n;
     return b;
 }
 
@@ -296,14 +299,19 @@ void set_correction(StepMetrics& v, const CorrectionStats& cs) {
 }
 
 // A bounded, evenly strided sample of token pairs for the scatter plot, the
-// F(t) curve and the router-flip histogram.
+// F(t) curve and the router-flip histogram; tool output is no sample.
 void add_distributions(StepRecord& rec, const Measurement& m) {
     const TokenView& tv = m.tokens;
-    const size_t N = tv.lp_roll.size(), cap = 1024;
+    std::vector<size_t> valid;
+    for (size_t i = 0; i < tv.valid.size(); ++i)
+        if (tv.valid[i]) valid.push_back(i);
+    const size_t N = valid.size(), cap = 1024;
     const size_t stride = N > cap ? (N + cap - 1) / cap : 1;
-    for (size_t i = 0, idx = 0; i < N; i += stride, ++idx)
+    for (size_t v = 0, idx = 0; v < N; v += stride, ++idx) {
+        const size_t i = valid[v];
         rec.token_samples.push_back({(int32_t)idx, tv.lp_roll[i], tv.lp_train[i], tv.seq[i],
                                      tv.pos[i] - m.batch.prompt_lens[tv.seq[i]], tv.token[i]});
+    }
     const MismatchMetrics& mm = m.mismatch;
     for (size_t i = 0; i < mm.f_grid.size(); ++i) rec.ft_curve.push_back({mm.f_grid[i], mm.f_curve[i]});
     const auto& hist = m.router.histogram;
@@ -329,6 +337,7 @@ void add_text_samples(StepRecord& rec, const std::vector<Prompt>& prompts, const
                             {"lp_roll", tv.lp_roll[t]},
                             {"lp_train", tv.lp_train[t]},
                             {"flips", flips}});
+            if (!tv.valid[t]) toks.back()["env"] = true;  // inserted by the environment
         }
         std::vector<int32_t> resp(s.tokens.begin() + s.prompt_len, s.tokens.end());
         rec.text_samples.push_back({p, prompts[p].text, Vocab::decode(resp), rewards[i], toks.dump()});
@@ -340,7 +349,7 @@ void add_text_samples(StepRecord& rec, const std::vector<Prompt>& prompts, const
 StepRecord RlSession::record(int64_t step, const std::vector<Prompt>& prompts, const Measurement& m,
                              const Scores& scores, const CorrectionResult& corr, const TrainOutcome& trained,
                              double step_ms) const {
-    const BatchScore b = batch_score(scores.rewards, scores.exact, m.tokens.entropy);
+    const BatchScore b = batch_score(scores.rewards, scores.exact, m.tokens.entropy, m.tokens.valid);
     double total_tokens = 0;
     for (int l : m.batch.lengths) total_tokens += l;
 

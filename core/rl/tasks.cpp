@@ -6,6 +6,7 @@
 
 #include "core/config/model_builder.h"
 #include "core/model/vocab.h"
+#include "core/rl/long_tasks.h"
 
 namespace mlk {
 
@@ -191,12 +192,37 @@ std::vector<int32_t> Task::target(const Prompt& prompt) const {
     return t;
 }
 
-std::vector<std::string> task_names() { return {"addition", "sort", "reverse"}; }
+std::vector<int32_t> Task::environment_reply(const Prompt&, std::span<const int32_t>) const { return {}; }
+
+std::vector<uint8_t> Task::environment_mask(const Prompt& prompt, std::span<const int32_t> response) const {
+    std::vector<uint8_t> mask(response.size(), 0);
+    if (!multi_turn()) return mask;
+    for (size_t t = 0; t < response.size(); ++t) {
+        const std::vector<int32_t> reply = environment_reply(prompt, response.first(t + 1));
+        // The rollout inserted the reply right after the policy's token t;
+        // a response cut short may end inside it.
+        for (size_t j = 0; j < reply.size() && t + 1 + j < response.size(); ++j) mask[t + 1 + j] = 1;
+        t += reply.size();
+    }
+    return mask;
+}
+
+std::function<std::vector<int32_t>(int, std::span<const int32_t>)> task_environment(
+    const Task& task, std::vector<Prompt> prompts, int samples_per_prompt) {
+    if (!task.multi_turn()) return {};
+    return [&task, prompts = std::move(prompts), samples_per_prompt](int seq, std::span<const int32_t> response) {
+        return task.environment_reply(prompts.at((size_t)(seq / samples_per_prompt)), response);
+    };
+}
+
+std::vector<std::string> task_names() { return {"addition", "sort", "reverse", "long_addition", "calculator"}; }
 
 std::unique_ptr<Task> make_task(std::string_view name, int length) {
     if (name == "addition") return std::make_unique<AdditionTask>(length);
     if (name == "sort") return std::make_unique<SortTask>(length);
     if (name == "reverse") return std::make_unique<ReverseTask>(length);
+    if (name == "long_addition") return make_long_addition_task(length);
+    if (name == "calculator") return make_calculator_task(length);
     std::string allowed;
     for (const auto& n : task_names()) allowed += (allowed.empty() ? "" : ", ") + n;
     throw std::invalid_argument("unknown task '" + std::string(name) + "' (allowed: " + allowed + ")");

@@ -12,6 +12,27 @@
 //                                       repeats allowed, answer ascending
 //   reverse   "abc|"     -> "cba"      length = number of letters a-z
 //
+// Long-response tasks (core/rl/long_tasks.cpp), 50-200 response tokens at
+// lengths 5-8, so mismatch can accumulate along a sequence:
+//   long_addition "482+973=" -> "2+3+0=05,8+7+0=15,4+9+1=14,|1455"
+//       length = digits per operand; operands zero-padded to `length`
+//       digits; one scratchpad step "a+b+c=ks," per column from the least
+//       significant (digits, carry in, carry out k and sum digit s), then "|"
+//       and the sum zero-padded to length + 1 digits.
+//   calculator "37*48+12*95=" -> "c:37*48;1776;c:12*95;1140;c:1776+1140;2916;|2916"
+//       length = number of products of two-digit numbers. Multi-turn: each
+//       call "c:<expr>;" the policy writes is answered by the ENVIRONMENT,
+//       which inserts "<value>;" (or "?;" for a malformed expression); the
+//       policy then goes on. Replies are context, not actions: the rollout
+//       forces them (environment_reply) and every loss and metric skips them.
+//   Reward: the response up to its first eos; exact 1.0 only with the eos
+//   (these responses have a defined end, so one cut short by
+//   max_new_tokens is not exact). Partial credit = steps right / steps, each
+//   step one scratchpad column (long_addition) or one reference tool call
+//   in order (calculator), plus the final answer followed by eos. A
+//   calculator answer that is right and followed by eos is exact whatever
+//   calls led to it (the route is the policy's).
+//
 // Held-out evaluation: the problem space of a task is split by a fixed hash of
 // the prompt text into a training part (7/8) and an evaluation part (1/8).
 // sample() only returns training problems, eval_set() only evaluation
@@ -32,7 +53,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,7 +68,7 @@ struct Prompt {
     uint64_t index = 0;
     bool eval = false;                   // drawn by eval_set()
     std::string text;                    // prompt text without bos, e.g. "12+7="
-    std::string answer;                  // reference answer text, e.g. "19"
+    std::string answer;                  // reference response text, e.g. "19" (long tasks: the whole scratchpad / tool dialogue)
     std::vector<int32_t> tokens;         // Vocab::bos followed by encode(text)
     std::vector<int32_t> answer_tokens;  // encode(answer), no eos
 };
@@ -86,9 +109,21 @@ public:
     std::vector<Prompt> eval_set(size_t size, uint64_t seed = kEvalSeed) const;
     bool eval_disjoint() const;
 
-    double reward(const Prompt& prompt, const std::vector<int32_t>& response_tokens, bool partial_credit = false) const;
-    // Supervised warm-up target: answer tokens followed by Vocab::eos.
+    virtual double reward(const Prompt& prompt, const std::vector<int32_t>& response_tokens,
+                          bool partial_credit = false) const;
+    // Supervised warm-up target: answer tokens followed by Vocab::eos. For a
+    // multi-turn task the answer holds the environment's replies too.
     std::vector<int32_t> target(const Prompt& prompt) const;
+
+    // Multi-turn tasks: the tokens the environment inserts now, given the
+    // response so far ending with a token the policy just sampled (empty:
+    // none, the policy goes on). The reply never holds eos and depends on
+    // the response only, so a rollout and a replay over the same tokens agree.
+    virtual std::vector<int32_t> environment_reply(const Prompt& prompt, std::span<const int32_t> response) const;
+    virtual bool multi_turn() const { return false; }
+    // Per response token, 1 where the environment wrote it: replays
+    // environment_reply over the response, as the rollout inserted it.
+    std::vector<uint8_t> environment_mask(const Prompt& prompt, std::span<const int32_t> response) const;
 
     // Upper bounds over all prompts of this task and length.
     virtual int max_prompt_tokens() const = 0;  // including bos
@@ -111,10 +146,16 @@ private:
     int length_;
 };
 
-// Allowed names: "addition", "sort", "reverse". Throws std::invalid_argument
+// Allowed names: task_names(). Throws std::invalid_argument
 // naming the allowed names (or the allowed length range).
 std::unique_ptr<Task> make_task(std::string_view name, int length);
 std::vector<std::string> task_names();
+
+// The rollout environment (core/engines/rollout_engine.h, Environment) of a
+// batch whose sequence i answers prompts[i / samples_per_prompt]; empty for a
+// single-turn task, so its rollout never calls one. `task` must outlive it.
+std::function<std::vector<int32_t>(int, std::span<const int32_t>)> task_environment(
+    const Task& task, std::vector<Prompt> prompts, int samples_per_prompt);
 
 // Exact-match helper shared by tasks and tests: see the header comment.
 double score_response(const std::vector<int32_t>& answer_tokens, const std::vector<int32_t>& response_tokens,

@@ -499,15 +499,19 @@ void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
             const int flips = t.contains("flips") && t["flips"].is_number() ? t["flips"].get<int>() : 0;
             const QString text =
                 t.contains("text") && t["text"].is_string() ? qs(t["text"].get<std::string>()) : QStringLiteral("?");
+            // Tool output a multi-turn environment inserted: context, no mismatch of the policy's.
+            const bool env = t.contains("env") && t["env"].is_boolean() && t["env"].get<bool>();
             const double d = std::abs(lt - lr);
-            if (std::isfinite(d)) maxD = std::max(maxD, d);
-            const QColor bg = palette::mismatchHeat(d);
+            if (std::isfinite(d) && !env) maxD = std::max(maxD, d);
+            const QColor bg = env ? palette::codeBackground() : palette::mismatchHeat(d);
             QString tip = tr("token \u201C%1\u201D (id %2)\nlp_roll = %3\nlp_train = %4\nlp_train \u2212 lp_roll = %5")
                               .arg(text)
                               .arg(t.contains("id") ? QString::fromStdString(t["id"].dump()) : QStringLiteral("?"))
                               .arg(num(lr, 8), num(lt, 8), num(lt - lr, 4));
             if (flips > 0) tip += tr("\nrouter flips: %1").arg(flips);
+            if (env) tip += tr("\ninserted by the environment: excluded from the loss and every metric");
             QString style = QStringLiteral("background-color:%1; color:%2").arg(bg.name(), palette::inkOn(bg).name());
+            if (env) style += QStringLiteral("; font-style:italic");
             if (flips > 0) style += QStringLiteral("; text-decoration:underline");
             QString shown = text.toHtmlEscaped();
             if (text == QLatin1String(" ")) shown = QStringLiteral("&#x2423;");

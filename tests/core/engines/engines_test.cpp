@@ -3,6 +3,8 @@
 // batching, R3 replay, determinism.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/model/model.h"
@@ -101,6 +103,98 @@ TEST_P(TrulyOnPolicy, TrainingLogprobsEqualRolloutBitwise) {
 INSTANTIATE_TEST_SUITE_P(Engines, TrulyOnPolicy,
                          ::testing::Combine(::testing::Values("dense-tiny", "moe-tiny"),
                                             ::testing::Values(Dtype::f32, Dtype::bf16)));
+
+namespace {
+
+// A scripted environment: after the policy's 2nd and 7th sampled-or-forced
+// response token it inserts a reply whose length and tokens depend on the
+// sequence. Records every call.
+struct ScriptedEnv {
+    std::vector<std::pair<int, size_t>> calls;  // (sequence, response length)
+    static std::vector<int32_t> reply(int seq, size_t at) {
+        std::vector<int32_t> r;
+        for (int j = 0; j < 1 + (seq + (int)at) % 4; ++j) r.push_back(Vocab::first_char + (seq * 7 + j) % 40);
+        return r;
+    }
+    Environment fn() {
+        return [this](int seq, std::span<const int32_t> resp) {
+            calls.emplace_back(seq, resp.size());
+            return resp.size() == 2 || resp.size() == 7 ? reply(seq, resp.size()) : std::vector<int32_t>{};
+        };
+    }
+};
+
+}  // namespace
+
+TEST(Engines, EnvironmentTokensAreFedInsteadOfSampled) {
+    ModelConfig cfg = model_preset("moe-tiny");
+    ParamLayout layout = make_param_layout(cfg);
+    std::vector<float> params(layout.total);
+    init_params(cfg, layout, params.data(), 42);
+    RolloutEngine roll(cfg);
+    roll.load_weights(params, EngineNumerics::simple(Dtype::f32));
+    ScriptedEnv env;
+    const int max_new = 16;
+    const RolloutResult r = roll.generate(Family::fast, prompts(24, 5), max_new, SamplingParams{}, 99, 7, env.fn());
+    size_t with_reply = 0;
+    for (int i = 0; i < (int)r.sequences.size(); ++i) {
+        const auto& s = r.sequences[i];
+        const std::vector<int32_t> resp(s.tokens.begin() + s.prompt_len, s.tokens.end());
+        ASSERT_EQ(s.env.size(), resp.size());
+        ASSERT_EQ(s.lp_processed.size(), resp.size());
+        // The expected mask: the reply right after the token that triggered
+        // it, cut by max_new_tokens; a sampled eos ends the sequence.
+        std::vector<uint8_t> want(resp.size(), 0);
+        for (size_t at : {2u, 7u}) {
+            if (resp.size() <= at) continue;
+            // the trigger was a sampled token only if it was not forced itself
+            if (want[at - 1]) continue;
+            const auto rep = ScriptedEnv::reply(i, at);
+            for (size_t j = 0; j < rep.size() && at + j < resp.size(); ++j) {
+                want[at + j] = 1;
+                EXPECT_EQ(resp[at + j], rep[j]) << "sequence " << i;
+            }
+            ++with_reply;
+        }
+        EXPECT_EQ(s.env, want) << "sequence " << i;
+        EXPECT_EQ(s.sampled_tokens(), (int)std::count(want.begin(), want.end(), 0));
+        EXPECT_LE((int)resp.size(), max_new);
+        if (s.finished_by_eos) EXPECT_EQ(s.env.back(), 0);
+        for (float lp : s.lp_processed) EXPECT_TRUE(std::isfinite(lp));
+    }
+    EXPECT_GT(with_reply, 24u);
+    // The environment hears about sampled tokens only, never about its own.
+    for (auto [seq, len] : env.calls) EXPECT_EQ(r.sequences[seq].env[len - 1], 0) << seq << " " << len;
+}
+
+TEST(Engines, TrulyOnPolicyWithEnvironmentTokens) {
+    for (const char* preset : {"dense-tiny", "moe-tiny"})
+        for (Dtype dt : {Dtype::f32, Dtype::bf16}) {
+            ModelConfig cfg = model_preset(preset);
+            ParamLayout layout = make_param_layout(cfg);
+            std::vector<float> params(layout.total);
+            init_params(cfg, layout, params.data(), 42);
+            RolloutEngine roll(cfg);
+            roll.load_weights(params, EngineNumerics::simple(dt));
+            ScriptedEnv env;
+            SamplingParams sp;
+            sp.temperature = 0.7f;
+            Pair p;
+            p.roll = roll.generate(Family::batch_invariant, prompts(24, 5), 16, sp, 1234, 7, env.fn());
+            p.batch = to_seq_batch(p.roll);
+            TrainEngine train(cfg);
+            p.train = train.forward(Family::batch_invariant, EngineNumerics::simple(dt), params, p.batch, 1.0f / 0.7f,
+                                    nullptr);
+            size_t tokens = 0, equal = 0, forced = 0;
+            each_response_token(p, [&](float a, float b) {
+                ++tokens;
+                equal += float_bits(a) == float_bits(b);
+            });
+            for (const auto& s : p.roll.sequences) forced += s.env.size() - (size_t)s.sampled_tokens();
+            EXPECT_GT(forced, 24u);
+            EXPECT_EQ(equal, tokens) << preset << " " << dtype_name(dt);
+        }
+}
 
 TEST(Engines, FastKernelsAndBf16RolloutMismatch) {
     for (const char* preset : {"dense-tiny", "moe-tiny"}) {
