@@ -7,6 +7,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QProgressBar>
 #include <QStatusBar>
 #include <QHeaderView>
@@ -63,11 +64,19 @@ private slots:
     void initTestCase() {
         QStandardPaths::setTestModeEnabled(true);
         QApplication::setOrganizationName("MismatchLabTest");
-        QApplication::setApplicationName("Mismatch Lab Test");
+        // One data folder per process: two checkouts testing at once on one
+        // machine must not share (and delete) each other's default database.
+        QApplication::setApplicationName(QStringLiteral("Mismatch Lab Test %1").arg(QCoreApplication::applicationPid()));
         QSettings().clear();
         // Test mode points the data folder at a scratch location: start empty.
         for (const char* suffix : {"", "-wal", "-shm"}) QFile::remove(MainWindow::defaultDatabasePath() + suffix);
         qputenv("MLK_CACHE_DIR", (dir_.path() + "/cache").toUtf8());
+    }
+
+    void cleanupTestCase() {
+        QDir(QFileInfo(MainWindow::defaultDatabasePath()).absolutePath()).removeRecursively();
+        const QString settings = QSettings().fileName();
+        QFile::remove(settings);
     }
 
     void ctrlRPutsStepsInTheDefaultDatabase() {
