@@ -1,5 +1,6 @@
 #include "core/rl/probe.h"
 
+#include "core/metrics/catalogue.h"
 #include "core/model/params.h"
 #include "core/rl/tasks.h"
 
@@ -33,6 +34,13 @@ nlohmann::json probe_summary_json(const ProbeResult& r) {
     j["F@2"] = m.f_2;
     j["F@5"] = m.f_5;
     j["F@10"] = m.f_10;
+    j["tv_token"] = m.tv_token;
+    j["tv_seq"] = m.tv_seq;
+    for (int b = 0; b < kProbBuckets; ++b) {
+        j[std::string(kProbBucketMetrics[b].frac)] = m.buckets[b].frac;
+        j[std::string(kProbBucketMetrics[b].abs_diff)] = m.buckets[b].abs_diff_mean;
+        j[std::string(kProbBucketMetrics[b].k3_share)] = m.buckets[b].k3_share;
+    }
     j["router_diff_router"] = r.router.router_level;
     j["router_diff_token"] = r.router.token_level;
     j["router_diff_sequence"] = r.router.sequence_level;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <limits>
 
 #include "core/model/checkpoint.h"
@@ -255,6 +256,13 @@ void set_mismatch(StepMetrics& v, const MismatchMetrics& mm, const RouterDiff& r
     v.chi2_token = mm.chi2_token, v.chi2_seq = mm.chi2_seq;
     v.training_ppl = mm.training_ppl, v.rollout_ppl = mm.rollout_ppl, v.log_ppl_diff = mm.log_ppl_diff;
     v.log_ppl_abs_diff = mm.log_ppl_abs_diff, v.ppl_ratio = mm.ppl_ratio;
+    v.tv_token = mm.tv_token, v.tv_seq = mm.tv_seq;
+    static_assert(std::size(kProbBucketMetrics) == kProbBuckets);
+    for (int b = 0; b < kProbBuckets; ++b) {
+        v.*find_metric(kProbBucketMetrics[b].frac)->field = mm.buckets[b].frac;
+        v.*find_metric(kProbBucketMetrics[b].abs_diff)->field = mm.buckets[b].abs_diff_mean;
+        v.*find_metric(kProbBucketMetrics[b].k3_share)->field = mm.buckets[b].k3_share;
+    }
     v.router_diff_router = rd.router_level, v.router_diff_token = rd.token_level;
     v.router_diff_sequence = rd.sequence_level;
 }
