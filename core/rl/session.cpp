@@ -296,15 +296,13 @@ void add_distributions(StepRecord& rec, const Measurement& m) {
 void add_text_samples(StepRecord& rec, const std::vector<Prompt>& prompts, const Measurement& m,
                       const std::vector<double>& rewards, int samples_per_prompt, bool moe) {
     const TokenView& tv = m.tokens;
-    const int S = (int)m.roll.sequences.size(), n = samples_per_prompt;
-    std::vector<int> rd_offset(S + 1, 0);  // routing_diff walks every position of every sequence
-    for (int i = 0; i < S; ++i) rd_offset[i + 1] = rd_offset[i] + (int)m.roll.sequences[i].tokens.size();
+    const int n = samples_per_prompt;
     for (int p = 0; p < std::min((int)prompts.size(), 4); ++p) {
         const int i = p * n;
         const auto& s = m.roll.sequences[i];
         nlohmann::json toks = nlohmann::json::array();
         for (int t = tv.seq_offsets[i]; t < tv.seq_offsets[i + 1]; ++t) {
-            const int flips = moe ? m.router.per_token_sum[rd_offset[i] + tv.pos[t] - 1] : 0;
+            const int flips = moe ? m.router.per_token_sum[t] : 0;  // routing_diff: one entry per response token
             toks.push_back({{"id", tv.token[t]},
                             {"text", Vocab::token_text(tv.token[t])},
                             {"lp_roll", tv.lp_roll[t]},
