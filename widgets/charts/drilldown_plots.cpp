@@ -177,6 +177,7 @@ QString ProbBucketPlotter::draw(const ProbBuckets& b) {
         series->setLabelsPosition(QAbstractBarSeries::LabelsOutsideEnd);
         series->setLabelsFormat(QStringLiteral("@value"));
         series->setLabelsPrecision(2);
+        series->setBarWidth(0.8);  // wide enough for a label like 0.00087 over each of two bars
         chart->addSeries(series);
         return series;
     };
