@@ -26,9 +26,16 @@ struct StepMetrics {
     // mismatch between the training and rollout log-probs of the sampled tokens
     double k3_kl = kUnset, kl = kUnset, logp_abs_diff_mean = kUnset, logp_abs_diff_max = kUnset;
     double f_1_1 = kUnset, f_1_5 = kUnset, f_2 = kUnset, f_5 = kUnset, f_10 = kUnset;
-    double chi2_token = kUnset, chi2_seq = kUnset;
+    double chi2_token = kUnset, chi2_seq = kUnset, tv_token = kUnset, tv_seq = kUnset;
     double training_ppl = kUnset, rollout_ppl = kUnset, log_ppl_diff = kUnset, log_ppl_abs_diff = kUnset;
     double ppl_ratio = kUnset;
+    // by rollout-probability decade (kProbBucketEdges): p >= 0.1, 0.01, 1e-3, 1e-4, below
+    double lowp_frac_e1 = kUnset, lowp_frac_e2 = kUnset, lowp_frac_e3 = kUnset, lowp_frac_e4 = kUnset;
+    double lowp_frac_tail = kUnset;
+    double lowp_abs_diff_e1 = kUnset, lowp_abs_diff_e2 = kUnset, lowp_abs_diff_e3 = kUnset;
+    double lowp_abs_diff_e4 = kUnset, lowp_abs_diff_tail = kUnset;
+    double lowp_k3_share_e1 = kUnset, lowp_k3_share_e2 = kUnset, lowp_k3_share_e3 = kUnset;
+    double lowp_k3_share_e4 = kUnset, lowp_k3_share_tail = kUnset;
     // correction
     double ess = kUnset, is_weight_mean = kUnset, is_weight_min = kUnset, is_weight_max = kUnset;
     double truncated_fraction = kUnset, truncated_low_fraction = kUnset, masked_fraction = kUnset;
@@ -42,6 +49,20 @@ struct StepMetrics {
     double lr = kUnset;
     // speed
     double rollout_ms = kUnset, recompute_ms = kUnset, train_ms = kUnset, tokens_per_s = kUnset;
+};
+
+// The metrics of the rollout-probability buckets (core/metrics/mismatch.h,
+// kProbBucketEdges), bucket by bucket: the RL step fills them and the
+// drill-down draws them side by side. Each name is a catalogue row.
+struct ProbBucketMetricNames {
+    std::string_view frac, abs_diff, k3_share;
+};
+inline constexpr ProbBucketMetricNames kProbBucketMetrics[] = {
+    {"lowp_frac@1e-1", "lowp_abs_diff@1e-1", "lowp_k3_share@1e-1"},
+    {"lowp_frac@1e-2", "lowp_abs_diff@1e-2", "lowp_k3_share@1e-2"},
+    {"lowp_frac@1e-3", "lowp_abs_diff@1e-3", "lowp_k3_share@1e-3"},
+    {"lowp_frac@1e-4", "lowp_abs_diff@1e-4", "lowp_k3_share@1e-4"},
+    {"lowp_frac@0", "lowp_abs_diff@0", "lowp_k3_share@0"},
 };
 
 // Which way a metric should move; `none` for quantities that are neither good

@@ -39,6 +39,13 @@ void check_token_layout(std::size_t n_tokens, std::span<const std::uint8_t> vali
                                     std::to_string(n_tokens));
 }
 
+int prob_bucket(float lp_roll) {
+    const double p = std::exp(static_cast<double>(lp_roll));
+    for (int b = 0; b < kProbBuckets - 1; ++b)
+        if (p >= kProbBucketEdges[b]) return b;
+    return kProbBuckets - 1;
+}
+
 std::vector<double> f_curve_grid(int points) {
     if (points < 2) throw std::invalid_argument("f_curve_grid: points must be >= 2");
     std::vector<double> g(static_cast<std::size_t>(points));
@@ -103,17 +110,24 @@ MismatchMetrics mismatch_metrics(std::span<const float> lp_train, std::span<cons
     m.f_curve.assign(m.f_grid.size(), 0.0);
 
     // ---- token level ----
-    double sum_k3 = 0, sum_r = 0, sum_abs = 0, max_abs = 0, sum_chi = 0;
+    double sum_k3 = 0, sum_r = 0, sum_abs = 0, max_abs = 0, sum_chi = 0, sum_tv = 0;
+    double bucket_abs[kProbBuckets] = {}, bucket_k3[kProbBuckets] = {};
     std::size_t nv = 0;
     for (std::size_t t = 0; t < n; ++t) {
         if (!tok_valid(valid, t)) continue;
         const double r = static_cast<double>(lp_train[t]) - static_cast<double>(lp_roll[t]);
+        const double k3 = k3_from_log_ratio(r);
         ++nv;
-        sum_k3 += k3_from_log_ratio(r);
+        sum_k3 += k3;
         sum_r += r;
         sum_abs += std::fabs(r);
         max_abs = std::max(max_abs, std::fabs(r));
         sum_chi += std::expm1(2.0 * clamp20(r));
+        sum_tv += 0.5 * std::fabs(std::expm1(clamp20(r)));
+        const int b = prob_bucket(lp_roll[t]);
+        m.buckets[b].count++;
+        bucket_abs[b] += std::fabs(r);
+        bucket_k3[b] += k3;
     }
     m.num_valid_tokens = nv;
     if (nv > 0) {
@@ -123,6 +137,13 @@ MismatchMetrics mismatch_metrics(std::span<const float> lp_train, std::span<cons
         m.logp_abs_diff_mean = sum_abs / dn;
         m.logp_abs_diff_max = max_abs;
         m.chi2_token = sum_chi / dn;
+        m.tv_token = sum_tv / dn;
+        for (int b = 0; b < kProbBuckets; ++b) {
+            ProbBucket& pb = m.buckets[b];
+            pb.frac = static_cast<double>(pb.count) / dn;
+            if (pb.count > 0) pb.abs_diff_mean = bucket_abs[b] / static_cast<double>(pb.count);
+            if (sum_k3 > 0) pb.k3_share = bucket_k3[b] / sum_k3;
+        }
         const auto a = sorted_abs_r(lp_train, lp_roll, valid);
         m.f_1_1 = fraction_above(a, kFixedFThresholds[0]);
         m.f_1_5 = fraction_above(a, kFixedFThresholds[1]);
@@ -135,7 +156,7 @@ MismatchMetrics mismatch_metrics(std::span<const float> lp_train, std::span<cons
     // ---- sequence level ----
     const std::size_t S = seq_offsets.size() - 1;
     double s_chi_sum = 0, s_chi_geo = 0, s_ppl_tr = 0, s_ppl_ro = 0, s_lppl_tr = 0, s_lppl_ro = 0;
-    double s_diff = 0, s_absdiff = 0, s_ratio = 0;
+    double s_diff = 0, s_absdiff = 0, s_ratio = 0, s_tv = 0;
     double dmax = -std::numeric_limits<double>::infinity();
     double dmin = std::numeric_limits<double>::infinity();
     std::size_t ns = 0;
@@ -157,6 +178,7 @@ MismatchMetrics mismatch_metrics(std::span<const float> lp_train, std::span<cons
         const double mean_tr = str / dc, mean_ro = sro / dc;
         s_chi_sum += std::expm1(2.0 * clamp20(sr));
         s_chi_geo += std::expm1(2.0 * clamp20(sr / dc));
+        s_tv += 0.5 * std::fabs(std::expm1(clamp20(sr)));
         s_ppl_tr += std::exp(-mean_tr);
         s_ppl_ro += std::exp(-mean_ro);
         s_lppl_tr += -mean_tr;
@@ -173,6 +195,7 @@ MismatchMetrics mismatch_metrics(std::span<const float> lp_train, std::span<cons
         const double ds = static_cast<double>(ns);
         m.chi2_seq_sum = s_chi_sum / ds;
         m.chi2_seq_geometric = s_chi_geo / ds;
+        m.tv_seq = s_tv / ds;
         m.chi2_seq = options.chi2_seq_kind == Chi2SeqKind::sum ? m.chi2_seq_sum : m.chi2_seq_geometric;
         m.training_ppl = s_ppl_tr / ds;
         m.rollout_ppl = s_ppl_ro / ds;

@@ -62,6 +62,22 @@ std::vector<double> f_curve_grid(int points = 64);
 std::vector<double> extreme_token_fraction(std::span<const float> lp_train, std::span<const float> lp_roll,
                                            std::span<const std::uint8_t> valid, std::span<const double> thresholds);
 
+// Rollout-probability buckets, by decade of p = exp(lp_roll): bucket b holds
+// the valid tokens with kProbBucketEdges[b] <= p < 10 * kProbBucketEdges[b]
+// (the first also takes p = 1, the last is everything below 1e-4). Low-p
+// tokens carry most of the mismatch ("When Speed Kills Stability"), so the
+// split says whether a step's K3 comes from the tail or from the bulk.
+inline constexpr int kProbBuckets = 5;
+inline constexpr double kProbBucketEdges[kProbBuckets] = {1e-1, 1e-2, 1e-3, 1e-4, 0.0};
+int prob_bucket(float lp_roll);  // index into kProbBucketEdges
+
+struct ProbBucket {
+    std::size_t count = 0;     // valid tokens in the bucket
+    double frac = 0;           // count / valid tokens
+    double abs_diff_mean = 0;  // mean |r| over the bucket (0 when empty)
+    double k3_share = 0;       // sum of the bucket's K3 terms / sum over every valid token (0/0 = 0)
+};
+
 struct MismatchMetrics {
     std::size_t num_valid_tokens = 0;
     std::size_t num_sequences = 0;  // sequences with >= 1 valid token
@@ -72,6 +88,11 @@ struct MismatchMetrics {
     double logp_abs_diff_mean = 0;  // mean |r|
     double logp_abs_diff_max = 0;   // max |r|
     double chi2_token = 0;          // mean(exp(2 clamp20(r))) - 1
+    // Total variation from the sampled token: E_{y~roll} 0.5|1 - p_train(y)/p_roll(y)| =
+    // 0.5 sum_y |p_roll(y) - p_train(y)|, so the mean is an unbiased estimate of the
+    // per-position TV. TV bounds the bias of an uncorrected estimate, chi2 the IS variance.
+    double tv_token = 0;  // mean(0.5 |1 - exp(clamp20(r))|)
+    ProbBucket buckets[kProbBuckets];
 
     // F(t) at t = 1.1, 1.5, 2, 5, 10 (kFixedFThresholds)
     double f_1_1 = 0, f_1_5 = 0, f_2 = 0, f_5 = 0, f_10 = 0;
@@ -82,6 +103,11 @@ struct MismatchMetrics {
     double chi2_seq = 0;            // the flavour chosen by MetricsOptions
     double chi2_seq_sum = 0;        // mean_i exp(2 clamp20(sum_t r)) - 1   (verl)
     double chi2_seq_geometric = 0;  // mean_i exp(2 clamp20(mean_t r)) - 1  (ms-swift)
+    // The same estimator on whole responses: prod_t rho_t is the sequence ratio,
+    // so this estimates the TV between the two engines' response distributions,
+    // which bounds the bias of any sequence-level objective left uncorrected
+    // (|E_roll f - E_train f| <= 2 TV max|f|); it grows ~T times tv_token.
+    double tv_seq = 0;              // mean_i 0.5 |1 - exp(clamp20(sum_t r))|
     double training_ppl = 0;        // mean_i exp(-mean_t lp_train)
     double rollout_ppl = 0;         // mean_i exp(-mean_t lp_roll)
     double training_log_ppl = 0;    // mean_i (-mean_t lp_train)

@@ -29,25 +29,23 @@ TokenView gather_tokens(const RolloutResult& roll, const SeqBatch& batch, const 
     return v;
 }
 
-RouterDiff routing_diff(const RolloutResult& roll, const SeqBatch& batch, const TrainForward& train, int layers,
-                        int k) {
-    std::vector<int32_t> rollout_ids, train_ids;
-    std::vector<uint8_t> valid;
-    std::vector<int> offsets{0};
-    for (int i = 0; i < batch.B; ++i) {
+RouterDiff routing_diff(const RolloutResult& roll, const SeqBatch& batch, const TrainForward& train,
+                        const TokenView& tokens, int layers, int k) {
+    const size_t N = tokens.pos.size();
+    std::vector<int32_t> rollout_ids, train_ids;  // [N][layers][k]
+    rollout_ids.reserve(N * layers * k);
+    train_ids.reserve(N * layers * k);
+    for (size_t t = 0; t < N; ++t) {
+        const int i = tokens.seq[t];
+        const size_t pos = (size_t)tokens.pos[t] - 1;  // the position that predicted token t
         const RolloutSequence& s = roll.sequences[i];
-        for (size_t pos = 0; pos < s.tokens.size(); ++pos) {
-            bool routed = s.expert_ids[0][pos * k] >= 0;
-            for (int l = 0; l < layers; ++l)
-                for (int j = 0; j < k; ++j) {
-                    rollout_ids.push_back(s.expert_ids[l][pos * k + j]);
-                    train_ids.push_back(train.used_expert_ids[l][((size_t)i * batch.T + pos) * k + j]);
-                }
-            valid.push_back(routed ? 1 : 0);
-        }
-        offsets.push_back((int)valid.size());
+        for (int l = 0; l < layers; ++l)
+            for (int j = 0; j < k; ++j) {
+                rollout_ids.push_back(s.expert_ids[l][pos * k + j]);
+                train_ids.push_back(train.used_expert_ids[l][((size_t)i * batch.T + pos) * k + j]);
+            }
     }
-    return router_diff(rollout_ids, train_ids, valid, valid.size(), layers, k, offsets);
+    return router_diff(rollout_ids, train_ids, tokens.valid, N, layers, k, tokens.seq_offsets);
 }
 
 Family kernel_family(const Config& cfg) { return cfg.kernels.batch_invariant ? Family::batch_invariant : Family::fast; }
@@ -83,7 +81,7 @@ Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& trai
 
     m.tokens = gather_tokens(m.roll, m.batch, m.train, cfg.rollout.logprobs);
     m.mismatch = mismatch_metrics(m.tokens.lp_train, m.tokens.lp_roll, m.tokens.valid, m.tokens.seq_offsets);
-    if (moe) m.router = routing_diff(m.roll, m.batch, m.train, Lm, k);
+    if (moe) m.router = routing_diff(m.roll, m.batch, m.train, m.tokens, Lm, k);
     m.bitwise_equal = !m.tokens.lp_roll.empty() && std::memcmp(m.tokens.lp_roll.data(), m.tokens.lp_train.data(),
                                                                m.tokens.lp_roll.size() * sizeof(float)) == 0;
     return m;

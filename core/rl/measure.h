@@ -29,12 +29,16 @@ struct TokenView {
 TokenView gather_tokens(const RolloutResult& roll, const SeqBatch& batch, const TrainForward& train,
                         LogprobSource source);
 
-// Router diff over every position the rollout routed (prompt and response
-// tokens it fed to the model): rollout top-k vs the experts the training
-// engine used, so R3 brings it to zero. moe_layers = ModelConfig::num_moe_layers():
+// Router diff over the response tokens, the population every other mismatch
+// metric counts (TokenView order, valid mask and sequences): token t's entry
+// compares the routes of the forward that produced its log-prob, position
+// pos[t] - 1 (for the first response token the last prompt position, routed
+// in prefill), rollout top-k vs the experts the training engine used, so R3
+// brings it to zero. Earlier prompt positions and the final token (which
+// predicts nothing) do not count. moe_layers = ModelConfig::num_moe_layers():
 // dense layers have no router and count for nothing.
-RouterDiff routing_diff(const RolloutResult& roll, const SeqBatch& batch, const TrainForward& train, int moe_layers,
-                        int k);
+RouterDiff routing_diff(const RolloutResult& roll, const SeqBatch& batch, const TrainForward& train,
+                        const TokenView& tokens, int moe_layers, int k);
 
 struct Measurement {
     RolloutResult roll;

@@ -1,5 +1,6 @@
 #include "core/rl/probe.h"
 
+#include "core/metrics/catalogue.h"
 #include "core/model/params.h"
 #include "core/rl/tasks.h"
 
@@ -35,6 +36,13 @@ nlohmann::json probe_summary_json(const ProbeResult& r) {
     j["F@2"] = m.f_2;
     j["F@5"] = m.f_5;
     j["F@10"] = m.f_10;
+    j["tv_token"] = m.tv_token;
+    j["tv_seq"] = m.tv_seq;
+    for (int b = 0; b < kProbBuckets; ++b) {
+        j[std::string(kProbBucketMetrics[b].frac)] = m.buckets[b].frac;
+        j[std::string(kProbBucketMetrics[b].abs_diff)] = m.buckets[b].abs_diff_mean;
+        j[std::string(kProbBucketMetrics[b].k3_share)] = m.buckets[b].k3_share;
+    }
     j["router_diff_router"] = r.router.router_level;
     j["router_diff_token"] = r.router.token_level;
     j["router_diff_sequence"] = r.router.sequence_level;
@@ -71,9 +79,32 @@ nlohmann::json probe_dump_json(const ProbeResult& r) {
         }
         tokens.push_back(std::move(e));
     }
+    // Prompt positions have no token record, yet their routes shape every
+    // response log-prob (through attention, and the last one predicts the
+    // first response token): with them the dump holds the routing of every
+    // position, so R3 can be replayed and checked outside.
+    const auto experts_at = [&](const std::vector<std::vector<int32_t>>& ids, size_t row) {
+        nlohmann::json layers = nlohmann::json::array();  // [MoE layer][k]
+        for (const auto& layer : ids)
+            layers.push_back(std::vector<int32_t>(layer.begin() + row * k, layer.begin() + (row + 1) * k));
+        return layers;
+    };
     nlohmann::json seqs = nlohmann::json::array();
-    for (const auto& s : r.roll.sequences)
-        seqs.push_back({{"prompt_len", s.prompt_len}, {"tokens", s.tokens}, {"finished_by_eos", s.finished_by_eos}});
+    for (size_t i = 0; i < r.roll.sequences.size(); ++i) {
+        const RolloutSequence& s = r.roll.sequences[i];
+        nlohmann::json e{{"prompt_len", s.prompt_len}, {"tokens", s.tokens}, {"finished_by_eos", s.finished_by_eos}};
+        if (moe) {
+            // [prompt position][MoE layer][k]
+            nlohmann::json ro = nlohmann::json::array(), tr = nlohmann::json::array();
+            for (int pos = 0; pos < s.prompt_len; ++pos) {
+                ro.push_back(experts_at(s.expert_ids, (size_t)pos));
+                tr.push_back(experts_at(r.train.used_expert_ids, i * r.batch.T + pos));
+            }
+            e["prompt_experts_rollout"] = ro;
+            e["prompt_experts_train"] = tr;
+        }
+        seqs.push_back(std::move(e));
+    }
     return {{"format", "mismatch-lab-probe-dump/1"},
             {"model", r.model.preset_name()},
             {"layers", moe_layers.size()},

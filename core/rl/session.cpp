@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <limits>
 
 #include "core/model/checkpoint.h"
@@ -285,6 +286,13 @@ void set_mismatch(StepMetrics& v, const MismatchMetrics& mm, const RouterDiff& r
     v.chi2_token = mm.chi2_token, v.chi2_seq = mm.chi2_seq;
     v.training_ppl = mm.training_ppl, v.rollout_ppl = mm.rollout_ppl, v.log_ppl_diff = mm.log_ppl_diff;
     v.log_ppl_abs_diff = mm.log_ppl_abs_diff, v.ppl_ratio = mm.ppl_ratio;
+    v.tv_token = mm.tv_token, v.tv_seq = mm.tv_seq;
+    static_assert(std::size(kProbBucketMetrics) == kProbBuckets);
+    for (int b = 0; b < kProbBuckets; ++b) {
+        v.*find_metric(kProbBucketMetrics[b].frac)->field = mm.buckets[b].frac;
+        v.*find_metric(kProbBucketMetrics[b].abs_diff)->field = mm.buckets[b].abs_diff_mean;
+        v.*find_metric(kProbBucketMetrics[b].k3_share)->field = mm.buckets[b].k3_share;
+    }
     v.router_diff_router = rd.router_level, v.router_diff_token = rd.token_level;
     v.router_diff_sequence = rd.sequence_level;
 }
@@ -323,15 +331,13 @@ void add_distributions(StepRecord& rec, const Measurement& m) {
 void add_text_samples(StepRecord& rec, const std::vector<Prompt>& prompts, const Measurement& m,
                       const std::vector<double>& rewards, int samples_per_prompt, bool moe) {
     const TokenView& tv = m.tokens;
-    const int S = (int)m.roll.sequences.size(), n = samples_per_prompt;
-    std::vector<int> rd_offset(S + 1, 0);  // routing_diff walks every position of every sequence
-    for (int i = 0; i < S; ++i) rd_offset[i + 1] = rd_offset[i] + (int)m.roll.sequences[i].tokens.size();
+    const int n = samples_per_prompt;
     for (int p = 0; p < std::min((int)prompts.size(), 4); ++p) {
         const int i = p * n;
         const auto& s = m.roll.sequences[i];
         nlohmann::json toks = nlohmann::json::array();
         for (int t = tv.seq_offsets[i]; t < tv.seq_offsets[i + 1]; ++t) {
-            const int flips = moe ? m.router.per_token_sum[rd_offset[i] + tv.pos[t] - 1] : 0;
+            const int flips = moe ? m.router.per_token_sum[t] : 0;  // routing_diff: one entry per response token
             toks.push_back({{"id", tv.token[t]},
                             {"text", Vocab::token_text(tv.token[t])},
                             {"lp_roll", tv.lp_roll[t]},

@@ -290,6 +290,15 @@ std::vector<StoredStep> Store::steps_since(int64_t run_id, int64_t after_step) {
     return out;
 }
 
+std::vector<std::pair<std::string, double>> Store::step_metrics(int64_t run_id, int64_t step) {
+    std::lock_guard lock(impl_->mu);
+    Query q(*impl_, "SELECT name, value FROM metrics WHERE run_id = ? AND step = ? ORDER BY name");
+    q.bind(1, run_id).bind(2, step);
+    std::vector<std::pair<std::string, double>> out;
+    while (q.row()) out.emplace_back(q.text(0), q.real(1));
+    return out;
+}
+
 MetricTable Store::all_metrics(int64_t run_id) {
     const auto rows = steps_since(run_id, std::numeric_limits<int64_t>::min());
     MetricTable t;

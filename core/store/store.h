@@ -173,6 +173,8 @@ public:
     // Drops every row of steps > step (metrics, samples, curves, checkpoints).
     void truncate_after(int64_t run_id, int64_t step);
 
+    // One step's metrics, sorted by name (empty when the step is not stored).
+    std::vector<std::pair<std::string, double>> step_metrics(int64_t run_id, int64_t step);
     // Drill-down readers for one step, in insertion order of idx / t / d.
     std::vector<TokenSample> token_samples(int64_t run_id, int64_t step);
     std::vector<FtPoint> ft_curve(int64_t run_id, int64_t step);

@@ -1,5 +1,7 @@
 #include "widgets/charts/drilldown_plots.h"
 
+#include <QBarSeries>
+#include <QBarSet>
 #include <QChart>
 #include <QLegend>
 #include <QLineSeries>
@@ -7,8 +9,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
+#include "core/metrics/catalogue.h"
 #include "widgets/charts/axis_rules.h"
 #include "widgets/data/palette.h"
 
@@ -121,6 +125,86 @@ FtPlot FtPlotter::draw(const QList<QPointF>& points, bool logY) {
     frame_->fitMargins(chart_);
     chart_->update();
     return plot;
+}
+
+ProbBuckets probBucketsFrom(const std::vector<std::pair<std::string, double>>& stepMetrics) {
+    ProbBuckets b;
+    b.categories = {QStringLiteral("[0.1, 1]"), QStringLiteral("[0.01, 0.1)"), QStringLiteral("[1e-3, 0.01)"),
+                    QStringLiteral("[1e-4, 1e-3)"), QStringLiteral("[0, 1e-4)")};
+    const auto value = [&](std::string_view name, int& found) {
+        for (const auto& [n, v] : stepMetrics)
+            if (n == name) return ++found, v;
+        return std::numeric_limits<double>::quiet_NaN();
+    };
+    int found = 0;
+    for (const ProbBucketMetricNames& m : kProbBucketMetrics) {
+        b.tokenShare << value(m.frac, found);
+        b.k3Share << value(m.k3_share, found);
+        b.absDiff << value(m.abs_diff, found);
+    }
+    b.stored = found == 3 * int(std::size(kProbBucketMetrics));
+    return b;
+}
+
+ProbBucketPlotter::ProbBucketPlotter(QChart* shares, QChart* diffs)
+    : shares_(shares),
+      diffs_(diffs),
+      sharesFrame_(std::make_shared<AxisFrame>(shares->font())),
+      diffsFrame_(std::make_shared<AxisFrame>(diffs->font())) {
+    addAxisFrame(shares_, sharesFrame_);
+    addAxisFrame(diffs_, diffsFrame_);
+}
+
+QString ProbBucketPlotter::draw(const ProbBuckets& b) {
+    const auto bars = [](const QString& name, const QList<qreal>& values, const QColor& colour, double& largest) {
+        auto* set = new QBarSet(name);
+        set->setColor(colour);
+        set->setBorderColor(colour);
+        set->setLabelColor(palette::neutralInk());
+        for (qreal v : values) {
+            const qreal shown = std::isfinite(v) ? v : 0;  // an absent value draws no bar
+            *set << shown;
+            largest = std::max(largest, double(shown));
+        }
+        return set;
+    };
+    const auto plot = [](QChart* chart, const QString& title, const QList<QBarSet*>& sets) {
+        chart->removeAllSeries();
+        chart->setTitle(title);
+        auto* series = new QBarSeries;
+        for (QBarSet* s : sets) series->append(s);
+        series->setLabelsVisible(true);
+        series->setLabelsPosition(QAbstractBarSeries::LabelsOutsideEnd);
+        series->setLabelsFormat(QStringLiteral("@value"));
+        series->setLabelsPrecision(2);
+        series->setBarWidth(0.8);  // wide enough for a label like 0.00087 over each of two bars
+        chart->addSeries(series);
+        return series;
+    };
+    const QString xTitle = QObject::tr("rollout probability  p = exp(lp_roll)");
+    double top = 0, topDiff = 0;
+    QBarSeries* shares = plot(shares_, QObject::tr("Where the tokens are, and where the K3 KL comes from"),
+                              {bars(QObject::tr("share of tokens"), b.tokenShare, palette::runColour(1), top),
+                               bars(QObject::tr("share of K3 KL"), b.k3Share, palette::runColour(2), top)});
+    // Headroom over the tallest bar: its value label sits above it.
+    setBarAxes(shares_, shares, b.categories, xTitle, std::max(1.1 * top, 0.1), QObject::tr("share of the step"),
+               *sharesFrame_);
+    shares_->legend()->setVisible(true);
+    QBarSeries* diffs =
+        plot(diffs_, QObject::tr("Mean |\u0394 log p| by rollout probability"),
+             {bars(QObject::tr("mean |lp_train \u2212 lp_roll|"), b.absDiff, palette::runColour(3), topDiff)});
+    setBarAxes(diffs_, diffs, b.categories, xTitle, 1.1 * topDiff, QObject::tr("mean |\u0394 log p|"), *diffsFrame_);
+    diffs_->legend()->setVisible(false);
+    sharesFrame_->fitMargins(shares_);
+    diffsFrame_->fitMargins(diffs_);
+    if (!b.stored) return QObject::tr("This step has no rollout-probability buckets (recorded by an older version).");
+    QString tail;
+    for (int i = int(b.categories.size()) - 1; i >= 0 && tail.isEmpty(); --i)
+        if (b.tokenShare[i] > 0) tail = b.categories[i];
+    return QObject::tr(
+               "Buckets by decade of the rollout probability; a bar of K3 share above its token share "
+               "marks a decade that carries more than its part of the mismatch. Lowest decade with tokens: %1.")
+        .arg(tail.isEmpty() ? QObject::tr("none") : tail.toHtmlEscaped());  // the panel shows notes as rich text
 }
 
 }  // namespace mlk

@@ -1,16 +1,21 @@
 // The drill-down's two XY plots, drawn by the shared axis rules
 // (axis_rules.h, painted by axis_frame.h) and in the palette's colours: the
-// training-vs-rollout probability scatter with its y = x diagonal, and F(t),
+// training-vs-rollout probability scatter with its y = x diagonal, F(t),
 // the fraction of tokens whose ratio exceeds t, on log t with the fraction on
 // a log axis (values <= 0 held at the log floor, as in every chart) or a
-// linear one. Data in, chart out: the panel (widgets/panels/drilldown.h) owns
-// the widgets, the step selection and the notes.
+// linear one, and the mismatch by rollout-probability decade. Data in, chart
+// out: the panel (widgets/panels/drilldown.h) owns the widgets, the step
+// selection and the notes.
 #pragma once
 
 #include <QList>
 #include <QPointF>
+#include <QStringList>
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "widgets/charts/axis_frame.h"
 
@@ -44,6 +49,28 @@ public:
 private:
     QChart* chart_;
     std::shared_ptr<AxisFrame> frame_;
+};
+
+// One step's mismatch by decade of the rollout probability (the catalogue's
+// kProbBucketMetrics, highest decade first): where the tokens are and where
+// the K3 KL comes from.
+struct ProbBuckets {
+    QStringList categories;                     // "[0.1, 1]", ..., "[0, 1e-4)"
+    QList<qreal> tokenShare, k3Share, absDiff;  // lowp_frac@, lowp_k3_share@, lowp_abs_diff@; NaN where not stored
+    bool stored = false;                        // the step has every bucket metric (older runs have none)
+};
+ProbBuckets probBucketsFrom(const std::vector<std::pair<std::string, double>>& stepMetrics);
+
+class ProbBucketPlotter {
+public:
+    // shares: token and K3 shares side by side; diffs: mean |delta log p|.
+    ProbBucketPlotter(QChart* shares, QChart* diffs);
+    // Redraws both charts; returns the note under them.
+    QString draw(const ProbBuckets& buckets);
+
+private:
+    QChart *shares_, *diffs_;
+    std::shared_ptr<AxisFrame> sharesFrame_, diffsFrame_;
 };
 
 }  // namespace mlk

@@ -228,6 +228,22 @@ void DrillDown::buildUi() {
         tabs_->addTab(samplesPage_, tr("Samples"));
     }
 
+    // ---- (e) by rollout probability --------------------------------------------------
+    {
+        bucketsPage_ = new QWidget(tabs_);
+        auto* l = new QVBoxLayout(bucketsPage_);
+        l->setContentsMargins(0, 0, 0, 0);
+        QChartView* shares = makeView(new QChart, bucketsPage_);
+        QChartView* diffs = makeView(new QChart, bucketsPage_);
+        for (QChartView* v : {shares, diffs}) v->setMinimumHeight(110);  // two charts in one tab's usual height
+        bucketsPlotter_ = std::make_unique<ProbBucketPlotter>(shares->chart(), diffs->chart());
+        bucketsNote_ = makeNote(bucketsPage_);
+        l->addWidget(shares, 3);
+        l->addWidget(diffs, 2);
+        l->addWidget(bucketsNote_);
+        tabs_->addTab(bucketsPage_, tr("By probability"));
+    }
+
     clear();
 }
 
@@ -246,6 +262,7 @@ void DrillDown::clear() {
     fillScatter({});
     fillFt({});
     fillRouter({});
+    fillBuckets({});
     fillSamples({});
 }
 
@@ -259,6 +276,7 @@ void DrillDown::setRunStep(Store& store, int64_t runId, int64_t step) {
         fillScatter({});
         fillFt({});
         fillRouter({});
+        fillBuckets({});
         fillSamples({});
         return;
     }
@@ -312,6 +330,7 @@ void DrillDown::loadStep(int64_t step) {
         fillScatter(store_->token_samples(runId_, step));
         fillFt(store_->ft_curve(runId_, step));
         fillRouter(store_->router_hist(runId_, step));
+        fillBuckets(store_->step_metrics(runId_, step));
         fillSamples(store_->text_samples(runId_, step));
     } catch (const StoreError& e) {
         header_->setText(tr("Run %1 \u00B7 step %2: %3").arg(runId_).arg(step).arg(qs(e.what())));
@@ -439,6 +458,13 @@ void DrillDown::fillRouter(const std::vector<RouterBin>& rh) {
 QList<qreal> DrillDown::histogramValues() const { return histValues_; }
 QStringList DrillDown::histogramCategories() const { return histCats_; }
 
+// ---- (e) -------------------------------------------------------------------------
+void DrillDown::fillBuckets(const std::vector<std::pair<std::string, double>>& stepMetrics) {
+    buckets_ = probBucketsFrom(stepMetrics);
+    const QString note = bucketsPlotter_->draw(buckets_);
+    bucketsNote_->setText(store_ ? note : QString());
+}
+
 // ---- (d) -------------------------------------------------------------------------
 void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
     QString h;
@@ -541,7 +567,7 @@ QString DrillDown::samplesText() const { return samples_->toPlainText(); }
 
 QString DrillDown::noteText() const {
     QStringList n;
-    for (QLabel* l : {scatterNote_, ftNote_, routerNote_}) {
+    for (QLabel* l : {scatterNote_, ftNote_, routerNote_, bucketsNote_}) {
         QTextDocument d;
         d.setHtml(l->text());
         n << d.toPlainText();

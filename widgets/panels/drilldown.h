@@ -13,6 +13,9 @@
 //       token's background encoding |lp_train - lp_roll| (white -> red, log
 //       scale, legend), router flips underlined with a superscript count, and
 //       a tooltip with both log-probs and the difference.
+//   (e) "By probability": for the step's response tokens by decade of the
+//       rollout probability, the share of tokens beside the share of K3 KL,
+//       and the mean |lp_train - lp_roll| (stored step metrics).
 // A step selector (slider + spin box, snapping to stored steps) reloads.
 #pragma once
 
@@ -68,16 +71,18 @@ public:
     QList<qreal> histogramValues() const;     // bar heights, by d ascending
     QStringList histogramCategories() const;  // "0", "1", ...
     bool routerEmpty() const { return routerEmpty_; }
+    ProbBuckets probBuckets() const { return buckets_; }  // as drawn
     QString samplesHtml() const { return samplesHtml_; }
     QString samplesText() const;  // plain text of the samples view
     QString noteText() const;     // notes of every view, joined
 
     QTabWidget* tabs() const { return tabs_; }
-    // The four views (tabs), for screenshots.
+    // The views (tabs), for screenshots.
     QWidget* scatterView() const;
     QWidget* ftView() const;
     QWidget* routerView() const;
     QWidget* samplesView() const;
+    QWidget* bucketsView() const { return bucketsPage_; }
 
 signals:
     void stepChanged(int64_t step);
@@ -89,6 +94,7 @@ private:
     void fillFt(const std::vector<FtPoint>& ft);
     void fillRouter(const std::vector<RouterBin>& rh);
     void fillSamples(const std::vector<TextSample>& ts);
+    void fillBuckets(const std::vector<std::pair<std::string, double>>& stepMetrics);
     void redrawFt();
     void setStepControls();
 
@@ -127,6 +133,11 @@ private:
     QList<qreal> histValues_;
     QStringList histCats_;
     bool routerEmpty_ = true;
+
+    QWidget* bucketsPage_ = nullptr;
+    std::unique_ptr<ProbBucketPlotter> bucketsPlotter_;
+    QLabel* bucketsNote_ = nullptr;
+    ProbBuckets buckets_;
 
     QWidget* samplesPage_ = nullptr;
     QTextBrowser* samples_ = nullptr;

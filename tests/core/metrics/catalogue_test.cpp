@@ -58,6 +58,22 @@ TEST(Catalogue, KeyChartsAndOrdering) {
     EXPECT_TRUE(metric_is_nonnegative(*find_metric("F@2")));
 }
 
+TEST(Catalogue, EveryProbabilityBucketMetricIsARowWithItsOwnField) {
+    std::set<std::string_view> seen;
+    for (const ProbBucketMetricNames& b : kProbBucketMetrics)
+        for (std::string_view name : {b.frac, b.abs_diff, b.k3_share}) {
+            const MetricInfo* m = find_metric(name);
+            ASSERT_NE(m, nullptr) << name;
+            EXPECT_TRUE(seen.insert(name).second) << name;
+            EXPECT_EQ(m->group, "Mismatch") << name;
+            EXPECT_FALSE(m->formula.empty()) << name;
+        }
+    EXPECT_EQ(seen.size(), 15u);
+    EXPECT_EQ(find_metric("lowp_k3_share@0")->kind, MetricKind::fraction);
+    EXPECT_EQ(find_metric("tv_token")->better, Better::lower);
+    EXPECT_NE(find_metric("tv_seq"), nullptr);
+}
+
 TEST(RunStats, BestFollowsTheDirectionAndSkipsNonFinite) {
     const std::vector<MetricPoint> s = {{0, 3.0}, {1, kNaN}, {2, 1.0}, {3, kInf}, {4, 5.0}, {5, 2.0}};
     const RunStats lo = run_stats(s, Better::lower, 3);

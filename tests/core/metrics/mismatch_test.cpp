@@ -222,6 +222,93 @@ TEST(Metrics, BadLayoutThrows) {
 }
 
 // ---------------------------------------------------------------------------
+// Rollout-probability buckets and TV: two sequences, one token per bucket
+// (two in the top one) and an invalid tail token that must not count.
+//   t   lp_roll  p_roll     bucket        lp_train  r
+//   t0   -0.5    0.607      [0.1, 1]       -0.5      0
+//   t1   -1.0    0.368      [0.1, 1]       -1.25    -0.25
+//   t2   -3.0    0.0498     [0.01, 0.1)    -2.5      0.5     (end of seq0)
+//   t3   -5.0    6.74e-3    [1e-3, 0.01)   -6.0     -1
+//   t4   -8.0    3.35e-4    [1e-4, 1e-3)   -6.0      2
+//   t5  -12.0    6.1e-6     < 1e-4        -11.0      1
+//   t6  -13.0    2.3e-6     < 1e-4        -20.0     -7      (invalid)
+struct BucketBatch {
+    std::vector<float> tr{-0.5f, -1.25f, -2.5f, -6.0f, -6.0f, -11.0f, -20.0f};
+    std::vector<float> ro{-0.5f, -1.0f, -3.0f, -5.0f, -8.0f, -12.0f, -13.0f};
+    std::vector<std::uint8_t> valid{1, 1, 1, 1, 1, 1, 0};
+    std::vector<int> off{0, 3, 7};
+};
+
+TEST(Metrics, ProbabilityBucketsByHand) {
+    BucketBatch b;
+    const auto m = mismatch_metrics(b.tr, b.ro, b.valid, b.off);
+    const std::size_t counts[kProbBuckets] = {2, 1, 1, 1, 1};
+    const double abs_diff[kProbBuckets] = {0.125, 0.5, 1.0, 2.0, 1.0};
+    // K3 term per bucket: exp(r) - 1 - r summed over its tokens.
+    const double k3[kProbBuckets] = {std::exp(-0.25) - 0.75, std::exp(0.5) - 1.5, std::exp(-1.0), std::exp(2.0) - 3.0,
+                                     std::exp(1.0) - 2.0};
+    double total = 0;
+    for (double k : k3) total += k;
+    double frac_sum = 0, share_sum = 0;
+    for (int i = 0; i < kProbBuckets; ++i) {
+        EXPECT_EQ(m.buckets[i].count, counts[i]) << "bucket " << i;
+        EXPECT_DOUBLE_EQ(m.buckets[i].frac, counts[i] / 6.0) << "bucket " << i;
+        EXPECT_DOUBLE_EQ(m.buckets[i].abs_diff_mean, abs_diff[i]) << "bucket " << i;
+        EXPECT_NEAR(m.buckets[i].k3_share, k3[i] / total, 1e-12) << "bucket " << i;
+        frac_sum += m.buckets[i].frac;
+        share_sum += m.buckets[i].k3_share;
+    }
+    EXPECT_NEAR(frac_sum, 1.0, 1e-15);
+    EXPECT_NEAR(share_sum, 1.0, 1e-12);
+    // The single r = 2 token of [1e-4, 1e-3) carries most of the KL: the tail effect the buckets exist to show.
+    EXPECT_GT(m.buckets[3].k3_share, 0.75);
+    // Decade edges: p = exp(-2.30) = 0.1003 is in the top bucket, exp(-2.31) = 0.0993 is not.
+    EXPECT_EQ(prob_bucket(-2.30f), 0);
+    EXPECT_EQ(prob_bucket(-2.31f), 1);
+    EXPECT_EQ(prob_bucket(0.0f), 0);
+    EXPECT_EQ(prob_bucket(-9.20f), 3);  // 1.01e-4
+    EXPECT_EQ(prob_bucket(-9.22f), 4);  // 0.99e-4
+    EXPECT_EQ(prob_bucket(-std::numeric_limits<float>::infinity()), 4);
+}
+
+TEST(Metrics, ProbabilityBucketsWithoutMismatchAreZeroSharesNotNaN) {
+    BucketBatch b;
+    const auto m = mismatch_metrics(b.ro, b.ro, b.valid, b.off);
+    for (int i = 0; i < kProbBuckets; ++i) {
+        EXPECT_EQ(m.buckets[i].k3_share, 0.0) << "0/0 is 0";
+        EXPECT_EQ(m.buckets[i].abs_diff_mean, 0.0);
+    }
+    EXPECT_DOUBLE_EQ(m.buckets[0].frac, 2.0 / 6.0);
+    EXPECT_EQ(m.tv_token, 0.0);
+    EXPECT_EQ(m.tv_seq, 0.0);
+    // No valid token: every bucket empty.
+    const auto none = mismatch_metrics(b.tr, b.ro, std::vector<std::uint8_t>(7, 0), b.off);
+    for (int i = 0; i < kProbBuckets; ++i) EXPECT_EQ(none.buckets[i].count, 0u);
+    EXPECT_EQ(none.buckets[0].frac, 0.0);
+}
+
+TEST(Metrics, TotalVariationByHand) {
+    BucketBatch b;
+    const auto m = mismatch_metrics(b.tr, b.ro, b.valid, b.off);
+    // 0.5 |1 - e^r| for r = 0, -0.25, 0.5, -1, 2, 1 (t6 invalid)
+    const double tv = 0.5 * (0.0 + (1 - std::exp(-0.25)) + (std::exp(0.5) - 1) + (1 - std::exp(-1.0)) +
+                             (std::exp(2.0) - 1) + (std::exp(1.0) - 1));
+    EXPECT_NEAR(m.tv_token, tv / 6.0, 1e-12);
+    // Sequence ratios: seq0 sum r = 0.25, seq1 = -1 + 2 + 1 = 2 (t6 invalid).
+    EXPECT_NEAR(m.tv_seq, 0.5 * ((std::exp(0.25) - 1) + (std::exp(2.0) - 1)) / 2.0, 1e-12);
+}
+
+// Tokens drawn from pi_roll in exact proportion (y0 twice, y1, y2 once each:
+// pi_roll = {1/2, 1/4, 1/4}) against pi_train = {1/4, 1/4, 1/2}: the token
+// mean equals the true TV, 0.5 (|1/2 - 1/4| + 0 + |1/4 - 1/2|) = 1/4.
+TEST(Metrics, TotalVariationTokenMeanIsTheDistributionsTv) {
+    const float h = std::log(0.5f), q = std::log(0.25f);
+    const std::vector<float> roll{h, h, q, q}, train{q, q, q, h};
+    const std::vector<int> off{0, 4};
+    const auto m = mismatch_metrics(train, roll, {}, off);
+    EXPECT_NEAR(m.tv_token, 0.25, 1e-7);
+}
+
 // Router diff: 5 tokens, 2 MoE layers, top-2.
 //   seq0 = t0,t1 ; seq1 = t2,t3 (t3 invalid) ; seq2 = t4 (invalid only)
 //   token layer  rollout  train   d

@@ -14,6 +14,7 @@
 #include "core/model/params.h"
 #include "core/rl/probe.h"
 #include "tests/cli_runner.h"
+#include "tests/core/model/model_ref.h"
 
 using namespace mlk;
 
@@ -127,6 +128,75 @@ TEST(Probe, MixedDenseAndMoeLayersCountOnlyTheMoeLayers) {
     EXPECT_LT(r3.mismatch.k3_kl, r.mismatch.k3_kl);
 }
 
+// R3 checked from outside: the dump's routing of every position (prompt and
+// response) fed to the independent double-precision reference reproduces the
+// training engine's R3 log-probs; with other prompt routes it does not.
+TEST(Probe, DumpRoutingReproducesR3LogprobsThroughTheReference) {
+    Config c = config("moe", false, Dtype::bf16, Dtype::f32, true);
+    c.rl.prompts_per_step = 4;
+    c.rl.samples_per_prompt = 2;
+    const ModelConfig model = model_config_of(c);
+    const ParamLayout layout = make_param_layout(model);
+    std::vector<float> params(layout.total);
+    init_params(model, layout, params.data(), (uint64_t)c.seed);
+    const nlohmann::json dump = nlohmann::json::parse(probe_dump_json(run_probe(c, params)).dump());
+
+    const int k = dump["experts_per_token"], L = dump["layers"];
+    const int B = (int)dump["sequences"].size();
+    int T = 0;
+    for (const auto& s : dump["sequences"]) T = std::max(T, (int)s["tokens"].size());
+    std::vector<int32_t> tokens((size_t)B * T, 0);
+    // Padding and the never-fed last token predict nothing compared here: any valid experts do.
+    std::vector<std::vector<int32_t>> routes(L, std::vector<int32_t>((size_t)B * T * k));
+    for (auto& layer : routes)
+        for (size_t i = 0; i < layer.size(); ++i) layer[i] = (int32_t)(i % k);
+    std::vector<uint8_t> is_prompt((size_t)B * T, 0);
+    const auto put = [&](size_t row, const nlohmann::json& per_layer) {
+        for (int l = 0; l < L; ++l)
+            for (int j = 0; j < k; ++j)
+                if (per_layer[l][j] >= 0) routes[l][row * k + j] = per_layer[l][j];
+    };
+    int prompt_rows = 0, replayed_prompt_rows = 0;
+    for (int i = 0; i < B; ++i) {
+        const auto& s = dump["sequences"][i];
+        for (size_t t = 0; t < s["tokens"].size(); ++t) tokens[(size_t)i * T + t] = s["tokens"][t];
+        ASSERT_EQ(s["prompt_experts_rollout"].size(), s["prompt_len"].get<size_t>());
+        for (int pos = 0; pos < s["prompt_len"]; ++pos) {
+            put((size_t)i * T + pos, s["prompt_experts_rollout"][pos]);
+            is_prompt[(size_t)i * T + pos] = 1;
+            ++prompt_rows;
+            // R3: the trainer used exactly the rollout's prompt routes.
+            replayed_prompt_rows += s["prompt_experts_train"][pos] == s["prompt_experts_rollout"][pos];
+        }
+    }
+    EXPECT_EQ(replayed_prompt_rows, prompt_rows);
+    for (const auto& t : dump["tokens"])
+        put((size_t)t["seq"].get<int>() * T + t["pos"].get<int>(), t["experts_rollout"]);
+
+    const std::vector<double> P(params.begin(), params.end());
+    const double inv_temp = 1.0 / c.rollout.temperature;
+    const auto worst_error = [&](std::vector<std::vector<int32_t>> r) {
+        const auto ref = reftest::ref_model_logp(model, P, tokens, B, T, inv_temp, &r, true);
+        double worst = 0;
+        for (const auto& t : dump["tokens"])
+            worst = std::max(worst, std::fabs(ref[(size_t)t["seq"].get<int>() * T + t["pos"].get<int>()] -
+                                              t["lp_train"].get<double>()));
+        return worst;
+    };
+    EXPECT_LT(worst_error(routes), 2e-4) << "the tolerance of the engines' reference test (model_test)";
+
+    // Other experts at the prompt positions only (each top-k set moved to the
+    // next experts): the response log-probs move well past the tolerance, so
+    // the agreement above rests on the dump's prompt routes being the ones
+    // the trainer replayed.
+    std::vector<std::vector<int32_t>> moved = routes;
+    for (auto& layer : moved)
+        for (size_t row = 0; row < is_prompt.size(); ++row)
+            if (is_prompt[row])
+                for (int j = 0; j < k; ++j) layer[row * k + j] = (layer[row * k + j] + 1) % model.num_experts;
+    EXPECT_GT(worst_error(moved), 10 * 2e-4);
+}
+
 // The production presets do what their descriptions say, each against the
 // preset it is one change from (random weights, the presets' own seed).
 TEST(Probe, ProductionPresetsShowWhatTheirDescriptionsSay) {
@@ -161,8 +231,9 @@ TEST(ProbeCli, JsonHasEveryKey) {
     ASSERT_EQ(r.code, 0) << r.out;
     auto j = nlohmann::json::parse(r.out);
     for (const char* key :
-         {"k3_kl", "kl", "logp_abs_diff_mean", "logp_abs_diff_max", "F@1.1", "F@1.5", "F@2", "F@5", "F@10",
-          "router_diff_router", "router_diff_token", "router_diff_sequence", "tokens", "bitwise_equal"})
+         {"k3_kl", "kl", "logp_abs_diff_mean", "logp_abs_diff_max", "F@1.1", "F@1.5", "F@2", "F@5", "F@10", "tv_token",
+          "tv_seq", "lowp_frac@1e-1", "lowp_abs_diff@1e-4", "lowp_k3_share@0", "router_diff_router",
+          "router_diff_token", "router_diff_sequence", "tokens", "bitwise_equal"})
         EXPECT_TRUE(j.contains(key)) << key;
     EXPECT_GT(j["router_diff_router"].get<double>(), 0.0);
 }
@@ -188,6 +259,11 @@ TEST(ProbeCli, DumpHasPerTokenRecords) {
                             "experts_rollout", "experts_train"})
         EXPECT_TRUE(t.contains(key)) << key;
     EXPECT_EQ(t["experts_rollout"].size(), 2u) << "one entry per MoE layer";
+    const auto& s = j["sequences"][0];
+    ASSERT_EQ(s["prompt_experts_rollout"].size(), s["prompt_len"].get<size_t>()) << "one entry per prompt position";
+    ASSERT_EQ(s["prompt_experts_train"].size(), s["prompt_len"].get<size_t>());
+    EXPECT_EQ(s["prompt_experts_rollout"][0].size(), 2u) << "one entry per MoE layer";
+    EXPECT_EQ(s["prompt_experts_rollout"][0][0].size(), j["experts_per_token"].get<size_t>());
     std::filesystem::remove(path);
 }
 

@@ -93,6 +93,17 @@ TEST_F(StoreTest, RoundTripEveryTableExactly) {
         expect_same(table.values[0][col], value, name);
     }
 
+    // One step's metrics, as the drill-down reads them.
+    const auto one = r.step_metrics(id, 0);
+    ASSERT_EQ(one.size(), rec.metrics.size());
+    for (size_t i = 0; i < one.size(); ++i) {
+        EXPECT_EQ(one[i].first, names[i]);
+        const auto want = std::find_if(rec.metrics.begin(), rec.metrics.end(),
+                                       [&](const auto& m) { return m.first == one[i].first; });
+        expect_same(one[i].second, want->second, one[i].first);
+    }
+    EXPECT_TRUE(r.step_metrics(id, 1).empty());
+
     auto toks = r.token_samples(id, 0);
     ASSERT_EQ(toks.size(), rec.token_samples.size());
     for (size_t i = 0; i < toks.size(); ++i) {

@@ -1,11 +1,14 @@
 // DrillDown over a temporary store: a MoE step with token samples, an F(t)
 // curve containing zeros, a router histogram and text samples with router
-// flips; a dense step without a histogram.
-// MLK_SCREENSHOT_DIR=<dir> also saves <dir>/drill_{scatter,ft,router,samples}.png.
+// flips and the rollout-probability bucket metrics; a dense step without a
+// histogram or buckets.
+// MLK_SCREENSHOT_DIR=<dir> also saves <dir>/drill_{scatter,ft,router,samples,buckets}.png.
 #include <cmath>
 #include <memory>
 
 #include <QAbstractTextDocumentLayout>
+#include <QBarSeries>
+#include <QBarSet>
 #include <QChart>
 #include <QChartView>
 #include <QLineSeries>
@@ -24,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/metrics/catalogue.h"
 #include "core/store/store.h"
 #include "widgets/data/palette.h"
 #include "widgets/panels/drilldown.h"
@@ -49,6 +53,7 @@ private slots:
     void histogramEqualsStoredCounts();
     void ftZerosAreClampedNotHidden();
     void samplesShowEveryTokenAndFlips();
+    void bucketsShowTheStepsStoredShares();
     void stepSelectorAndDenseStep();
     void colourScale();
     void screenshots();
@@ -59,6 +64,9 @@ private:
     int64_t run_ = 0;
     std::vector<TokenSample> tokens_;
     std::vector<RouterBin> hist_ = {{0, 5120}, {1, 431}, {2, 37}, {3, 0}};
+    // lowp_frac@, lowp_k3_share@, lowp_abs_diff@ for p_roll >= 0.1, ..., below 1e-4
+    QList<qreal> frac_ = {0.62, 0.25, 0.09, 0.03, 0.01}, k3_ = {0.08, 0.17, 0.25, 0.3, 0.2},
+                 diff_ = {0.002, 0.011, 0.04, 0.09, 0.21};
     std::vector<FtPoint> ft_ = {{1.001, 0.62}, {1.01, 0.21}, {1.1, 0.034}, {1.5, 0.0021}, {2, 0}, {5, 0}, {10, 0}};
     std::vector<std::vector<Tok>> texts_ = {
         {{"1", -0.01, -0.0102, 0}, {"9", -0.2, -0.35, 2}, {"<eos>", -1e-7, -1e-7, 0}},
@@ -80,6 +88,11 @@ void DrillDownTest::initTestCase() {
     StepRecord r;
     r.step = 0;
     r.metrics = {{"reward_mean", 0.5}};
+    for (int b = 0; b < 5; ++b) {
+        r.metrics.emplace_back(kProbBucketMetrics[b].frac, frac_[b]);
+        r.metrics.emplace_back(kProbBucketMetrics[b].k3_share, k3_[b]);
+        r.metrics.emplace_back(kProbBucketMetrics[b].abs_diff, diff_[b]);
+    }
     r.token_samples = tokens_;
     r.ft_curve = ft_;
     r.router_hist = hist_;
@@ -208,6 +221,36 @@ void DrillDownTest::samplesShowEveryTokenAndFlips() {
         }
     QVERIFY2(tips >= 7, qPrintable(QString::number(tips)));
     QVERIFY(sawDiff);
+}
+
+void DrillDownTest::bucketsShowTheStepsStoredShares() {
+    DrillDown dd;
+    dd.setRunStep(*store_, run_, 0);
+    const ProbBuckets b = dd.probBuckets();
+    QVERIFY(b.stored);
+    QCOMPARE(b.categories.size(), 5);
+    QCOMPARE(b.categories.front(), QStringLiteral("[0.1, 1]"));
+    QCOMPARE(b.categories.back(), QStringLiteral("[0, 1e-4)"));
+    QCOMPARE(b.tokenShare, frac_);
+    QCOMPARE(b.k3Share, k3_);
+    QCOMPARE(b.absDiff, diff_);
+    // The bars drawn are those values: token and K3 shares side by side, |delta log p| below.
+    QList<QList<qreal>> drawn;
+    for (QChartView* view : dd.bucketsView()->findChildren<QChartView*>())
+        for (QAbstractSeries* s : view->chart()->series())
+            if (auto* bars = qobject_cast<QBarSeries*>(s))
+                for (QBarSet* set : bars->barSets()) {
+                    QList<qreal> v;
+                    for (int i = 0; i < set->count(); ++i) v << set->at(i);
+                    drawn << v;
+                }
+    QCOMPARE(drawn, (QList<QList<qreal>>{frac_, k3_, diff_}));
+    QVERIFY2(dd.noteText().contains(QStringLiteral("Lowest decade with tokens: [0, 1e-4)")), qPrintable(dd.noteText()));
+
+    dd.setRunStep(*store_, run_, 3);  // a step without the bucket metrics
+    QVERIFY(!dd.probBuckets().stored);
+    QVERIFY(std::isnan(dd.probBuckets().tokenShare.front()));
+    QVERIFY2(dd.noteText().contains(QStringLiteral("no rollout-probability buckets")), qPrintable(dd.noteText()));
 }
 
 void DrillDownTest::stepSelectorAndDenseStep() {
@@ -346,6 +389,22 @@ void DrillDownTest::screenshots() {
     dd.tabs()->setCurrentIndex(3);
     QTest::qWait(80);
     saveShot(dd, "samples");
+
+    dd.tabs()->setCurrentIndex(4);
+    QTest::qWait(80);
+    {
+        int k3Pixels = 0, diffPixels = 0;
+        for (QChartView* view : dd.bucketsView()->findChildren<QChartView*>()) {
+            const QImage image = viewImage(view);
+            for (int y = 0; y < image.height(); ++y)
+                for (int x = 0; x < image.width(); ++x) {
+                    k3Pixels += colourNear(image, QPoint(x, y), palette::runColour(2), 0, 6);
+                    diffPixels += colourNear(image, QPoint(x, y), palette::runColour(3), 0, 6);
+                }
+        }
+        QVERIFY2(k3Pixels > 200 && diffPixels > 200, qPrintable(QStringLiteral("%1 %2").arg(k3Pixels).arg(diffPixels)));
+    }
+    saveShot(dd, "buckets");
 
     dd.setRunStep(*store_, run_, 3);  // a dense step: no router, said in words
     dd.tabs()->setCurrentIndex(2);
