@@ -246,7 +246,7 @@ void setHiddenAxes(QChart* chart, const AxisScale& x, const AxisScale& y) {
 }
 
 void setBarAxes(QChart* chart, QAbstractBarSeries* series, const QStringList& categories, const QString& xTitle,
-                double largest, const QString& yTitle, AxisFrame& frame) {
+                double largest, const QString& yTitle, AxisFrame& frame, int targetTicks) {
     removeAxes(chart);
     auto* ax = new QBarCategoryAxis;
     ax->append(categories);
@@ -255,14 +255,15 @@ void setBarAxes(QChart* chart, QAbstractBarSeries* series, const QStringList& ca
     ax->setLabelsColor(frame_colours::label());
     ax->setTitleBrush(frame_colours::label());
     ax->setLinePenColor(frame_colours::axis());
-    QAbstractAxis* ay = hiddenAxis(barAxis(largest));
+    const AxisScale y = barAxis(largest, targetTicks);
+    QAbstractAxis* ay = hiddenAxis(y);
     chart->addAxis(ax, Qt::AlignBottom);
     chart->addAxis(ay, Qt::AlignLeft);
     series->attachAxis(ax);
     series->attachAxis(ay);
     frame.setDrawsX(false);
     frame.setX(linearAxis(0, 1, 1));  // bars are placed by the category axis
-    frame.setY(barAxis(largest), yTitle);
+    frame.setY(y, yTitle);
     frame.fitMargins(chart);
 }
 

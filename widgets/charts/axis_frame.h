@@ -113,8 +113,9 @@ void setHiddenAxes(QChart* chart, const AxisScale& x, const AxisScale& y);
 // A bar chart's axes: Qt Charts' category axis along x (it draws the
 // category labels and the title), y from barAxis(largest) painted by
 // `frame` (added to the chart once, addAxisFrame); the series is attached to
-// both.
+// both. A short chart asks for fewer ticks (targetTicks) so its labels
+// do not overlap.
 void setBarAxes(QChart* chart, QAbstractBarSeries* series, const QStringList& categories, const QString& xTitle,
-                double largest, const QString& yTitle, AxisFrame& frame);
+                double largest, const QString& yTitle, AxisFrame& frame, int targetTicks = 5);
 
 }  // namespace mlk

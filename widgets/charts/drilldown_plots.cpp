@@ -187,13 +187,15 @@ QString ProbBucketPlotter::draw(const ProbBuckets& b) {
                               {bars(QObject::tr("share of tokens"), b.tokenShare, palette::runColour(1), top),
                                bars(QObject::tr("share of K3 KL"), b.k3Share, palette::runColour(2), top)});
     // Headroom over the tallest bar: its value label sits above it.
+    // Two charts share the tab's height: three ticks keep their labels apart.
     setBarAxes(shares_, shares, b.categories, xTitle, std::max(1.1 * top, 0.1), QObject::tr("share of the step"),
-               *sharesFrame_);
+               *sharesFrame_, 3);
     shares_->legend()->setVisible(true);
     QBarSeries* diffs =
         plot(diffs_, QObject::tr("Mean |\u0394 log p| by rollout probability"),
              {bars(QObject::tr("mean |lp_train \u2212 lp_roll|"), b.absDiff, palette::runColour(3), topDiff)});
-    setBarAxes(diffs_, diffs, b.categories, xTitle, 1.1 * topDiff, QObject::tr("mean |\u0394 log p|"), *diffsFrame_);
+    setBarAxes(diffs_, diffs, b.categories, xTitle, 1.25 * topDiff, QObject::tr("mean |\u0394 log p|"), *diffsFrame_,
+               3);
     diffs_->legend()->setVisible(false);
     sharesFrame_->fitMargins(shares_);
     diffsFrame_->fitMargins(diffs_);
