@@ -7,28 +7,12 @@
 
 #include "core/model/vocab.h"
 #include "core/rl/tasks.h"
+#include "tests/core/rl/task_fixtures.h"
 
 using namespace mlk;
+using namespace mlk::task_fixtures;
 
 namespace {
-
-std::vector<int32_t> enc(const std::string& s) { return Vocab::encode(s); }
-std::vector<int32_t> with_eos(const std::string& s) {
-    auto v = enc(s);
-    v.push_back(Vocab::eos);
-    return v;
-}
-
-Prompt make_prompt(const std::string& text, const std::string& answer) {
-    Prompt p;
-    p.text = text;
-    p.answer = answer;
-    p.tokens = {Vocab::bos};
-    auto t = enc(text);
-    p.tokens.insert(p.tokens.end(), t.begin(), t.end());
-    p.answer_tokens = enc(answer);
-    return p;
-}
 
 std::string reply_text(const Task& t, const std::string& response) {
     return Vocab::decode(t.environment_reply(Prompt{}, enc(response)));

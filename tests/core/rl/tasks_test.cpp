@@ -8,27 +8,12 @@
 #include <string>
 
 #include "core/model/vocab.h"
+#include "tests/core/rl/task_fixtures.h"
 
 using namespace mlk;
+using namespace mlk::task_fixtures;
 
 namespace {
-
-std::vector<int32_t> enc(const std::string& s) { return Vocab::encode(s); }
-std::vector<int32_t> with_eos(std::vector<int32_t> v) {
-    v.push_back(Vocab::eos);
-    return v;
-}
-
-Prompt make_prompt(const std::string& text, const std::string& answer) {
-    Prompt p;
-    p.text = text;
-    p.answer = answer;
-    p.tokens = {Vocab::bos};
-    auto t = enc(text);
-    p.tokens.insert(p.tokens.end(), t.begin(), t.end());
-    p.answer_tokens = enc(answer);
-    return p;
-}
 
 }  // namespace
 
