@@ -20,6 +20,7 @@ int cmd_runs(const Argv& argv);
 int cmd_show(const Argv& argv);
 int cmd_export(const Argv& argv);
 int cmd_bench(const Argv& argv);
+int cmd_sweep(const Argv& argv);
 #ifdef MLK_WITH_REPORTS
 int cmd_report(const Argv& argv);  // needs Qt (widgets/report)
 #endif

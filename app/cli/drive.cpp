@@ -59,7 +59,9 @@ RunCallbacks cli_callbacks() {
     return cb;
 }
 
-int drive(RunController& rc, bool json) {
+bool stop_requested() { return g_stop; }
+
+int drive(RunController& rc, bool json, bool lines) {
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
     const int64_t first = rc.next_step();
@@ -74,11 +76,11 @@ int drive(RunController& rc, bool json) {
             const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
             const double per_step = elapsed / (double)(rec.step - first + 1);
             const double eta = per_step * (double)(rc.total_steps() - rec.step - 1);
-            if (json) {
+            if (lines && json) {
                 nlohmann::ordered_json j = {{"step", rec.step}};
                 for (const auto& [name, v] : rec.metrics) j[name] = json_number(v);
                 std::cout << j.dump() << "\n" << std::flush;
-            } else {
+            } else if (lines) {
                 auto m = [&](const char* n) { return RlSession::metric(rec, n); };
                 std::printf("step %lld/%lld  reward %.3f  k3_kl %.3e  grad_norm %.3f  F@2 %.3e  tok/s %.0f  ETA %s\n",
                             (long long)rec.step + 1, (long long)rc.total_steps(), m("reward_mean"), m("k3_kl"),
@@ -95,10 +97,10 @@ int drive(RunController& rc, bool json) {
         throw;
     }
     rc.finish(status);
-    if (json) {
+    if (lines && json) {
         std::cout << nlohmann::ordered_json{{"run_id", rc.run_id()}, {"status", run_status_name(status)}}.dump()
                   << "\n";
-    } else {
+    } else if (lines) {
         std::printf("run %lld %s after %lld steps\n", (long long)rc.run_id(), run_status_name(status),
                     (long long)rc.next_step());
     }

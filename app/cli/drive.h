@@ -19,7 +19,10 @@ RunCallbacks cli_callbacks();
 // Steps `rc` to its end, printing each step (a JSON object per line with
 // `json`), then finishes it as finished, stopped, diverged (returns 1 with
 // the step and metric on stderr) or failed (rethrows). Returns 0 otherwise.
-int drive(RunController& rc, bool json);
+// `lines` false prints nothing of its own (a sweep prints one line per run).
+int drive(RunController& rc, bool json, bool lines = true);
+// True once SIGINT / SIGTERM asked the process to stop (after cli_callbacks()).
+bool stop_requested();
 // A run stopped by a signal during the warm-up: says how to go on. Returns 0.
 int stopped_in_warmup(const StoppedInWarmup& e, const std::string& db, bool json);
 

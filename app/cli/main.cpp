@@ -24,6 +24,8 @@ const char* kUsage =
     "  metrics [--json]\n"
     "  export RUN --db FILE --format csv|json --out FILE\n"
     "  bench [--steps N] [--set k=v ...] [--preset MODEL ...] [--json]\n"
+    "  sweep --db FILE [--preset P ...] [--grid key=v1,v2,... ...] [--seeds N] [--steps N] [--json]\n"
+    "        [--cache-dir DIR]; sweep --db FILE --family NAME [--seeds N] [--steps N]; sweep --list\n"
 #ifdef MLK_WITH_REPORTS
     "  report RUN [RUN ...] --db FILE --out FILE.html|FILE.pdf [--baseline RUN] [--step N] [--metric NAME ...]\n"
     "         [--title TEXT] [--appendix]\n"
@@ -43,6 +45,7 @@ int main(int argc, char** argv) {
         {"runs", cmd_runs},       {"show", cmd_show},
         {"presets", cmd_presets}, {"metrics", cmd_metrics},
         {"export", cmd_export},   {"bench", cmd_bench},
+        {"sweep", cmd_sweep},
 #ifdef MLK_WITH_REPORTS
         {"report", cmd_report},
 #endif

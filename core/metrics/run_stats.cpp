@@ -44,4 +44,22 @@ std::string value_text(double v, int significant) {
     return buf;
 }
 
+Spread spread(std::span<const double> values) {
+    Spread s;
+    double sum = 0;
+    for (double v : values)
+        if (std::isfinite(v)) {
+            sum += v;
+            ++s.n;
+        }
+    if (s.n == 0) return s;
+    s.mean = sum / s.n;
+    if (s.n < 2) return s;
+    double sq = 0;
+    for (double v : values)
+        if (std::isfinite(v)) sq += (v - s.mean) * (v - s.mean);
+    s.std = std::sqrt(sq / (s.n - 1));
+    return s;
+}
+
 }  // namespace mlk

@@ -39,6 +39,15 @@ RunStats run_stats(std::span<const MetricPoint> series, Better better, int last_
 // Direction from the catalogue; metrics it does not know have Better::none.
 RunStats run_stats(std::span<const MetricPoint> series, std::string_view metric, int last_n = 10);
 
+// Mean and sample standard deviation (n - 1) of the finite values among
+// `values`, e.g. one statistic of several seeds' runs; NaN where undefined
+// (no finite value; the deviation of a single one).
+struct Spread {
+    int n = 0;  // finite values
+    double mean = RunStats::kNone, std = RunStats::kNone;
+};
+Spread spread(std::span<const double> values);
+
 // A metric value as text, one way everywhere: "NaN", "inf", "-inf", or
 // `significant` significant digits (%g).
 std::string value_text(double v, int significant = 5);

@@ -54,6 +54,7 @@ RunController RunController::create(Store& store, const Config& cfg_in, const st
     rc.run_id_ = store.create_run(name, preset, config_to_json(cfg).dump(), (uint64_t)cfg.seed);
     try {
         rc.lock_.emplace(RunWriterLock::acquire(store.path(), rc.run_id_));
+        if (cb.on_created) cb.on_created(rc.run_id_);
         rc.base_ = make_base_policy(cfg, cache_dir, cb.on_base, cb.cancel);
         // Step -1 is the base policy: a run resumed before its first
         // checkpoint restarts from here.

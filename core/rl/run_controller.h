@@ -35,6 +35,10 @@ struct RunCallbacks {
     std::function<void(const BaseProgress&)> on_base;  // warm-up progress
     std::function<void(Phase)> on_phase;               // phase changes within a step
     const std::atomic<bool>* cancel = nullptr;         // stops the warm-up early
+    // Right after create() stores the run, before the warm-up: a sweep links
+    // the run to its slot at once, so a kill during the warm-up leaves it
+    // findable (and resumable) instead of orphaned.
+    std::function<void(int64_t run_id)> on_created;
 };
 
 class RunController {

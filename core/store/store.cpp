@@ -108,6 +108,10 @@ void Store::delete_run(int64_t run_id) {
         q.bind(1, run_id).run();
     }
     {
+        Query q(*impl_, "DELETE FROM sweep_runs WHERE run_id = ?");
+        q.bind(1, run_id).run();
+    }
+    {
         Query q(*impl_, "DELETE FROM runs WHERE id = ?");
         q.bind(1, run_id).run();
     }

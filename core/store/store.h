@@ -119,6 +119,14 @@ struct Checkpoint {
     std::string created;
 };
 
+// A run's place in a sweep (mismatch-lab-cli sweep).
+struct SweepRun {
+    int64_t sweep_id = 0, run_id = 0;
+    std::string config_name;
+    int64_t seed = 0;
+    std::string tags;  // JSON array of strings: the configuration's name, "seed=N"
+};
+
 class Store {
 public:
     // Current schema version (PRAGMA user_version after open()).
@@ -186,6 +194,14 @@ public:
     void remove_checkpoint(int64_t run_id, int64_t step);  // the row only; no-op if absent
     std::optional<Checkpoint> last_checkpoint(int64_t run_id);  // highest step
     std::vector<Checkpoint> checkpoints(int64_t run_id);        // ascending step
+
+    // Sweeps (core/store/sweeps.cpp). open_sweep finds the sweep with this
+    // spec hash or creates it; add_sweep_run links a run to one of its
+    // configuration x seed slots (replacing an earlier run of that slot).
+    int64_t open_sweep(const std::string& spec_hash, const std::string& spec_json);
+    std::optional<int64_t> find_sweep(const std::string& spec_hash);
+    void add_sweep_run(const SweepRun& r);
+    std::vector<SweepRun> sweep_runs(int64_t sweep_id);  // by run id
 
     struct Impl;  // opaque: the connection, statement cache and mutex
 

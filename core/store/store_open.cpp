@@ -93,6 +93,23 @@ constexpr const char* kSchemaV3 = R"sql(
 ALTER TABLE runs ADD COLUMN error TEXT NOT NULL DEFAULT '';
 )sql";
 
+// v4: sweeps (one row per normalised sweep spec, found again by its hash)
+// and the runs each holds. Tables of their own, so the runs table and every
+// reader of it stay as they were.
+constexpr const char* kSchemaV4 = R"sql(
+CREATE TABLE sweeps(
+  id INTEGER PRIMARY KEY,
+  spec_hash TEXT NOT NULL UNIQUE,
+  spec_json TEXT NOT NULL,
+  created TEXT NOT NULL);
+CREATE TABLE sweep_runs(
+  sweep_id INTEGER NOT NULL, run_id INTEGER NOT NULL,
+  config_name TEXT NOT NULL, seed INTEGER NOT NULL,
+  tags TEXT NOT NULL DEFAULT '',   -- JSON array of strings
+  PRIMARY KEY(sweep_id, config_name, seed)) WITHOUT ROWID;
+CREATE INDEX sweep_runs_by_run ON sweep_runs(run_id);
+)sql";
+
 static_assert(Store::kApplicationId == 1296845617, "kSchemaV1 spells the application id out");
 
 const std::vector<Migration>& migrations() {
@@ -100,6 +117,7 @@ const std::vector<Migration>& migrations() {
         {1, kSchemaV1},
         {2, kSchemaV2},
         {3, kSchemaV3},
+        {4, kSchemaV4},
     };
     return m;
 }

@@ -409,3 +409,30 @@ TEST_F(StoreTest, CheckpointPathsAreRelativeToTheDatabase) {
     EXPECT_EQ(all[2].path, (moved / "runs.sqlite.ckpt/run-1/step-1").string());
     EXPECT_EQ(s.last_checkpoint(id)->path, all[2].path);
 }
+
+TEST_F(StoreTest, SweepsAreFoundByHashAndTheirRunsLinkedOnce) {
+    Store s = Store::open(file("sweeps.sqlite"));
+    EXPECT_FALSE(s.find_sweep("abc"));
+    const int64_t id = s.open_sweep("abc", "{\"seeds\":2}");
+    EXPECT_EQ(s.open_sweep("abc", "{\"seeds\":2}"), id);  // found again, not a second row
+    EXPECT_EQ(s.find_sweep("abc"), id);
+    EXPECT_NE(s.open_sweep("def", "{}"), id);
+    const int64_t a = s.create_run("a", "default", "{}", 1), b = s.create_run("b", "default", "{}", 2);
+    s.add_sweep_run({id, a, "default", 1, "[\"default\",\"seed=1\"]"});
+    s.add_sweep_run({id, b, "default", 2, "[\"default\",\"seed=2\"]"});
+    // A slot run anew (its run was deleted) points at the new run only.
+    const int64_t c = s.create_run("c", "default", "{}", 2);
+    s.add_sweep_run({id, c, "default", 2, "[\"default\",\"seed=2\"]"});
+    auto runs = s.sweep_runs(id);
+    ASSERT_EQ(runs.size(), 2u);
+    EXPECT_EQ(runs[0].run_id, a);
+    EXPECT_EQ(runs[1].run_id, c);
+    EXPECT_EQ(runs[1].tags, "[\"default\",\"seed=2\"]");
+    EXPECT_THROW(s.add_sweep_run({id, 999, "default", 3, ""}), StoreError);
+    s.delete_run(a);
+    runs = s.sweep_runs(id);
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].run_id, c);
+    // The runs list is as it always was.
+    EXPECT_EQ(s.list_runs().size(), 2u);
+}

@@ -1,0 +1,127 @@
+// Sweep expansion: the cross product in a fixed order, names that tell the
+// configurations apart, the `--set` checks for keys and values, and a hash
+// that finds the same sweep again and only that one.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/config/presets.h"
+#include "core/config/sweep.h"
+
+using namespace mlk;
+
+namespace {
+
+std::vector<SweepConfig> expand(const SweepSpec& s) { return expand_sweep(s, preset_config); }
+
+SweepSpec grid(std::initializer_list<const char*> options) {
+    SweepSpec s;
+    for (const char* o : options) add_grid_option(s, o);
+    return s;
+}
+
+template <class F>
+std::string error_of(F f) {
+    try {
+        f();
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+}  // namespace
+
+TEST(Sweep, CrossProductOfPresetsAndGridFirstKeyOutermost) {
+    SweepSpec s = grid({"correction.is_upper=1.5,5", "optim.lr=0.001,0.01,0.1"});
+    s.presets = {"default", "r3-tis"};
+    const auto c = expand(s);
+    ASSERT_EQ(c.size(), 12u);
+    EXPECT_EQ(c[0].preset, "default");
+    EXPECT_EQ(c[6].preset, "r3-tis");
+    EXPECT_DOUBLE_EQ(c[0].config.correction.is_upper, 1.5);
+    EXPECT_DOUBLE_EQ(c[2].config.correction.is_upper, 1.5);
+    EXPECT_DOUBLE_EQ(c[3].config.correction.is_upper, 5);
+    EXPECT_DOUBLE_EQ(config_get(c[1].config, "optim.lr").get<double>(), 0.01);
+    EXPECT_EQ(c[4].settings, (std::vector<std::pair<std::string, std::string>>{{"correction.is_upper", "5"},
+                                                                             {"optim.lr", "0.01"}}));
+    std::set<std::string> names;
+    for (const auto& x : c) names.insert(x.name);
+    EXPECT_EQ(names.size(), c.size());
+}
+
+TEST(Sweep, NamesAreThePresetPlusWhatTheGridChanges) {
+    SweepSpec s = grid({"correction.is_upper=1.5,5"});
+    s.presets = {"r3-tis"};
+    const auto c = expand(s);
+    const Config base = preset_config("r3-tis");
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0].name, default_run_name("r3-tis", base, c[0].config));
+    EXPECT_NE(c[0].name.find("r3-tis"), std::string::npos);
+    EXPECT_NE(c[1].name.find("is_upper=5"), std::string::npos);
+    // No presets: the defaults.
+    const auto d = expand(SweepSpec{});
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].name, "default");
+}
+
+TEST(Sweep, MoreThanThreeSettingsSpellEveryGridSettingOut) {
+    // default_run_name shows three differences; the fourth key alone tells these apart.
+    SweepSpec s = grid({"optim.lr=0.002", "rl.prompts_per_step=4", "rl.samples_per_prompt=2", "rl.eps_high=0.1,0.3"});
+    const auto c = expand(s);
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_NE(c[0].name, c[1].name);
+}
+
+TEST(Sweep, RunConfigSetsSeedAndSteps) {
+    SweepSpec s;
+    s.steps = 7;
+    const auto c = expand(s);
+    const Config r = sweep_run_config(c[0], s, 3);
+    EXPECT_EQ(r.seed, 3u);
+    EXPECT_EQ(r.rl.steps, 7);
+}
+
+TEST(Sweep, BadInputNamesTheKeyAndWhatIsAllowed) {
+    EXPECT_NE(error_of([] { expand(grid({"correction.is_uper=1,2"})); }).find("correction.is_upper"),
+              std::string::npos);  // the suggestion
+    const std::string bad_value = error_of([] { expand(grid({"correction.is_level=tokn"})); });
+    EXPECT_NE(bad_value.find("correction.is_level"), std::string::npos) << bad_value;
+    EXPECT_NE(bad_value.find("sequence"), std::string::npos) << bad_value;
+    EXPECT_NE(error_of([] { grid({"optim.lr="}); }).find("empty value list"), std::string::npos);
+    EXPECT_NE(error_of([] { grid({"optim.lr=1,,2"}); }).find("empty value"), std::string::npos);
+    EXPECT_NE(error_of([] { grid({"optim.lr=0.1", "optim.lr=0.2"}); }).find("twice"), std::string::npos);
+    EXPECT_NE(error_of([] { grid({"seed=1,2"}); }).find("--seeds"), std::string::npos);
+    for (int seeds : {0, kMaxSweepSeeds + 1}) {
+        SweepSpec s;
+        s.seeds = seeds;
+        EXPECT_NE(error_of([&] { expand(s); }).find("--seeds"), std::string::npos);
+    }
+}
+
+TEST(Sweep, HashFindsTheSameSweepAndOnlyIt) {
+    SweepSpec s = grid({"correction.is_upper=1.5,5"});
+    s.seeds = 3;
+    const std::string h = sweep_hash(sweep_identity(expand(s), s));
+    EXPECT_EQ(h, sweep_hash(sweep_identity(expand(s), s)));
+    SweepSpec more_seeds = s;
+    more_seeds.seeds = 4;
+    EXPECT_NE(h, sweep_hash(sweep_identity(expand(more_seeds), more_seeds)));
+    SweepSpec longer = s;
+    longer.steps = 9;
+    EXPECT_NE(h, sweep_hash(sweep_identity(expand(longer), longer)));
+    SweepSpec other = grid({"correction.is_upper=1.5,6"});
+    other.seeds = 3;
+    EXPECT_NE(h, sweep_hash(sweep_identity(expand(other), other)));
+}
+
+TEST(Sweep, ShippedFamiliesExpandToTheirPresets) {
+    ASSERT_EQ(sweep_families().size(), 2u);
+    const SweepFamily& moe = sweep_family("miles-moe");
+    EXPECT_EQ(moe.spec.seeds, 5);
+    EXPECT_EQ(moe.spec.steps, 150);
+    EXPECT_EQ(moe.spec.presets, (std::vector<std::string>{"miles-moe-tis1.5", "miles-moe-tis1.5-mis",
+                                                          "miles-moe-tis1.5-mis-bn", "miles-moe-tis2-mis-bn"}));
+    EXPECT_EQ(expand(sweep_family("is-does-no-harm").spec).size(), 4u);
+    EXPECT_NE(error_of([] { sweep_family("nope"); }).find("is-does-no-harm, miles-moe"), std::string::npos);
+}
