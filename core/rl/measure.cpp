@@ -48,6 +48,27 @@ RouterDiff routing_diff(const RolloutResult& roll, const SeqBatch& batch, const 
     return router_diff(rollout_ids, train_ids, tokens.valid, N, layers, k, tokens.seq_offsets);
 }
 
+RouterDiff table_routing_diff(const std::vector<std::vector<int32_t>>& a, const std::vector<std::vector<int32_t>>& b,
+                              int T, int k, const TokenView& tokens, int t0, int t1, int s0) {
+    const int layers = (int)a.size();
+    if (t1 <= t0) return router_diff({}, {}, {}, 0, layers, k, std::vector<int>{0});
+    const size_t N = (size_t)(t1 - t0);
+    std::vector<int32_t> a_ids, b_ids;  // [N][layers][k]
+    a_ids.reserve(N * layers * k);
+    b_ids.reserve(N * layers * k);
+    for (int t = t0; t < t1; ++t) {
+        const size_t at = ((size_t)(tokens.seq[t] - s0) * T + (size_t)tokens.pos[t] - 1) * k;
+        for (int l = 0; l < layers; ++l) {
+            a_ids.insert(a_ids.end(), a[l].begin() + at, a[l].begin() + at + k);
+            b_ids.insert(b_ids.end(), b[l].begin() + at, b[l].begin() + at + k);
+        }
+    }
+    const std::vector<uint8_t> valid(tokens.valid.begin() + t0, tokens.valid.begin() + t1);
+    std::vector<int> offsets;
+    for (int s = tokens.seq[t0]; s <= tokens.seq[t1 - 1] + 1; ++s) offsets.push_back(tokens.seq_offsets[s] - t0);
+    return router_diff(a_ids, b_ids, valid, N, layers, k, offsets);
+}
+
 Family kernel_family(const Config& cfg) { return cfg.kernels.batch_invariant ? Family::batch_invariant : Family::fast; }
 
 Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& train, const std::vector<float>& params,

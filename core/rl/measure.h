@@ -39,6 +39,12 @@ TokenView gather_tokens(const RolloutResult& roll, const SeqBatch& batch, const 
 // dense layers have no router and count for nothing.
 RouterDiff routing_diff(const RolloutResult& roll, const SeqBatch& batch, const TrainForward& train,
                         const TokenView& tokens, int moe_layers, int k);
+// The same router diff between two routing tables of the training engine's
+// layout ([moe_layers][B*T*k], T = the batch's padded length), over the
+// tokens [t0, t1) of `tokens`, whose sequences start at s0 in the tables
+// (a mini-step's slice): e.g. a mini-step's forward against the old-policy one.
+RouterDiff table_routing_diff(const std::vector<std::vector<int32_t>>& a, const std::vector<std::vector<int32_t>>& b,
+                              int T, int k, const TokenView& tokens, int t0, int t1, int s0);
 
 struct Measurement {
     RolloutResult roll;

@@ -90,25 +90,6 @@ std::vector<std::vector<int32_t>> sub_table(const std::vector<std::vector<int32_
     return o;
 }
 
-// Routes the policy's drift flipped between the old-policy forward (`before`)
-// and a mini-step's forward (`now`), both [moe_layers][B*T*k] of the same
-// batch: (response token, MoE layer) pairs whose k experts differ as sets, at
-// the position that predicts the token. Adds to flipped and pairs.
-void count_flipped_routes(const std::vector<std::vector<int32_t>>& before,
-                          const std::vector<std::vector<int32_t>>& now, const SeqBatch& b, int k, int64_t& flipped,
-                          int64_t& pairs) {
-    for (size_t l = 0; l < before.size(); ++l)
-        for (int i = 0; i < b.B; ++i)
-            for (int t = b.prompt_lens[i]; t < b.lengths[i]; ++t) {
-                const size_t at = ((size_t)i * b.T + (t - 1)) * k;
-                const auto first = before[l].begin() + at, last = first + k;
-                bool same = true;
-                for (int j = 0; j < k && same; ++j) same = std::find(first, last, now[l][at + j]) != last;
-                flipped += same ? 0 : 1;
-                ++pairs;
-            }
-}
-
 // The response-token log-probs of every sequence of a training forward.
 std::vector<float> response_logp(const TrainForward& f, const SeqBatch& b) {
     std::vector<float> out;
@@ -209,7 +190,7 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
     const int mini = std::min(cfg_.rl.mini_steps, B);
     double loss_sum = 0, clip_sum = 0, norm_sum = 0, kl_sum = 0, lr_used = 0;
     const bool moe = model_.num_moe_layers() > 0;
-    int64_t flipped = 0, route_pairs = 0;
+    int64_t flipped = 0, unflipped = 0;  // valid (response token, MoE layer) pairs of mini-steps 2..n
     for (int ms = 0; ms < mini; ++ms) {
         const int s0 = (int)((int64_t)B * ms / mini) * n, s1 = (int)((int64_t)B * (ms + 1) / mini) * n;
         const int t0i = tv.seq_offsets[s0], t1i = tv.seq_offsets[s1];
@@ -222,7 +203,10 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
             if (!m.replay.empty()) replay = sub_table(m.replay, s0, s1, m.batch.T, k);
             if (cfg_.moe.routing_replay == RoutingReplay::R2) replay = old_routes;
             fwd = &train_.forward(family, train_num, params_, mb, inv_temp, replay.empty() ? nullptr : &replay);
-            if (moe && ms > 0) count_flipped_routes(old_routes, fwd->used_expert_ids, mb, k, flipped, route_pairs);
+            if (moe && ms > 0) {  // routes the policy's drift flipped since the old-policy forward
+                const RouterDiff rd = table_routing_diff(old_routes, fwd->used_expert_ids, mb.T, k, tv, t0i, t1i, s0);
+                for (size_t d = 0; d < rd.histogram.size(); ++d) (d ? flipped : unflipped) += (int64_t)rd.histogram[d];
+            }
         }
         const std::vector<float> lp_theta = response_logp(*fwd, mb);
         std::vector<int> offs = slice(tv.seq_offsets, s0, s1 + 1);
@@ -251,7 +235,7 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
         clip_sum += pl.clip_fraction;
         kl_sum += pl.ppo_kl;
     }
-    const double ministep_flips = route_pairs ? (double)flipped / (double)route_pairs : 0.0;
+    const double ministep_flips = flipped + unflipped ? (double)flipped / (double)(flipped + unflipped) : 0.0;
     return {loss_sum / mini, clip_sum / mini, norm_sum / mini, kl_sum / mini, lr_used, ministep_flips, ms_since(t0)};
 }
 
