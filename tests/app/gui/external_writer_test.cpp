@@ -26,6 +26,7 @@
 #include "widgets/data/palette.h"
 #include "widgets/data/run_data.h"
 #include "widgets/panels/run_browser.h"
+#include "tests/screenshot.h"
 
 using namespace mlk;
 
@@ -33,10 +34,7 @@ class ExternalWriterTest : public QObject {
     Q_OBJECT
     QTemporaryDir dir_;
 
-    void shot(QWidget* w, const QString& name) {
-        const QString d = qEnvironmentVariable("MLK_SCREENSHOT_DIR");
-        if (!d.isEmpty()) w->grab().save(d + "/" + name + ".png");
-    }
+    void shot(QWidget* w, const QString& name) { testing_shots::save(w, name); }
 
     // The browser's row for run `id`: its cell in `column`, or "" when absent.
     static QString cell(RunBrowser* browser, int64_t id, int column) {

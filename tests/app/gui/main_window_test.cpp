@@ -40,6 +40,7 @@
 #include "widgets/data/palette.h"
 #include "widgets/data/run_data.h"
 #include "widgets/data/run_database.h"
+#include "tests/screenshot.h"
 
 using namespace mlk;
 
@@ -47,10 +48,7 @@ class MainWindowTest : public QObject {
     Q_OBJECT
     QTemporaryDir dir_;
 
-    void shot(QWidget* w, const QString& name) {
-        const QString d = qEnvironmentVariable("MLK_SCREENSHOT_DIR");
-        if (!d.isEmpty()) w->grab().save(d + "/" + name + ".png");
-    }
+    void shot(QWidget* w, const QString& name) { testing_shots::save(w, name); }
     // Small and quick, but a real run of the default configuration.
     void makeQuick(MainWindow& w, int steps) {
         Config c = w.configForm()->config();

@@ -31,6 +31,7 @@
 #include "core/store/store.h"
 #include "widgets/data/palette.h"
 #include "widgets/panels/drilldown.h"
+#include "tests/screenshot.h"
 
 using namespace mlk;
 
@@ -313,8 +314,7 @@ QPoint viewPixel(QChartView* view, QAbstractSeries* series, QPointF value) {
 QImage viewImage(QChartView* view) { return view->viewport()->grab().toImage().convertToFormat(QImage::Format_RGB32); }
 
 void saveShot(QWidget& widget, const char* name) {
-    const QByteArray dir = qgetenv("MLK_SCREENSHOT_DIR");
-    if (!dir.isEmpty()) QVERIFY(widget.grab().save(QString::fromLocal8Bit(dir) + "/drill_" + name + ".png"));
+    QVERIFY(testing_shots::save(&widget, QStringLiteral("drill_") + QLatin1String(name)));
 }
 
 }  // namespace
