@@ -199,9 +199,11 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
         if (mini > 1) {
             // R3 replays the rollout's routes; R2 the old-policy forward's own.
             std::vector<std::vector<int32_t>> replay, old_routes;
-            if (moe) old_routes = sub_table(m.train.used_expert_ids, s0, s1, m.batch.T, k);
+            // The old-policy routes: R2's replay, and what mini-steps 2..n are compared with.
+            const bool r2 = cfg_.moe.routing_replay == RoutingReplay::R2;
+            if (moe && (r2 || ms > 0)) old_routes = sub_table(m.train.used_expert_ids, s0, s1, m.batch.T, k);
             if (!m.replay.empty()) replay = sub_table(m.replay, s0, s1, m.batch.T, k);
-            if (cfg_.moe.routing_replay == RoutingReplay::R2) replay = old_routes;
+            if (r2) replay = old_routes;
             fwd = &train_.forward(family, train_num, params_, mb, inv_temp, replay.empty() ? nullptr : &replay);
             if (moe && ms > 0) {  // routes the policy's drift flipped since the old-policy forward
                 const RouterDiff rd = table_routing_diff(old_routes, fwd->used_expert_ids, mb.T, k, tv, t0i, t1i, s0);
