@@ -154,7 +154,10 @@ start_xvfb() {
 # dev root), keeps a screenshot if asked, then ends the app ($1: its pid).
 window_up_then_close() {
   local pid=$1 shot=$2
-  if ! in_root "$dev" DISPLAY="$display" timeout 600 xdotool search --sync --onlyvisible --name "Mismatch Lab" >/dev/null; then
+  # By the window's class, the executable's name: the title carries the
+  # database path ("<path> — Mismatch Lab"), and xdotool's --name matching
+  # skips titles with non-ASCII characters such as that dash.
+  if ! in_root "$dev" DISPLAY="$display" timeout 600 xdotool search --sync --onlyvisible --classname mismatch-lab >/dev/null; then
     kill "$pid" 2>/dev/null
     return 1
   fi
