@@ -143,12 +143,9 @@ int cmd_sweep(const Argv& argv) {
                         action = from < 0 ? "restarted (no step checkpoint)"
                                           : "resumed from the checkpoint of step " + std::to_string(from + 1);
                     } else {
-                        RunCallbacks link = cb;
-                        link.on_created = [&](int64_t run_id) {
-                            nlohmann::json tags = {sc.name, "seed=" + std::to_string(seed)};
-                            store.add_sweep_run({sweep_id, run_id, sc.name, seed, tags.dump()});
-                        };
-                        rc.emplace(RunController::create(store, cfg, sc.preset, name, cache, link));
+                        const nlohmann::json tags = {sc.name, "seed=" + std::to_string(seed)};
+                        rc.emplace(RunController::create(store, cfg, sc.preset, name, cache, cb, 0,
+                                                         SweepRun{sweep_id, 0, sc.name, seed, tags.dump()}));
                         id = rc->run_id();
                         action = "ran";
                     }

@@ -43,7 +43,7 @@ std::string divergence_of(const StepRecord& rec) {
 
 RunController RunController::create(Store& store, const Config& cfg_in, const std::string& preset,
                                     const std::string& name, const std::string& cache_dir, const RunCallbacks& cb,
-                                    int64_t total_steps) {
+                                    int64_t total_steps, const std::optional<SweepRun>& sweep_slot) {
     Config cfg = cfg_in;
     if (total_steps > 0) cfg.rl.steps = (int)total_steps;
     validate(cfg);
@@ -51,10 +51,10 @@ RunController RunController::create(Store& store, const Config& cfg_in, const st
     rc.store_ = &store;
     rc.cb_ = cb;
     rc.total_steps_ = cfg.rl.steps;
-    rc.run_id_ = store.create_run(name, preset, config_to_json(cfg).dump(), (uint64_t)cfg.seed);
+    rc.run_id_ = store.create_run(name, preset, config_to_json(cfg).dump(), (uint64_t)cfg.seed,
+                                   RunStatus::running, sweep_slot);
     try {
         rc.lock_.emplace(RunWriterLock::acquire(store.path(), rc.run_id_));
-        if (cb.on_created) cb.on_created(rc.run_id_);
         rc.base_ = make_base_policy(cfg, cache_dir, cb.on_base, cb.cancel);
         // Step -1 is the base policy: a run resumed before its first
         // checkpoint restarts from here.

@@ -35,20 +35,20 @@ struct RunCallbacks {
     std::function<void(const BaseProgress&)> on_base;  // warm-up progress
     std::function<void(Phase)> on_phase;               // phase changes within a step
     const std::atomic<bool>* cancel = nullptr;         // stops the warm-up early
-    // Right after create() stores the run, before the warm-up: a sweep links
-    // the run to its slot at once, so a kill during the warm-up leaves it
-    // findable (and resumable) instead of orphaned.
-    std::function<void(int64_t run_id)> on_created;
 };
 
 class RunController {
 public:
     // A new run: stores it (status running), prepares the base policy (cached),
     // and stands ready at step 0. total_steps overrides rl.steps when > 0.
+    // sweep_slot (its run_id ignored) links the run to a sweep's slot in the
+    // same transaction that stores it, so a kill at any moment leaves no run
+    // that its sweep cannot find and resume.
     // A cancelled warm-up (cb.cancel) leaves the run "stopped" and throws
     // StoppedInWarmup; any other failure leaves it "failed" and rethrows.
     static RunController create(Store& store, const Config& cfg, const std::string& preset, const std::string& name,
-                                const std::string& cache_dir, const RunCallbacks& cb, int64_t total_steps = 0);
+                                const std::string& cache_dir, const RunCallbacks& cb, int64_t total_steps = 0,
+                                const std::optional<SweepRun>& sweep_slot = std::nullopt);
     // An existing run from its last checkpoint: steps after it are dropped
     // and recomputed (deterministically: every random stream is keyed by
     // seed and step). more_steps > 0 extends the run by that many steps past

@@ -19,9 +19,11 @@ using namespace store_detail;
 // ------------------------------------------------------------------ runs ---
 
 int64_t Store::create_run(const std::string& name, const std::string& preset, const std::string& config_json,
-                          uint64_t seed, RunStatus status) {
+                          uint64_t seed, RunStatus status, const std::optional<SweepRun>& sweep_slot) {
     std::lock_guard lock(impl_->mu);
+    Transaction tx(*impl_, true);
     const std::string now = now_iso();
+    {
     Query q(*impl_,
             "INSERT INTO runs(name, created, status, preset, config_json, seed, app_version, notes, updated) "
             "VALUES(?, ?, ?, ?, ?, ?, ?, '', ?)");
@@ -34,7 +36,15 @@ int64_t Store::create_run(const std::string& name, const std::string& preset, co
         .bind(7, MLK_VERSION)
         .bind(8, now)
         .run();
-    return sqlite3_last_insert_rowid(impl_->db.get());
+    }
+    const int64_t id = sqlite3_last_insert_rowid(impl_->db.get());
+    if (sweep_slot) {
+        SweepRun link = *sweep_slot;
+        link.run_id = id;
+        insert_sweep_run(*impl_, link);
+    }
+    tx.commit();
+    return id;
 }
 
 namespace {

@@ -187,6 +187,7 @@ double seconds_from_iso(const std::string& text);
 int pragma_int(Store::Impl& impl, const char* sql);
 // Throws StoreError naming the id when no run has it.
 void require_run(Store::Impl& impl, int64_t run_id);
+void insert_sweep_run(Store::Impl& impl, const SweepRun& r);  // inside the caller's transaction
 // Sets the run's `updated` time to now.
 void touch_run(Store::Impl& impl, int64_t run_id);
 

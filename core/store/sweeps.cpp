@@ -31,13 +31,16 @@ std::optional<int64_t> Store::find_sweep(const std::string& spec_hash) {
     return q.i64(0);
 }
 
+void store_detail::insert_sweep_run(Store::Impl& impl, const SweepRun& r) {
+    Query q(impl, "INSERT OR REPLACE INTO sweep_runs(sweep_id, run_id, config_name, seed, tags) VALUES(?, ?, ?, ?, ?)");
+    q.bind(1, r.sweep_id).bind(2, r.run_id).bind(3, r.config_name).bind(4, r.seed).bind(5, r.tags).run();
+}
+
 void Store::add_sweep_run(const SweepRun& r) {
     std::lock_guard lock(impl_->mu);
     Transaction tx(*impl_, true);
     require_run(*impl_, r.run_id);
-    Query q(*impl_,
-            "INSERT OR REPLACE INTO sweep_runs(sweep_id, run_id, config_name, seed, tags) VALUES(?, ?, ?, ?, ?)");
-    q.bind(1, r.sweep_id).bind(2, r.run_id).bind(3, r.config_name).bind(4, r.seed).bind(5, r.tags).run();
+    insert_sweep_run(*impl_, r);
     tx.commit();
 }
 

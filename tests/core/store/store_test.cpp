@@ -420,9 +420,11 @@ TEST_F(StoreTest, SweepsAreFoundByHashAndTheirRunsLinkedOnce) {
     const int64_t a = s.create_run("a", "default", "{}", 1), b = s.create_run("b", "default", "{}", 2);
     s.add_sweep_run({id, a, "default", 1, "[\"default\",\"seed=1\"]"});
     s.add_sweep_run({id, b, "default", 2, "[\"default\",\"seed=2\"]"});
-    // A slot run anew (its run was deleted) points at the new run only.
-    const int64_t c = s.create_run("c", "default", "{}", 2);
-    s.add_sweep_run({id, c, "default", 2, "[\"default\",\"seed=2\"]"});
+    // A slot run anew (its run was deleted) points at the new run only; this
+    // one is linked as it is stored, in one transaction (a kill between the
+    // two writes would leave a run its sweep cannot find).
+    const int64_t c = s.create_run("c", "default", "{}", 2, RunStatus::running,
+                                   SweepRun{id, 0, "default", 2, "[\"default\",\"seed=2\"]"});
     auto runs = s.sweep_runs(id);
     ASSERT_EQ(runs.size(), 2u);
     EXPECT_EQ(runs[0].run_id, a);
