@@ -128,6 +128,18 @@ int64_t parse_run_id(const std::string& what, const std::string& text) {
     return std::stoll(text);
 }
 
+VerdictThresholds parse_verdict_options(const Args& a) {
+    VerdictThresholds th;
+    for (const auto& v : a.all("--verdict")) {
+        try {
+            set_verdict_option(th, v);
+        } catch (const std::invalid_argument& e) {
+            throw UsageError(std::string("--verdict: ") + e.what());
+        }
+    }
+    return th;
+}
+
 int parse_steps(const Args& a, int fallback) {
     if (!a.has("--steps")) return fallback;
     const ConfigKey* k = find_config_key("rl.steps");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/config/config.h"
+#include "core/metrics/verdicts.h"
 #include "core/store/store.h"
 
 namespace mlk::cli {
@@ -55,6 +56,9 @@ int64_t parse_run_id(const std::string& what, const std::string& text);
 int64_t parse_integer(const std::string& what, const std::string& text, int64_t min, int64_t max);
 // --steps N, in the range the config schema gives rl.steps; `fallback` when absent.
 int parse_steps(const Args& a, int fallback);
+// Every `--verdict key=value` (repeatable) over the defaults; UsageError
+// naming the key and the allowed keys or range.
+VerdictThresholds parse_verdict_options(const Args& a);
 
 // --db as a real file path: not empty, not an in-memory or URI name, not a directory.
 std::string db_path(const Args& a);

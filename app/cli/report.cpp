@@ -17,8 +17,8 @@ namespace mlk::cli {
 
 int cmd_report(const Argv& argv) {
     Spec spec;
-    spec.values = {"--db", "--out", "--baseline", "--step", "--metric", "--title"};
-    spec.repeatable = {"--metric"};
+    spec.values = {"--db", "--out", "--baseline", "--step", "--metric", "--title", "--verdict"};
+    spec.repeatable = {"--metric", "--verdict"};
     spec.flags = {"--appendix"};
     spec.positional = "RUN ids";
     spec.min_positional = 1;
@@ -30,6 +30,7 @@ int cmd_report(const Argv& argv) {
     if (a.has("--step")) req.step = parse_integer("--step", a.get("--step"), 0, INT64_MAX / 2);
     req.metrics = a.all("--metric");
     req.title = a.get("--title");
+    req.verdicts = parse_verdict_options(a);
     req.appendix = a.has("--appendix");  // the per-run CSV is attached either way
     const std::string out = output_file_option(a, "--out");
     if (!report_extension_ok(out))

@@ -1,6 +1,7 @@
 // `show`: one run's metadata, its settings that differ from the defaults,
 // statistics of its main metrics (run_stats: best by each metric's
-// direction), the collapse and divergence verdicts, and its checkpoints.
+// direction), its verdicts (core/metrics/verdicts.h; thresholds from
+// `--verdict key=value`), and its checkpoints.
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include "app/cli/commands.h"
 #include "core/metrics/run_stats.h"
 #include "core/metrics/verdicts.h"
+#include "core/store/sweep_summary.h"
 
 namespace mlk::cli {
 
@@ -28,11 +30,13 @@ std::vector<std::string> shown_metrics() {
 
 int cmd_show(const Argv& argv) {
     Spec spec;
-    spec.values = {"--db"};
+    spec.values = {"--db", "--verdict"};
+    spec.repeatable = {"--verdict"};
     spec.positional = "RUN id";
     spec.min_positional = spec.max_positional = 1;
     const Args a = parse_args(argv, spec);
     const int64_t id = parse_run_id("RUN", a.positional[0]);
+    const VerdictThresholds th = parse_verdict_options(a);
     Store store = open_existing_store(a);
     const auto info = store.run_info(id);
     if (!info)
@@ -70,10 +74,12 @@ int cmd_show(const Argv& argv) {
     if (header) {
         std::printf(
             "  (best: the highest or lowest finite value, as the metric's direction says; `metrics` lists them)\n");
-        std::printf("collapse:   %s\n", verdict_text(detect_collapse(store.metric_series(id, "reward_mean"))).c_str());
-        std::printf("divergence: %s\n", verdict_text(detect_divergence(store.metric_series(id, "grad_norm"),
-                                                                       store.metric_series(id, "k3_kl")))
-                                            .c_str());
+        const RunOutcome o = stored_run_outcome(store, id, th);
+        std::printf("collapse:   %s\n", verdict_text(o.verdicts.collapse).c_str());
+        std::printf("divergence: %s\n", verdict_text(o.verdicts.divergence).c_str());
+        std::printf("blow-up:    %s\n", verdict_text(o.verdicts.blowup).c_str());
+        std::printf("warnings:   F@2: %s\n            grad_norm: %s\n", verdict_text(o.verdicts.f2_warning).c_str(),
+                    verdict_text(o.verdicts.grad_fall).c_str());
     }
     for (const auto& ck : store.checkpoints(id))
         std::printf("checkpoint step %lld: %s\n", (long long)ck.step + 1, ck.path.c_str());

@@ -2,6 +2,7 @@
 // 1..N, run one after another into one store. The same command again finds
 // its sweep by the hash of the normalised spec, skips the runs that ended
 // and resumes (or restarts) the ones a kill or a stop left behind.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "core/config/presets.h"
 #include "core/config/sweep.h"
 #include "core/metrics/verdicts.h"
+#include "core/store/sweep_summary.h"
 #include "core/rl/base_policy.h"
 
 namespace mlk::cli {
@@ -34,27 +36,6 @@ std::string eta_text(double seconds) {
     if (seconds < 90) std::snprintf(buf, sizeof buf, "%.0fs", seconds);
     else std::snprintf(buf, sizeof buf, "%.0fm%02.0fs", std::floor(seconds / 60), std::fmod(seconds, 60));
     return buf;
-}
-
-// What the store says of one run: its status and the verdicts every reader uses.
-struct RunOutcome {
-    std::string status;
-    double final_reward = RunStats::kNone, best_reward = RunStats::kNone;
-    bool collapsed = false, diverged = false;
-};
-
-RunOutcome outcome_of(Store& store, int64_t id) {
-    RunOutcome o;
-    const std::optional<RunInfo> info = store.run_info(id);
-    o.status = info ? info->status : "missing";
-    const auto reward = store.metric_series(id, "reward_mean");
-    const RunStats st = run_stats(reward, "reward_mean");
-    o.final_reward = st.final_value;
-    o.best_reward = st.best;
-    o.collapsed = detect_collapse(reward).detected;
-    o.diverged = o.status == run_status_name(RunStatus::diverged) ||
-                 detect_divergence(store.metric_series(id, "grad_norm"), store.metric_series(id, "k3_kl")).detected;
-    return o;
 }
 
 // A run that ended and is kept as it is; the others are run again.
@@ -75,16 +56,109 @@ int list_families(bool json) {
     return 0;
 }
 
+nlohmann::ordered_json interval_json(const Interval& ci) {
+    return nlohmann::ordered_json::array({json_number(ci.lo), json_number(ci.hi)});
+}
+
+// "+0.21 [+0.12, +0.30]"; "-" where undefined.
+std::string delta_text(double d, const Interval& ci) {
+    if (!std::isfinite(d)) return "-";
+    auto signed_text = [](double v) { return (v >= 0 ? "+" : "") + value_text(v, 3); };
+    std::string t = signed_text(d);
+    if (std::isfinite(ci.lo)) t += " [" + signed_text(ci.lo) + ", " + signed_text(ci.hi) + "]";
+    return t;
+}
+
+// The verdict table of a sweep, read back from the store: every run of it,
+// this invocation's and earlier ones'. `grid`: each configuration's grid
+// settings as the command line named them (empty for `--summary`, which
+// shows the settings in which the configurations differ).
+void print_summary(Store& store, int64_t sweep_id, const VerdictThresholds& th, const std::string& baseline,
+                   bool json, const std::map<std::string, nlohmann::ordered_json>& grid, double wall_seconds) {
+    const SweepSummary sum = summarize_sweep(store, sweep_id, th, baseline);
+    nlohmann::ordered_json out = {{"sweep_id", sweep_id},
+                                  {"seeds", sum.seeds},
+                                  {"steps", sum.steps},
+                                  {"baseline", sum.configs.empty() ? "" : sum.configs[sum.baseline].name},
+                                  {"thresholds", verdict_thresholds_json(th)},
+                                  {"wall_seconds", json_number(wall_seconds)},
+                                  {"configs", nlohmann::ordered_json::array()}};
+    if (!json)
+        std::printf("\n%4s %5s %5s %5s %5s  %-17s %-7s %-7s %-8s %-28s %s\n", "runs", "coll.", "div.", "blow", "warn",
+                    "final reward", "best", "AUC", "coll. at", "delta final [95% CI]", "configuration");
+    for (size_t i = 0; i < sum.configs.size(); ++i) {
+        const SweepConfigInfo& info = sum.configs[i];
+        const ConfigSummary& c = sum.stats[i];
+        const auto g = grid.find(info.name);
+        out["configs"].push_back({{"name", info.name},
+                                  {"preset", info.preset},
+                                  {"settings", g != grid.end() ? g->second : info.differs},
+                                  {"runs", (int)c.runs.size()},
+                                  {"collapsed", c.collapsed},
+                                  {"diverged", c.diverged},
+                                  {"blown_up", c.blown_up},
+                                  {"warned", c.warned},
+                                  {"recovered_dips", c.recovered_dips},
+                                  {"final_reward_mean", json_number(c.final_reward.mean)},
+                                  {"final_reward_std", json_number(c.final_reward.std)},
+                                  {"best_reward_mean", json_number(c.best_reward.mean)},
+                                  {"auc_mean", json_number(c.auc.mean)},
+                                  {"auc_std", json_number(c.auc.std)},
+                                  {"median_collapse_step", json_number(c.median_collapse_step)},
+                                  {"median_warning_lead", json_number(c.median_warning_lead)},
+                                  {"baseline", c.baseline},
+                                  {"delta_final_reward", json_number(c.delta_final)},
+                                  {"delta_final_reward_ci", interval_json(c.delta_final_ci)},
+                                  {"delta_auc", json_number(c.delta_auc)},
+                                  {"delta_auc_ci", interval_json(c.delta_auc_ci)}});
+        if (json) continue;
+        const std::string final_text = value_text(c.final_reward.mean, 3) + " +- " + value_text(c.final_reward.std, 2);
+        std::printf("%4d %5d %5d %5d %5d  %-17s %-7s %-7s %-8s %-28s %s\n", (int)c.runs.size(), c.collapsed,
+                    c.diverged, c.blown_up, c.warned, final_text.c_str(), value_text(c.best_reward.mean, 3).c_str(),
+                    value_text(c.auc.mean, 3).c_str(),
+                    std::isfinite(c.median_collapse_step) ? value_text(c.median_collapse_step, 4).c_str() : "-",
+                    c.baseline ? "(baseline)" : delta_text(c.delta_final, c.delta_final_ci).c_str(),
+                    info.name.c_str());
+    }
+    if (json) {
+        std::cout << out.dump() << "\n";
+        return;
+    }
+    std::printf("final reward: mean +- sd over seeds of each run's last-%d-step mean; best: the highest %d-step mean;\n"
+                "AUC: mean reward over all steps; coll. at: median step where the collapses began; warn: runs with\n"
+                "an R3 early warning; delta: against the baseline, with a %d-resample bootstrap interval.\n",
+                th.window, th.window, kBootstrapResamples);
+    std::printf("%s\n%s\n%s\n%s\n", collapse_rule_text(th).c_str(), divergence_rule_text().c_str(),
+                blowup_rule_text(th).c_str(), warning_rule_text(th).c_str());
+    if (std::isfinite(wall_seconds)) std::printf("wall time: %s\n", eta_text(wall_seconds).c_str());
+}
+
 }  // namespace
 
 int cmd_sweep(const Argv& argv) {
     Spec spec_opts;
-    spec_opts.values = {"--db", "--preset", "--grid", "--seeds", "--steps", "--cache-dir", "--family"};
-    spec_opts.repeatable = {"--preset", "--grid"};
+    spec_opts.values = {"--db",     "--preset",   "--grid",    "--seeds",  "--steps",
+                        "--cache-dir", "--family", "--verdict", "--baseline", "--summary"};
+    spec_opts.repeatable = {"--preset", "--grid", "--verdict"};
     spec_opts.flags = {"--json", "--list"};
     const Args a = parse_args(argv, spec_opts);
     const bool json = a.has("--json");
     if (a.has("--list")) return list_families(json);
+    const VerdictThresholds th = parse_verdict_options(a);
+    const std::string baseline = a.has("--baseline") ? a.get("--baseline") : std::string();
+    if (a.has("--summary")) {
+        for (const char* o : {"--preset", "--grid", "--family", "--seeds", "--steps"})
+            if (a.has(o)) throw UsageError(std::string("--summary: reads a stored sweep; ") + o + " is not allowed with it");
+        const int64_t id = parse_integer("--summary", a.get("--summary"), 1, INT64_MAX);
+        Store store = open_existing_store(a);
+        if (!store.sweep_spec_json(id)) throw UsageError("--summary: sweep " + std::to_string(id) + " is not in " + store.path());
+        try {
+            print_summary(store, id, th, baseline, json, {}, NAN);
+        } catch (const std::invalid_argument& e) {
+            throw UsageError(std::string("--baseline: ") + e.what());
+        }
+        return 0;
+    }
 
     // Everything is checked before the store is opened: bad input writes nothing.
     SweepSpec spec;
@@ -98,6 +172,13 @@ int cmd_sweep(const Argv& argv) {
     if (a.has("--seeds")) spec.seeds = (int)parse_integer("--seeds", a.get("--seeds"), 1, kMaxSweepSeeds);
     spec.steps = parse_steps(a, spec.steps);
     const std::vector<SweepConfig> configs = expand_sweep(spec, preset_named);
+    if (!baseline.empty() &&
+        std::none_of(configs.begin(), configs.end(), [&](const SweepConfig& c) { return c.name == baseline; })) {
+        std::string names;
+        for (const auto& c : configs) names += (names.empty() ? "" : ", ") + c.name;
+        throw UsageError("--baseline: '" + baseline + "' is not a configuration of this sweep; its configurations: " +
+                         names);
+    }
     const nlohmann::json identity = sweep_identity(configs, spec);
     const std::string hash = sweep_hash(identity);
     db_path(a);
@@ -115,6 +196,7 @@ int cmd_sweep(const Argv& argv) {
 
     RunCallbacks cb = cli_callbacks();
     using Clock = std::chrono::steady_clock;
+    const auto sweep_start = Clock::now();
     double run_seconds = 0;
     int done = 0, ran = 0, failed = 0;
     bool stopped = false;
@@ -164,7 +246,9 @@ int cmd_sweep(const Argv& argv) {
                 ++ran;
             }
             ++done;
-            const RunOutcome o = id ? outcome_of(store, id) : RunOutcome{"failed"};
+            RunOutcome o;
+            o.status = "failed";
+            if (id) o = stored_run_outcome(store, id, th);
             if (!ended(o.status)) ++failed;
             const double eta = ran ? run_seconds / ran * (total - done) : NAN;
             if (json) {
@@ -175,8 +259,13 @@ int cmd_sweep(const Argv& argv) {
                                                     {"action", action},
                                                     {"status", o.status},
                                                     {"final_reward", json_number(o.final_reward)},
-                                                    {"collapsed", o.collapsed},
-                                                    {"diverged", o.diverged},
+                                                    {"collapsed", o.verdicts.collapse.detected},
+                                                    {"collapse_step", o.verdicts.collapse.detected
+                                                                          ? nlohmann::json(o.verdicts.collapse.step)
+                                                                          : nlohmann::json()},
+                                                    {"diverged", o.verdicts.divergence.detected},
+                                                    {"blown_up", o.verdicts.blowup.detected},
+                                                    {"warned", o.warned()},
                                                     {"done", done},
                                                     {"total", total}}
                                  .dump()
@@ -191,41 +280,14 @@ int cmd_sweep(const Argv& argv) {
         }
     }
 
-    // The summary reads every run of the sweep back from the store, so a
-    // resumed sweep reports the runs of earlier invocations too.
-    slots.clear();
-    for (const SweepRun& r : store.sweep_runs(sweep_id)) slots[{r.config_name, r.seed}] = r.run_id;
-    nlohmann::ordered_json summary = {{"sweep_id", sweep_id}, {"configs", nlohmann::ordered_json::array()}};
+    std::map<std::string, nlohmann::ordered_json> grid;
     for (const SweepConfig& sc : configs) {
-        std::vector<double> finals, bests;
-        int collapsed = 0, diverged = 0;
-        for (int seed = 1; seed <= spec.seeds; ++seed) {
-            const auto slot = slots.find({sc.name, seed});
-            if (slot == slots.end()) continue;
-            const RunOutcome o = outcome_of(store, slot->second);
-            finals.push_back(o.final_reward);
-            bests.push_back(o.best_reward);
-            collapsed += o.collapsed;
-            diverged += o.diverged;
-        }
         nlohmann::ordered_json settings = nlohmann::ordered_json::object();
         for (const auto& [k, v] : sc.settings) settings[k] = config_get(sc.config, k);
-        const Spread f = spread(finals), b = spread(bests);
-        summary["configs"].push_back({{"name", sc.name},
-                                      {"preset", sc.preset},
-                                      {"settings", settings},
-                                      {"runs", (int)finals.size()},
-                                      {"collapsed", collapsed},
-                                      {"diverged", diverged},
-                                      {"final_reward_mean", json_number(f.mean)},
-                                      {"final_reward_std", json_number(f.std)},
-                                      {"best_reward_mean", json_number(b.mean)}});
-        if (!json)
-            std::printf("%-40s runs %d  collapsed %d  diverged %d  final reward %s +- %s  best %s\n", sc.name.c_str(),
-                        (int)finals.size(), collapsed, diverged, value_text(f.mean, 4).c_str(),
-                        value_text(f.std, 3).c_str(), value_text(b.mean, 4).c_str());
+        grid[sc.name] = settings;
     }
-    if (json) std::cout << summary.dump() << "\n";
+    print_summary(store, sweep_id, th, baseline, json, grid,
+                  std::chrono::duration<double>(Clock::now() - sweep_start).count());
     if (stopped)
         std::fprintf(stderr, "sweep %lld stopped; the same command goes on where it stopped\n", (long long)sweep_id);
     return failed > 0 && !stopped ? 1 : 0;

@@ -201,6 +201,7 @@ public:
     // configuration x seed slots (replacing an earlier run of that slot).
     int64_t open_sweep(const std::string& spec_hash, const std::string& spec_json);
     std::optional<int64_t> find_sweep(const std::string& spec_hash);
+    std::optional<std::string> sweep_spec_json(int64_t sweep_id);  // as open_sweep stored it
     void add_sweep_run(const SweepRun& r);
     std::vector<SweepRun> sweep_runs(int64_t sweep_id);  // by run id
 

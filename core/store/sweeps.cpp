@@ -31,6 +31,14 @@ std::optional<int64_t> Store::find_sweep(const std::string& spec_hash) {
     return q.i64(0);
 }
 
+std::optional<std::string> Store::sweep_spec_json(int64_t sweep_id) {
+    std::lock_guard lock(impl_->mu);
+    Query q(*impl_, "SELECT spec_json FROM sweeps WHERE id = ?");
+    q.bind(1, sweep_id);
+    if (!q.row()) return std::nullopt;
+    return q.text(0);
+}
+
 void store_detail::insert_sweep_run(Store::Impl& impl, const SweepRun& r) {
     Query q(impl, "INSERT OR REPLACE INTO sweep_runs(sweep_id, run_id, config_name, seed, tags) VALUES(?, ?, ?, ?, ?)");
     q.bind(1, r.sweep_id).bind(2, r.run_id).bind(3, r.config_name).bind(4, r.seed).bind(5, r.tags).run();

@@ -8,7 +8,8 @@
 //
 // Sections: title, date, application version; runs; summary (final / best /
 // mean of the last 10 steps of the catalogue's key metrics and the chosen
-// ones, by run_stats; collapse and divergence verdicts, core/metrics/verdicts.h);
+// ones, by run_stats; collapse, divergence, blow-up and early-warning
+// verdicts, core/metrics/verdicts.h);
 // key charts with every run overlaid; drill-down at one step (probability
 // scatter with the diagonal, F(t), router-diff histogram for MoE);
 // configuration (a comparison shows only the keys that differ from the
@@ -31,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "core/metrics/verdicts.h"
 #include "core/store/store.h"
 
 namespace mlk {
@@ -62,6 +64,7 @@ struct ReportRequest {
     // per-run CSV is attached either way.
     bool appendix = false;
     ReportView view;
+    VerdictThresholds verdicts;  // the summary's verdict rules
 };
 
 struct ReportAttachment {

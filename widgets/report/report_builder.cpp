@@ -242,7 +242,9 @@ QString Builder::runs_section() {
 
 QString Builder::summary_section() {
     QString h = QStringLiteral("<h2>Summary</h2>\n");
-    h += table_open() + QStringLiteral("<tr><th>run</th><th>collapse</th><th>divergence</th></tr>\n");
+    h += table_open() +
+         QStringLiteral("<tr><th>run</th><th>collapse</th><th>divergence</th><th>mismatch blow-up</th>"
+                        "<th>early warnings</th></tr>\n");
     auto verdict = [](const Verdict& d) {
         const QString cls = !d.evaluated ? QStringLiteral("na")
                             : d.detected ? QStringLiteral("yes")
@@ -252,14 +254,21 @@ QString Builder::summary_section() {
                                           : QStringLiteral("none");
         return QStringLiteral("<span class=\"%1\">%2</span>: %3").arg(cls, word, esc(d.detail));
     };
+    const VerdictThresholds& th = req.verdicts;
     for (auto& r : runs) {
-        const Verdict c = detect_collapse(series_of(r, "reward_mean"));
-        const Verdict d = detect_divergence(series_of(r, "grad_norm"), series_of(r, "k3_kl"));
-        h += QStringLiteral("<tr><td>%1&#160;%2</td><td>%3</td><td>%4</td></tr>\n")
-                 .arg(swatch(r.color), esc(r.label), verdict(c), verdict(d));
+        RunSeries s;
+        s.reward_mean = series_of(r, "reward_mean");
+        s.grad_norm = series_of(r, "grad_norm");
+        s.k3_kl = series_of(r, "k3_kl");
+        s.f_at_2 = series_of(r, "F@2");
+        const RunVerdicts v = judge_run(s, th, r.info.status == run_status_name(RunStatus::diverged));
+        h += QStringLiteral("<tr><td>%1&#160;%2</td><td>%3</td><td>%4</td><td>%5</td><td>F@2 %6<br/>grad_norm %7</td></tr>\n")
+                 .arg(swatch(r.color), esc(r.label), verdict(v.collapse), verdict(v.divergence), verdict(v.blowup),
+                      verdict(v.f2_warning), verdict(v.grad_fall));
     }
-    h += QStringLiteral("</table>\n<p class=\"note\">%1 %2</p>\n")
-             .arg(esc(collapse_rule_text()), esc(divergence_rule_text()));
+    h += QStringLiteral("</table>\n<p class=\"note\">%1 %2 %3 %4</p>\n")
+             .arg(esc(collapse_rule_text(th)), esc(divergence_rule_text()), esc(blowup_rule_text(th)),
+                  esc(warning_rule_text(th)));
 
     h += table_open() +
          QStringLiteral(

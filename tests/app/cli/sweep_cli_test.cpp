@@ -71,6 +71,9 @@ const std::vector<std::pair<std::string, std::vector<const char*>>> kBad = {
     {" --seeds 1001", {"--seeds", "1000"}},
     {" --preset nope", {"--preset", "miles-moe-tis1.5"}},
     {" --family nope", {"--family", "is-does-no-harm", "miles-moe"}},
+    {" --verdict collapse_dop=0.3", {"--verdict", "collapse_dop", "collapse_drop"}},
+    {" --verdict collapse_drop=2", {"--verdict", "collapse_drop", "from 0 to 1"}},
+    {" --grid correction.is_upper=1.5,2 --baseline nope", {"--baseline", "nope", "is_upper=1.5"}},
 };
 
 }  // namespace
@@ -204,4 +207,27 @@ TEST(CliSweep, JsonEndsWithOneSummaryPerConfigurationWithTheCountsRight) {
         EXPECT_TRUE(c["settings"].contains("correction.is_upper")) << c;
     }
     EXPECT_EQ(summary["configs"][1]["settings"]["correction.is_upper"], 5.0);
+    EXPECT_EQ(summary["baseline"], summary["configs"][0]["name"]);
+    EXPECT_EQ(summary["configs"][0]["baseline"], true);
+    EXPECT_NEAR(summary["configs"][1]["delta_final_reward"].get<double>(),
+                summary["configs"][1]["final_reward_mean"].get<double>() -
+                    summary["configs"][0]["final_reward_mean"].get<double>(),
+                1e-12);
+
+    // The stored sweep's table again, against the other baseline, with the
+    // settings that tell its configurations apart; nothing runs.
+    const std::string second = summary["configs"][1]["name"];
+    const auto again = cli("sweep --db " + db + " --summary 1 --json --baseline '" + second + "'");
+    ASSERT_EQ(again.code, 0) << again.out;
+    const auto table = json_lines(again.out);
+    ASSERT_EQ(table.size(), 1u) << again.out;
+    EXPECT_EQ(table[0]["baseline"], second);
+    EXPECT_EQ(table[0]["configs"][1]["baseline"], true);
+    EXPECT_EQ(table[0]["configs"][0]["runs"], 2);
+    EXPECT_EQ(table[0]["configs"][0]["final_reward_mean"], summary["configs"][0]["final_reward_mean"]);
+    EXPECT_EQ(table[0]["configs"][1]["settings"]["correction.is_upper"], 5.0) << table[0];
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM runs"), 4);
+    const auto unknown = cli("sweep --db " + db + " --summary 9");
+    EXPECT_EQ(unknown.code, 2) << unknown.out;
+    EXPECT_NE(unknown.out.find("sweep 9"), std::string::npos) << unknown.out;
 }
