@@ -100,6 +100,9 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
         browser_->refresh();
         emit runFinished(id, status);
     });
+    connect(worker_, &RunWorker::slotSkipped, this, [this](const QString& name, qint64 id, const QString& status) {
+        showStatus(tr("%1: skipped, its sweep slot holds run %2 (%3)").arg(name).arg(id).arg(status), 6000);
+    });
     connect(worker_, &RunWorker::queueChanged, this,
             [this](int n) { queueLabel_->setText(n ? tr("Queue: %1").arg(n) : QString()); });
     connect(worker_, &RunWorker::failed, this, [this](const QString& msg) {
@@ -204,6 +207,9 @@ void MainWindow::buildUi() {
     queueAct_ = bar->addAction(tr("Queue"), this, &MainWindow::enqueueRun);
     queueAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
     queueAct_->setToolTip(tr("Add the configuration to the queue; queued runs start one after another (Ctrl+Shift+R)"));
+    sweepAct_ = bar->addAction(tr("Queue sweep…"), this, &MainWindow::queueSweep);
+    sweepAct_->setToolTip(tr("Queue a sweep over the configuration: settings × values × seeds, each run "
+                             "stored in its sweep"));
     pauseAct_ = bar->addAction(tr("Pause"), this, &MainWindow::togglePause);
     pauseAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
     pauseAct_->setToolTip(tr("Pause or resume the running run between steps (Ctrl+P)"));
@@ -263,6 +269,7 @@ void MainWindow::buildMenus() {
     QMenu* run = menuBar()->addMenu(tr("&Run"));
     run->addAction(startAct_);
     run->addAction(queueAct_);
+    run->addAction(sweepAct_);
     run->addAction(pauseAct_);
     run->addAction(stepAct_);
     run->addAction(stopAct_);
@@ -378,6 +385,7 @@ void MainWindow::updateRunControls() {
     // so; Queue is the explicit way to do that.
     startAct_->setEnabled(form_->isValid() && !busy_);
     queueAct_->setEnabled(form_->isValid());
+    sweepAct_->setEnabled(form_->isValid());
     pauseAct_->setEnabled(busy_);
     stopAct_->setEnabled(busy_);
     stepAct_->setEnabled(busy_);

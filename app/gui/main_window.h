@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/config/sweep.h"
 #include "widgets/report/report.h"
 
 class QAction;
@@ -52,6 +53,12 @@ public:
     void togglePause();  // Ctrl+P
     void stopRun();      // Ctrl+.
     void singleStep();   // Ctrl+T
+    // Run > Queue sweep…: the sweep dialog over the form's configuration
+    // (non-modal; its Queue button calls enqueueSweep).
+    void queueSweep();
+    // Queues every run of the sweep, each with its slot, and starts the queue
+    // when nothing runs. Returns the number of runs queued.
+    int enqueueSweep(const SweepSpec& spec, const std::vector<SweepConfig>& configs);
 
     ConfigForm* configForm() const { return form_; }
     ChartGrid* charts() const { return charts_; }
@@ -63,6 +70,7 @@ public:
     bool isBusy() const { return busy_; }
     QAction* startAction() const { return startAct_; }
     QAction* queueAction() const { return queueAct_; }
+    QAction* sweepAction() const { return sweepAct_; }
     QString progressText() const;  // the run bar's text as shown
     void showStatus(const QString& message, int timeoutMs = 0);
     // What the charts show now, for a report that looks like the screen.
@@ -99,6 +107,7 @@ private:
     QLabel* queueLabel_ = nullptr;
     QLabel* dbLabel_ = nullptr;
     QMenu* recentMenu_ = nullptr;
+    QAction* sweepAct_ = nullptr;
     QAction *startAct_ = nullptr, *queueAct_ = nullptr, *pauseAct_ = nullptr, *stopAct_ = nullptr, *stepAct_ = nullptr;
     QTimer* browserRefresh_ = nullptr;
     QThread workerThread_;

@@ -2,10 +2,53 @@
 
 #include <chrono>
 
+#include <nlohmann/json.hpp>
+
+#include "core/config/presets.h"
 #include "core/rl/run_controller.h"
 #include "widgets/data/run_data.h"
 
 namespace mlk {
+
+std::vector<RunJob> sweepJobs(const SweepSpec& spec, const std::vector<SweepConfig>& configs) {
+    const nlohmann::json identity = sweep_identity(configs, spec);
+    const std::string hash = sweep_hash(identity), specJson = identity.dump();
+    std::vector<RunJob> jobs;
+    for (const SweepConfig& sc : configs) {
+        const Config presetBase = find_preset(sc.preset) ? preset_config(sc.preset) : Config{};
+        for (int seed = 1; seed <= spec.seeds; ++seed) {
+            RunJob job;
+            job.config = sweep_run_config(sc, spec, seed);
+            job.preset = QString::fromStdString(sc.preset);
+            job.name = QString::fromStdString(default_run_name(sc.preset, presetBase, job.config));
+            job.sweep = SweepSlot{hash, specJson, sc.name, seed};
+            jobs.push_back(std::move(job));
+        }
+    }
+    return jobs;
+}
+
+namespace {
+
+// The slot a sweep job's run is stored in, or nullopt with *kept set when the
+// slot's run is kept as it is (the CLI's rule: ended runs are skipped, and a
+// run another process is writing is left to it).
+std::optional<SweepRun> claimSlot(Store& store, const SweepSlot& s, std::optional<RunInfo>* kept) {
+    const int64_t sweepId = store.open_sweep(s.hash, s.specJson);
+    for (const SweepRun& r : store.sweep_runs(sweepId)) {
+        if (r.config_name != s.configName || r.seed != s.seed) continue;
+        std::optional<RunInfo> info = store.run_info(r.run_id);
+        if (info && (sweep_slot_ended(info->status) || info->status == run_status_name(RunStatus::running) ||
+                     info->status == run_status_name(RunStatus::paused))) {
+            *kept = std::move(info);
+            return std::nullopt;
+        }
+    }
+    const nlohmann::json tags = {s.configName, "seed=" + std::to_string(s.seed)};
+    return SweepRun{sweepId, 0, s.configName, s.seed, tags.dump()};
+}
+
+}  // namespace
 
 RunWorker::RunWorker(QString dbPath, QString cacheDir, RunDataStore* data)
     : dbPath_(std::move(dbPath)), cacheDir_(std::move(cacheDir)), data_(data) {}
@@ -105,6 +148,15 @@ void RunWorker::work() {
         qint64 runId = -1;
         try {
             Store store = Store::open(db.toStdString());
+            std::optional<SweepRun> slot;
+            if (job.sweep) {
+                std::optional<RunInfo> kept;
+                slot = claimSlot(store, *job.sweep, &kept);
+                if (!slot) {
+                    emit slotSkipped(job.name, kept->id, QString::fromStdString(kept->status));
+                    continue;
+                }
+            }
             RunCallbacks cb;
             cb.cancel = &stop_;
             cb.on_base = [&](const BaseProgress& p) { emit baseProgress(p.step, p.total, p.eval_reward); };
@@ -120,7 +172,7 @@ void RunWorker::work() {
             cb.on_phase = [&](Phase p) { emit phaseChanged(phase_name(p), (int)current, (int)total, eta(current)); };
             emit phaseChanged(phase_name(Phase::warmup), 0, (int)total, -1);
             RunController rc = RunController::create(store, job.config, job.preset.toStdString(),
-                                                     job.name.toStdString(), cacheDir_.toStdString(), cb);
+                                                     job.name.toStdString(), cacheDir_.toStdString(), cb, 0, slot);
             runId = rc.run_id();
             data_->addRun({runId, job.name, "running", job.preset, {}});
             emit runStarted(runId, job.name);

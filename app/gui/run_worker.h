@@ -13,18 +13,36 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "core/config/config.h"
+#include "core/config/sweep.h"
 
 namespace mlk {
 
 class RunDataStore;
 
+// A queued run's place in a sweep. The sweep is found (or made) by its hash
+// when the run starts, on the worker's connection: the GUI thread does no
+// store work, and the database open then is the one the run goes into.
+struct SweepSlot {
+    std::string hash, specJson;  // sweep_hash / sweep_identity, as the CLI computes them
+    std::string configName;
+    int seed = 1;
+};
+
 struct RunJob {
     Config config;
     QString preset;
     QString name;
+    std::optional<SweepSlot> sweep;
 };
+
+// Every run of a sweep over `configs` (expand_sweep), configuration-major, as
+// the CLI runs them, each named as the CLI names it and carrying its slot.
+std::vector<RunJob> sweepJobs(const SweepSpec& spec, const std::vector<SweepConfig>& configs);
 
 class RunWorker : public QObject {
     Q_OBJECT
@@ -57,6 +75,9 @@ signals:
     void runFinished(qint64 runId, const QString& status);
     void queueChanged(int queued);
     void failed(const QString& message);
+    // A sweep's slot already holds a run that is kept (ended, or written by
+    // another process): the job is dropped, as a repeated CLI sweep skips it.
+    void slotSkipped(const QString& name, qint64 runId, const QString& status);
     void idle();
 
 private:

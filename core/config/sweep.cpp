@@ -46,16 +46,18 @@ void add_grid_option(SweepSpec& spec, const std::string& key_eq_values) {
     spec.grid.emplace_back(key, std::move(list));
 }
 
-std::vector<SweepConfig> expand_sweep(const SweepSpec& spec,
-                                      const std::function<Config(const std::string&)>& preset_of) {
+namespace {
+
+// The one expansion both entry points share: `bases` (name, configuration)
+// outermost, then the grid's odometer.
+std::vector<SweepConfig> expand_over(const SweepSpec& spec,
+                                     const std::vector<std::pair<std::string, Config>>& bases) {
     if (spec.seeds < 1 || spec.seeds > kMaxSweepSeeds)
         throw ConfigError("--seeds: " + std::to_string(spec.seeds) + " is out of range; allowed: 1 to " +
                           std::to_string(kMaxSweepSeeds));
-    const std::vector<std::string> presets = spec.presets.empty() ? std::vector<std::string>{"default"} : spec.presets;
     std::vector<SweepConfig> out;
     std::set<std::string> names;
-    for (const std::string& preset : presets) {
-        const Config base = preset_of(preset);
+    for (const auto& [preset, base] : bases) {
         // Odometer over the grid's value lists, the first key outermost.
         std::vector<size_t> at(spec.grid.size(), 0);
         while (true) {
@@ -88,6 +90,22 @@ std::vector<SweepConfig> expand_sweep(const SweepSpec& spec,
         }
     }
     return out;
+}
+
+}  // namespace
+
+std::vector<SweepConfig> expand_sweep(const SweepSpec& spec,
+                                      const std::function<Config(const std::string&)>& preset_of) {
+    const std::vector<std::string> presets = spec.presets.empty() ? std::vector<std::string>{"default"} : spec.presets;
+    std::vector<std::pair<std::string, Config>> bases;
+    for (const std::string& preset : presets) bases.emplace_back(preset, preset_of(preset));
+    return expand_over(spec, bases);
+}
+
+std::vector<SweepConfig> expand_sweep(const SweepSpec& spec, const std::string& preset, const Config& base) {
+    if (!spec.presets.empty())
+        throw ConfigError("sweep: presets are given by the base configuration here; allowed: no presets");
+    return expand_over(spec, {{preset, base}});
 }
 
 Config sweep_run_config(const SweepConfig& c, const SweepSpec& spec, int seed) {

@@ -46,6 +46,11 @@ void add_grid_option(SweepSpec& spec, const std::string& key_eq_values);
 // resolves a preset name (model or RL preset) to its configuration.
 std::vector<SweepConfig> expand_sweep(const SweepSpec& spec,
                                       const std::function<Config(const std::string&)>& preset_of);
+// The same over one configuration that is not a preset (the workbench's
+// form): `base` takes the presets' place, and `preset` names the runs as a
+// preset would (configuration names show what the grid changes from `base`).
+// `spec.presets` must be empty.
+std::vector<SweepConfig> expand_sweep(const SweepSpec& spec, const std::string& preset, const Config& base);
 
 // A run's configuration within the sweep: `c` with `seed` (and the steps).
 Config sweep_run_config(const SweepConfig& c, const SweepSpec& spec, int seed);

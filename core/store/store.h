@@ -127,6 +127,17 @@ struct SweepRun {
     std::string tags;  // JSON array of strings: the configuration's name, "seed=N"
 };
 
+// A sweep as stored: its spec (sweep_identity's JSON: "configs", "seeds",
+// "steps") is kept as text; readers that need its parts parse it.
+struct SweepInfo {
+    int64_t id = 0;
+    std::string spec_hash, spec_json, created;
+};
+
+// A sweep slot whose run is kept as it is: a repeated sweep skips it (the
+// others are run again).
+bool sweep_slot_ended(const std::string& status);
+
 class Store {
 public:
     // Current schema version (PRAGMA user_version after open()).
@@ -204,6 +215,10 @@ public:
     std::optional<std::string> sweep_spec_json(int64_t sweep_id);  // as open_sweep stored it
     void add_sweep_run(const SweepRun& r);
     std::vector<SweepRun> sweep_runs(int64_t sweep_id);  // by run id
+    std::vector<SweepInfo> list_sweeps();                // by id
+    // Every run's slot, of every sweep (by sweep, then run id): one read for
+    // a browser that shows which sweep each run belongs to.
+    std::vector<SweepRun> all_sweep_runs();
 
     struct Impl;  // opaque: the connection, statement cache and mutex
 

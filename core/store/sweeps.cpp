@@ -1,5 +1,6 @@
-// The store's sweeps: what `mismatch-lab-cli sweep` needs to find a sweep
-// again and tell which of its runs exist.
+// The store's sweeps: what `mismatch-lab-cli sweep` and the workbench's
+// queue need to find a sweep again and tell which of its runs exist, and what
+// the run browser groups by.
 #include "core/store/store_db.h"
 
 namespace mlk {
@@ -60,6 +61,26 @@ std::vector<SweepRun> Store::sweep_runs(int64_t sweep_id) {
     std::vector<SweepRun> out;
     while (q.row()) out.push_back({q.i64(0), q.i64(1), q.text(2), q.i64(3), q.text(4)});
     return out;
+}
+
+std::vector<SweepInfo> Store::list_sweeps() {
+    std::lock_guard lock(impl_->mu);
+    Query q(*impl_, "SELECT id, spec_hash, spec_json, created FROM sweeps ORDER BY id");
+    std::vector<SweepInfo> out;
+    while (q.row()) out.push_back({q.i64(0), q.text(1), q.text(2), q.text(3)});
+    return out;
+}
+
+std::vector<SweepRun> Store::all_sweep_runs() {
+    std::lock_guard lock(impl_->mu);
+    Query q(*impl_, "SELECT sweep_id, run_id, config_name, seed, tags FROM sweep_runs ORDER BY sweep_id, run_id");
+    std::vector<SweepRun> out;
+    while (q.row()) out.push_back({q.i64(0), q.i64(1), q.text(2), q.i64(3), q.text(4)});
+    return out;
+}
+
+bool sweep_slot_ended(const std::string& status) {
+    return status == run_status_name(RunStatus::finished) || status == run_status_name(RunStatus::diverged);
 }
 
 }  // namespace mlk

@@ -5,6 +5,7 @@
 #include <set>
 
 #include <QAction>
+#include <QComboBox>
 #include <QDateTime>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -12,8 +13,10 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QStyle>
 #include <QTabWidget>
+#include <QTreeWidget>
 #include <QVBoxLayout>
 
 #include "core/config/config.h"
@@ -73,12 +76,27 @@ void RunBrowser::buildUi() {
     pinBtn->setObjectName(QStringLiteral("pinBaseline"));
     pinBtn->setToolTip(tr("Compare the configs of other runs against the run selected first"));
     auto* refreshBtn = new QPushButton(tr("Refresh"), this);
+    groupCombo_ = new QComboBox(this);
+    groupCombo_->setObjectName(QStringLiteral("groupBy"));
+    groupCombo_->addItems({tr("No grouping"), tr("Group by sweep"), tr("Group by configuration")});
+    groupCombo_->setToolTip(tr("Show the runs as one list, by sweep (then configuration), or by configuration "
+                               "(runs that differ in the seed only); selecting a group selects its runs"));
     top->addWidget(filter_, 1);
+    top->addWidget(groupCombo_);
     top->addWidget(pinBtn);
     top->addWidget(refreshBtn);
     outer->addLayout(top);
-    connect(filter_, &QLineEdit::textChanged, this, [this] { applyFilter(); });
+    connect(filter_, &QLineEdit::textChanged, this, [this] {
+        applyFilter();
+        if (groupBy_ != GroupBy::none) {
+            const QList<int64_t> keep = selectedRunIds();
+            populateTree();
+            selectRuns(keep);
+        }
+    });
     connect(refreshBtn, &QPushButton::clicked, this, [this] { refresh(); });
+    connect(groupCombo_, &QComboBox::currentIndexChanged, this,
+            [this](int i) { setGroupBy(static_cast<GroupBy>(std::clamp(i, 0, 2))); });
     connect(pinBtn, &QPushButton::clicked, this, [this] {
         const auto sel = selectedRunIds();
         if (!sel.isEmpty()) setBaseline(sel.front());
@@ -117,7 +135,20 @@ void RunBrowser::buildUi() {
     hh->resizeSection(ColColour, 26);
     hh->setStretchLastSection(true);
     hh->setHighlightSections(false);
-    tl->addWidget(table_, 1);
+    views_ = new QStackedWidget(tablePane);
+    views_->addWidget(table_);
+    tree_ = new QTreeWidget(views_);
+    tree_->setObjectName(QStringLiteral("runGroups"));
+    tree_->setColumnCount(TreeColumnCount);
+    tree_->setHeaderLabels({tr("Name"), tr("ID"), tr("Status"), tr("Steps"), tr("Final reward"), tr("Created")});
+    tree_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    tree_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    tree_->setAlternatingRowColors(true);
+    tree_->setUniformRowHeights(true);
+    tree_->header()->setStretchLastSection(true);
+    tree_->setColumnWidth(TreeName, 360);
+    views_->addWidget(tree_);
+    tl->addWidget(views_, 1);
     info_ = new QLabel(tablePane);
     info_->setObjectName(QStringLiteral("runInfo"));
     info_->setWordWrap(true);
@@ -142,6 +173,18 @@ void RunBrowser::buildUi() {
     outer->addWidget(split, 1);
 
     connect(table_, &QTableWidget::itemSelectionChanged, this, [this] { onSelectionChanged(); });
+    connect(tree_, &QTreeWidget::itemSelectionChanged, this, [this] { onSelectionChanged(); });
+    connect(tree_, &QTreeWidget::itemDoubleClicked, this, [this](QTreeWidgetItem* it) {
+        if (it && it->childCount() == 0 && it->data(TreeName, kIdRole).isValid())
+            emit runActivated(it->data(TreeName, kIdRole).toLongLong());
+    });
+    const auto remember = [this](QTreeWidgetItem* it, bool open) {
+        const QString key = it->data(TreeName, Qt::UserRole + 2).toString();
+        collapsed_.removeAll(key);
+        if (!open && !key.isEmpty()) collapsed_ << key;
+    };
+    connect(tree_, &QTreeWidget::itemCollapsed, this, [remember](QTreeWidgetItem* it) { remember(it, false); });
+    connect(tree_, &QTreeWidget::itemExpanded, this, [remember](QTreeWidgetItem* it) { remember(it, true); });
     connect(table_, &QTableWidget::itemChanged, this, [this](QTableWidgetItem* it) { onItemChanged(it); });
     connect(table_, &QTableWidget::customContextMenuRequested, this, [this](const QPoint& p) { showContextMenu(p); });
     connect(table_, &QTableWidget::itemDoubleClicked, this, [this](QTableWidgetItem* it) {
@@ -196,6 +239,8 @@ void RunBrowser::setDatabase(RunDatabase* database) {
 void RunBrowser::refresh() {
     if (!db_ || !db_->isOpen()) {
         rows_.clear();
+        sweeps_.clear();
+        sweepLinks_.clear();
         populate();
         return;
     }
@@ -212,6 +257,8 @@ void RunBrowser::refresh() {
             r.summary = s;
             next.emplace(s.id, std::move(r));
         }
+        sweeps_ = db_->sweeps();
+        sweepLinks_ = db_->sweepRuns();
         lastError_.clear();
     } catch (const StoreError& e) {
         lastError_ = qs(e.what());
@@ -230,6 +277,7 @@ void RunBrowser::readRow(const RunSummary& s, Row& r) const {
     if (auto info = db_->runInfo(s.id)) {
         r.notes = info->notes;
         r.configJson = info->config_json;
+        r.seed = static_cast<int64_t>(info->seed);
     }
     const std::vector<MetricPoint> reward = db_->metricSeries(s.id, "reward_mean");
     const std::vector<MetricPoint> k3 = db_->metricSeries(s.id, "k3_kl");
@@ -282,6 +330,7 @@ void RunBrowser::populate() {
     fitColumns();
     updateColours();
     applyFilter();
+    populateTree();
     selectRuns(keepSel);
     populating_ = false;
 
@@ -372,22 +421,19 @@ void RunBrowser::updateSummary() {
     summary_->setRuns(db_, runs);
 }
 
-void RunBrowser::applyFilter() {
+bool RunBrowser::matchesFilter(int64_t id) const {
     const QString f = filter_->text().trimmed();
-    for (int r = 0; r < table_->rowCount(); ++r) {
-        bool show = true;
-        if (!f.isEmpty()) {
-            const auto it = rows_.find(idAtRow(r));
-            show = false;
-            if (it != rows_.end()) {
-                const Row& row = it->second;
-                for (const std::string* s : {&row.summary.name, &row.summary.preset, &row.summary.status, &row.notes})
-                    if (qs(*s).contains(f, Qt::CaseInsensitive)) show = true;
-                if (QString::number(it->first) == f) show = true;
-            }
-        }
-        table_->setRowHidden(r, !show);
-    }
+    if (f.isEmpty()) return true;
+    const auto it = rows_.find(id);
+    if (it == rows_.end()) return false;
+    const Row& row = it->second;
+    for (const std::string* s : {&row.summary.name, &row.summary.preset, &row.summary.status, &row.notes})
+        if (qs(*s).contains(f, Qt::CaseInsensitive)) return true;
+    return QString::number(id) == f;
+}
+
+void RunBrowser::applyFilter() {
+    for (int r = 0; r < table_->rowCount(); ++r) table_->setRowHidden(r, !matchesFilter(idAtRow(r)));
 }
 
 QList<int64_t> RunBrowser::runIds() const {
@@ -397,6 +443,7 @@ QList<int64_t> RunBrowser::runIds() const {
 }
 
 QList<int64_t> RunBrowser::selectedRunIds() const {
+    if (groupBy_ != GroupBy::none) return treeSelectedRunIds();
     std::set<int> rowsSel;
     for (const QModelIndex& i : table_->selectionModel()->selectedRows()) rowsSel.insert(i.row());
     QList<int64_t> inRows;
@@ -424,6 +471,7 @@ void RunBrowser::selectRuns(const QList<int64_t>& ids) {
         }
         table_->selectionModel()->select(sel, QItemSelectionModel::Select);
         selectionOrder_ = QList<int64_t>(ids.begin(), ids.end());
+        selectInTree(ids);
     }
     table_->viewport()->update();
     if (!populating_) onSelectionChanged();

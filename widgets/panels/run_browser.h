@@ -13,9 +13,13 @@
 // the run list (cheap when nothing changed: metrics are re-read only for runs
 // whose step count, status or update time moved), keeps the selection and the
 // baseline, and is what the app's poll timer calls; a file opened in the
-// database reloads the table. The source is split: run_browser.cpp (table,
-// selection, diff columns), run_browser_edits.cpp (colours, rename / notes /
-// delete, context menu), config_diff.cpp (the diff panel).
+// database reloads the table. "Group by" shows the runs instead as a tree
+// (widgets/data/run_groups.h): by sweep, then configuration, or by
+// configuration; selecting a group selects its runs. The table stays the full
+// list behind it. The source is split: run_browser.cpp (table, selection,
+// diff columns), run_browser_edits.cpp (colours, rename / notes / delete,
+// context menu), run_browser_groups.cpp (the group tree), config_diff.cpp
+// (the diff panel).
 #pragma once
 
 #include <cstdint>
@@ -32,8 +36,12 @@
 #include "core/store/store.h"
 #include "widgets/panels/metric_summary.h"
 
+class QComboBox;
 class QLabel;
 class QLineEdit;
+class QStackedWidget;
+class QTreeWidget;
+class QTreeWidgetItem;
 class QTableWidget;
 class QTableWidgetItem;
 class QTabWidget;
@@ -60,8 +68,16 @@ public:
         ColumnCount
     };
 
+    enum class GroupBy { none, sweep, configuration };
+    // The group tree's columns.
+    enum TreeColumn { TreeName, TreeId, TreeStatus, TreeSteps, TreeFinalReward, TreeCreated, TreeColumnCount };
+
     explicit RunBrowser(QWidget* parent = nullptr);
     ~RunBrowser() override;
+
+    void setGroupBy(GroupBy g);
+    GroupBy groupBy() const { return groupBy_; }
+    QTreeWidget* groupTree() const { return tree_; }
 
     // Not owned; nullptr clears the table. The pinned baseline is dropped.
     void setDatabase(RunDatabase* database);
@@ -130,6 +146,7 @@ private:
         RunSummary summary;
         std::string notes;
         std::string configJson;
+        int64_t seed = 0;
         Stats stats;
     };
 
@@ -147,6 +164,11 @@ private:
     void editNotes(int64_t id);
     void changeColour(int64_t id);
     void applyFilter();
+    bool matchesFilter(int64_t id) const;
+    void populateTree();
+    QTreeWidgetItem* addTreeRun(QTreeWidgetItem* parent, int64_t id);
+    QList<int64_t> treeSelectedRunIds() const;
+    void selectInTree(const QList<int64_t>& ids);
     int rowOf(int64_t id) const;
     int64_t idAtRow(int row) const;
 
@@ -163,7 +185,15 @@ private:
     QString lastError_;
     QList<int64_t> selectionOrder_;  // selected runs in the order the user selected them
 
+    GroupBy groupBy_ = GroupBy::none;
+    std::vector<SweepInfo> sweeps_;
+    std::vector<SweepRun> sweepLinks_;
+    QStringList collapsed_;  // keys of the groups the user closed
+
     QLineEdit* filter_ = nullptr;
+    QComboBox* groupCombo_ = nullptr;
+    QStackedWidget* views_ = nullptr;  // the table | the group tree
+    QTreeWidget* tree_ = nullptr;
     QLabel* info_ = nullptr;
     QTableWidget* table_ = nullptr;
     ConfigDiffView* diff_ = nullptr;

@@ -125,3 +125,33 @@ TEST(Sweep, ShippedFamiliesExpandToTheirPresets) {
     EXPECT_EQ(expand(sweep_family("is-does-no-harm").spec).size(), 4u);
     EXPECT_NE(error_of([] { sweep_family("nope"); }).find("is-does-no-harm, miles-moe"), std::string::npos);
 }
+
+TEST(Sweep, FromABaseConfigurationIsThePresetsExpansionOverThatBase) {
+    // The workbench's form: a preset changed by hand, swept over one key.
+    Config base = preset_config("r3-tis");
+    apply_set(base, "optim.lr=0.002");
+    SweepSpec s = grid({"correction.is_upper=1.5,5"});
+    s.seeds = 2;
+    const auto c = expand_sweep(s, "r3-tis", base);
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0].preset, "r3-tis");
+    // The hand-made change is kept; the names show only what the grid changes.
+    EXPECT_DOUBLE_EQ(config_get(c[1].config, "optim.lr").get<double>(), 0.002);
+    EXPECT_DOUBLE_EQ(c[1].config.correction.is_upper, 5);
+    EXPECT_EQ(c[1].name, default_run_name("r3-tis", base, c[1].config));
+    EXPECT_EQ(c[1].name.find("lr"), std::string::npos);
+    // Over the preset's own configuration it is the preset sweep, hash included.
+    SweepSpec p = s;
+    p.presets = {"r3-tis"};
+    const auto q = expand(p);
+    const auto b = expand_sweep(s, "r3-tis", preset_config("r3-tis"));
+    EXPECT_EQ(sweep_hash(sweep_identity(q, p)), sweep_hash(sweep_identity(b, s)));
+    // The checks are the preset path's: a bad value names the key, bad seeds the range.
+    EXPECT_NE(error_of([&] { expand_sweep(grid({"correction.is_upper=abc"}), "r3-tis", base); })
+                  .find("correction.is_upper"),
+              std::string::npos);
+    SweepSpec bad;
+    bad.seeds = 0;
+    EXPECT_NE(error_of([&] { expand_sweep(bad, "r3-tis", base); }).find("1 to 1000"), std::string::npos);
+    EXPECT_NE(error_of([&] { expand_sweep(p, "r3-tis", base); }).find("presets"), std::string::npos);
+}

@@ -438,3 +438,33 @@ TEST_F(StoreTest, SweepsAreFoundByHashAndTheirRunsLinkedOnce) {
     // The runs list is as it always was.
     EXPECT_EQ(s.list_runs().size(), 2u);
 }
+
+TEST_F(StoreTest, SweepsAndEveryRunsSlotAreListed) {
+    Store s = Store::open(file("sweep_list.sqlite"));
+    EXPECT_TRUE(s.list_sweeps().empty());
+    EXPECT_TRUE(s.all_sweep_runs().empty());
+    const int64_t one = s.open_sweep("h1", "{\"seeds\":2}"), two = s.open_sweep("h2", "{\"seeds\":1}");
+    const int64_t loose = s.create_run("loose", "default", "{}", 1);
+    const int64_t a = s.create_run("a", "default", "{}", 1, RunStatus::running, SweepRun{two, 0, "x", 1, "[]"});
+    const int64_t b = s.create_run("b", "default", "{}", 1, RunStatus::running, SweepRun{one, 0, "y", 1, "[]"});
+    const int64_t c = s.create_run("c", "default", "{}", 2, RunStatus::running, SweepRun{one, 0, "y", 2, "[]"});
+    const auto sweeps = s.list_sweeps();
+    ASSERT_EQ(sweeps.size(), 2u);
+    EXPECT_EQ(sweeps[0].id, one);
+    EXPECT_EQ(sweeps[0].spec_hash, "h1");
+    EXPECT_EQ(sweeps[0].spec_json, "{\"seeds\":2}");
+    EXPECT_FALSE(sweeps[0].created.empty());
+    EXPECT_EQ(sweeps[1].id, two);
+    const auto links = s.all_sweep_runs();
+    ASSERT_EQ(links.size(), 3u);  // the loose run is in none
+    EXPECT_EQ(links[0].sweep_id, one);
+    EXPECT_EQ(links[0].run_id, b);
+    EXPECT_EQ(links[1].run_id, c);
+    EXPECT_EQ(links[1].seed, 2);
+    EXPECT_EQ(links[2].sweep_id, two);
+    EXPECT_EQ(links[2].run_id, a);
+    for (const auto& l : links) EXPECT_NE(l.run_id, loose);
+    EXPECT_TRUE(sweep_slot_ended("finished"));
+    EXPECT_TRUE(sweep_slot_ended("diverged"));
+    for (const char* st : {"running", "paused", "stopped", "failed", "interrupted"}) EXPECT_FALSE(sweep_slot_ended(st));
+}

@@ -1,0 +1,112 @@
+// The sweep dialog as a user fills it: a bad key or value is refused in place
+// naming the key and what it allows, with Queue disabled and no sweep to
+// queue; a valid grid shows its size and expands as the CLI expands it.
+// Screenshots go to $MLK_SCREENSHOT_DIR when it is set.
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QTest>
+
+#include "core/config/presets.h"
+#include "tests/screenshot.h"
+#include "widgets/panels/sweep_dialog.h"
+
+using namespace mlk;
+
+class SweepDialogTest : public QObject {
+    Q_OBJECT
+
+    static QPushButton* queueButton(SweepDialog& d) {
+        return d.findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok);
+    }
+    // Types into the first setting row, as a user does.
+    static void typeFirstRow(SweepDialog& d, const QString& key, const QString& values) {
+        auto* combo = d.findChildren<QComboBox*>(QStringLiteral("sweepKey")).front();
+        combo->lineEdit()->clear();
+        QTest::keyClicks(combo->lineEdit(), key);
+        auto* edit = d.findChildren<QLineEdit*>(QStringLiteral("sweepValues")).front();
+        edit->clear();
+        QTest::keyClicks(edit, values);
+    }
+
+private slots:
+    void badKeyIsRefusedNamingIt() {
+        SweepDialog d(preset_config("r3-tis"), "r3-tis");
+        d.show();
+        typeFirstRow(d, "correction.is_uper", "2,5");
+        QVERIFY(d.errorText().contains("correction.is_uper"));
+        QVERIFY2(d.errorText().contains("correction.is_upper"), qPrintable(d.errorText()));  // the suggestion
+        QVERIFY(!queueButton(d)->isEnabled());
+        QVERIFY(d.configs().empty());
+        QCOMPARE(d.runCount(), 0);
+        // Queue pressed anyway (a shortcut, a stale enable): nothing is accepted.
+        QTest::mouseClick(queueButton(d), Qt::LeftButton);
+        QCOMPARE(d.result(), int(QDialog::Rejected));
+    }
+
+    void badValueIsRefusedNamingTheKeyAndWhatItAllows() {
+        SweepDialog d(preset_config("r3-tis"), "r3-tis");
+        d.resize(700, 330);
+        d.show();
+        typeFirstRow(d, "correction.is_upper", "1.5,abc");
+        QVERIFY2(d.errorText().contains("correction.is_upper"), qPrintable(d.errorText()));
+        QVERIFY(d.errorText().contains("abc"));
+        QVERIFY(!queueButton(d)->isEnabled());
+        // An enumeration names its allowed values.
+        d.addSetting("correction.is_level", "token,bogus");
+        typeFirstRow(d, "correction.is_upper", "1.5,2");
+        QVERIFY2(d.errorText().contains("correction.is_level"), qPrintable(d.errorText()));
+        QVERIFY(d.errorText().contains("geometric"));
+        QVERIFY(!queueButton(d)->isEnabled());
+        QVERIFY(d.findChild<QLabel*>("sweepError")->isVisible());
+        testing_shots::save(&d, "sweep_dialog_error");
+    }
+
+    void seedsAndDuplicatesAreRefusedToo() {
+        SweepDialog d(Config{}, "default");
+        typeFirstRow(d, "seed", "1,2");
+        QVERIFY2(d.errorText().contains("seed"), qPrintable(d.errorText()));
+        QVERIFY(!d.acceptable());
+        typeFirstRow(d, "optim.lr", "0.001,0.001");
+        QVERIFY(d.errorText().contains("twice"));
+        QVERIFY(!d.acceptable());
+    }
+
+    void validGridShowsItsSizeAndExpandsAsTheCliDoes() {
+        Config base = preset_config("r3-tis");
+        base.rl.steps = 40;
+        SweepDialog d(base, "r3-tis");
+        d.resize(700, 330);
+        d.show();
+        typeFirstRow(d, "is_upper", "");  // searchable: part of the key finds it
+        typeFirstRow(d, "correction.is_upper", "1.5,2,5");
+        d.addSetting("optim.lr", "0.001,0.002");
+        d.setSeeds(4);
+        QVERIFY2(d.errorText().isEmpty(), qPrintable(d.errorText()));
+        QVERIFY(queueButton(d)->isEnabled());
+        QCOMPARE(d.runCount(), 24);
+        QCOMPARE(d.findChild<QLabel*>("sweepSummary")->text(),
+                 QString("6 configurations \u00D7 4 seeds = 24 runs"));
+        // The current value is shown beside the key.
+        QVERIFY(d.findChildren<QLabel*>("sweepKeyNow").front()->text().contains("now"));
+        // The same expansion `sweep --preset r3-tis --grid ... --seeds 4` makes over this base.
+        SweepSpec cli;
+        add_grid_option(cli, "correction.is_upper=1.5,2,5");
+        add_grid_option(cli, "optim.lr=0.001,0.002");
+        cli.seeds = 4;
+        const auto expected = expand_sweep(cli, "r3-tis", base);
+        QCOMPARE(d.configs().size(), expected.size());
+        QCOMPARE(sweep_hash(sweep_identity(d.configs(), d.spec())), sweep_hash(sweep_identity(expected, cli)));
+        testing_shots::save(&d, "sweep_dialog_valid");
+        // Steps override the configuration's.
+        d.setSteps(7);
+        QCOMPARE(d.configs().front().config.rl.steps, 7);
+        QTest::mouseClick(queueButton(d), Qt::LeftButton);
+        QCOMPARE(d.result(), int(QDialog::Accepted));
+    }
+};
+
+QTEST_MAIN(SweepDialogTest)
+#include "sweep_dialog_test.moc"

@@ -1,0 +1,227 @@
+#include "widgets/panels/sweep_dialog.h"
+
+#include <QComboBox>
+#include <QCompleter>
+#include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <cstring>
+
+#include "widgets/data/palette.h"
+
+namespace mlk {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+// The CLI's messages name their option (--grid, --seeds); here the field is
+// in front of the user, so the option's name goes.
+QString fieldMessage(const std::string& what) {
+    QString s = qs(what);
+    for (const char* opt : {"--grid: ", "--seeds: "})
+        if (s.startsWith(QLatin1String(opt))) s = s.mid(static_cast<int>(std::strlen(opt)));
+    if (qs(what).startsWith(QLatin1String("--seeds: "))) s = QObject::tr("Seeds: ") + s;
+    return s;
+}
+
+}  // namespace
+
+SweepDialog::SweepDialog(const Config& base, const QString& preset, QWidget* parent)
+    : QDialog(parent), base_(base), preset_(preset.isEmpty() ? std::string("custom") : preset.toStdString()) {
+    setWindowTitle(tr("Queue sweep"));
+    setObjectName(QStringLiteral("sweepDialog"));
+    auto* outer = new QVBoxLayout(this);
+    auto* intro = new QLabel(tr("A sweep over the current configuration (<b>%1</b>): every combination of the "
+                                "values below, each run with seeds 1 to N. Values are comma-separated, checked "
+                                "as <tt>sweep --grid key=v1,v2</tt> checks them.")
+                                 .arg(qs(preset_).toHtmlEscaped()),
+                             this);
+    intro->setWordWrap(true);
+    outer->addWidget(intro);
+
+    rowsLayout_ = new QVBoxLayout;
+    rowsLayout_->setSpacing(4);
+    outer->addLayout(rowsLayout_);
+    auto* add = new QPushButton(tr("Add setting"), this);
+    add->setObjectName(QStringLiteral("addSetting"));
+    connect(add, &QPushButton::clicked, this, [this] { addSetting(); });
+    auto* addRow = new QHBoxLayout;
+    addRow->addWidget(add);
+    addRow->addStretch(1);
+    outer->addLayout(addRow);
+
+    auto* form = new QFormLayout;
+    seeds_ = new QSpinBox(this);
+    seeds_->setObjectName(QStringLiteral("sweepSeeds"));
+    seeds_->setRange(1, kMaxSweepSeeds);
+    seeds_->setValue(3);
+    seeds_->setToolTip(tr("Each configuration runs with seeds 1 to N (1 to %1)").arg(kMaxSweepSeeds));
+    steps_ = new QSpinBox(this);
+    steps_->setObjectName(QStringLiteral("sweepSteps"));
+    const ConfigKey* stepsKey = find_config_key("rl.steps");
+    steps_->setRange(0, stepsKey && stepsKey->max < 1e9 ? static_cast<int>(stepsKey->max) : 1000000);
+    steps_->setSpecialValueText(tr("as configured (%1)").arg(base_.rl.steps));
+    steps_->setToolTip(tr("rl.steps of every run; 0 keeps the configuration's"));
+    form->addRow(tr("Seeds"), seeds_);
+    form->addRow(tr("Steps"), steps_);
+    outer->addLayout(form);
+    connect(seeds_, &QSpinBox::valueChanged, this, [this] { recheck(); });
+    connect(steps_, &QSpinBox::valueChanged, this, [this] { recheck(); });
+
+    summary_ = new QLabel(this);
+    summary_->setObjectName(QStringLiteral("sweepSummary"));
+    QFont f = summary_->font();
+    f.setBold(true);
+    summary_->setFont(f);
+    outer->addWidget(summary_);
+    error_ = new QLabel(this);
+    error_->setObjectName(QStringLiteral("sweepError"));
+    error_->setWordWrap(true);
+    error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    error_->setStyleSheet(QStringLiteral("color: %1").arg(palette::errorTone().ink.name()));
+    outer->addWidget(error_);
+    outer->addStretch(1);
+
+    buttons_ = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+    buttons_->button(QDialogButtonBox::Ok)->setText(tr("Queue"));
+    connect(buttons_, &QDialogButtonBox::accepted, this, [this] {
+        if (acceptable()) accept();
+    });
+    connect(buttons_, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    outer->addWidget(buttons_);
+
+    addSetting();
+    resize(640, sizeHint().height());
+}
+
+void SweepDialog::addSetting(const QString& key, const QString& values) {
+    SettingRow row;
+    row.box = new QWidget(this);
+    auto* h = new QHBoxLayout(row.box);
+    h->setContentsMargins(0, 0, 0, 0);
+    row.key = new QComboBox(row.box);
+    row.key->setObjectName(QStringLiteral("sweepKey"));
+    row.key->setEditable(true);
+    row.key->setInsertPolicy(QComboBox::NoInsert);
+    row.key->setMinimumContentsLength(26);
+    for (const ConfigKey& k : config_schema()) {
+        if (k.key == "seed") continue;  // the seeds are their own field
+        row.key->addItem(qs(k.key));
+        row.key->setItemData(row.key->count() - 1, qs(k.tooltip()), Qt::ToolTipRole);
+    }
+    // Searchable: typing any part of a key ("is_upper") finds it.
+    row.key->completer()->setFilterMode(Qt::MatchContains);
+    row.key->completer()->setCompletionMode(QCompleter::PopupCompletion);
+    row.key->lineEdit()->setPlaceholderText(tr("setting key, e.g. correction.is_upper"));
+    row.key->setCurrentIndex(-1);
+    row.key->setEditText(key);
+    row.current = new QLabel(row.box);
+    row.current->setObjectName(QStringLiteral("sweepKeyNow"));
+    row.current->setStyleSheet(QStringLiteral("color: %1").arg(palette::secondaryText().name()));
+    row.current->setMinimumWidth(150);
+    row.values = new QLineEdit(values, row.box);
+    row.values->setObjectName(QStringLiteral("sweepValues"));
+    row.values->setPlaceholderText(tr("v1,v2,..."));
+    auto* remove = new QToolButton(row.box);
+    remove->setText(QStringLiteral("\u2212"));
+    remove->setToolTip(tr("Remove this setting from the sweep"));
+    h->addWidget(row.key, 3);
+    h->addWidget(row.current, 2);
+    h->addWidget(row.values, 3);
+    h->addWidget(remove);
+    rowsLayout_->addWidget(row.box);
+    rows_.append(row);
+    QWidget* box = row.box;
+    connect(row.key, &QComboBox::editTextChanged, this, [this, box] {
+        for (SettingRow& r : rows_)
+            if (r.box == box) describeKey(r);
+        recheck();
+    });
+    connect(row.values, &QLineEdit::textChanged, this, [this] { recheck(); });
+    connect(remove, &QToolButton::clicked, this, [this, box] {
+        for (int i = 0; i < rows_.size(); ++i)
+            if (rows_[i].box == box) rows_.removeAt(i);
+        box->deleteLater();
+        recheck();
+    });
+    describeKey(rows_.back());
+    recheck();
+}
+
+void SweepDialog::setSeeds(int seeds) { seeds_->setValue(seeds); }
+void SweepDialog::setSteps(int steps) { steps_->setValue(steps); }
+
+void SweepDialog::describeKey(SettingRow& row) {
+    const std::string key = row.key->currentText().trimmed().toStdString();
+    const ConfigKey* k = find_config_key(key);
+    if (!k) {
+        row.current->clear();
+        row.current->setToolTip({});
+        row.values->setPlaceholderText(tr("v1,v2,..."));
+        return;
+    }
+    row.current->setText(tr("now %1 \u00B7 %2").arg(qs(config_value_text(base_, key)), qs(k->range_text())));
+    row.current->setToolTip(qs(k->tooltip()));
+    row.values->setPlaceholderText(k->type == ValueType::enumeration || k->type == ValueType::boolean
+                                       ? qs(k->range_text()).remove(QLatin1Char(' '))
+                                       : tr("v1,v2,..."));
+}
+
+void SweepDialog::recheck() {
+    QString error;
+    SweepSpec spec;
+    spec.seeds = seeds_->value();
+    spec.steps = steps_->value();
+    std::vector<SweepConfig> configs;
+    try {
+        for (const SettingRow& r : rows_) {
+            const QString key = r.key->currentText().trimmed(), values = r.values->text().trimmed();
+            if (key.isEmpty() && values.isEmpty()) continue;  // a row not filled in yet
+            if (key.isEmpty()) throw ConfigError(tr("values '%1' have no setting key; allowed: a key from the list")
+                                                     .arg(values)
+                                                     .toStdString());
+            if (!find_config_key(key.toStdString()) && key != QLatin1String("seed")) {
+                // apply_set names the key and suggests the nearest ones.
+                Config probe = base_;
+                apply_set(probe, key.toStdString() + "=" + values.section(',', 0, 0).toStdString());
+            }
+            add_grid_option(spec, (key + QLatin1Char('=') + values).toStdString());
+        }
+        configs = expand_sweep(spec, preset_, base_);
+    } catch (const ConfigError& e) {
+        error = fieldMessage(e.what());
+        configs.clear();
+    }
+    spec_ = spec;
+    configs_ = std::move(configs);
+    error_->setText(error);
+    error_->setVisible(!error.isEmpty());
+    summary_->setText(summaryText());
+    buttons_->button(QDialogButtonBox::Ok)->setEnabled(acceptable());
+}
+
+QString SweepDialog::errorText() const { return error_->text(); }
+
+QString SweepDialog::summaryText() const {
+    if (configs_.empty()) return tr("Nothing to queue until the sweep is valid");
+    const int n = static_cast<int>(configs_.size());
+    return tr("%1 %2 \u00D7 %3 %4 = %5 %6")
+        .arg(n)
+        .arg(n == 1 ? tr("configuration") : tr("configurations"))
+        .arg(spec_.seeds)
+        .arg(spec_.seeds == 1 ? tr("seed") : tr("seeds"))
+        .arg(runCount())
+        .arg(runCount() == 1 ? tr("run") : tr("runs"));
+}
+
+bool SweepDialog::acceptable() const { return !configs_.empty() && errorText().isEmpty(); }
+
+}  // namespace mlk
