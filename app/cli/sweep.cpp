@@ -38,11 +38,6 @@ std::string eta_text(double seconds) {
     return buf;
 }
 
-// A run that ended and is kept as it is; the others are run again.
-bool ended(const std::string& status) {
-    return status == run_status_name(RunStatus::finished) || status == run_status_name(RunStatus::diverged);
-}
-
 int list_families(bool json) {
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
     for (const auto& f : sweep_families()) {
@@ -210,7 +205,7 @@ int cmd_sweep(const Argv& argv) {
             if (slot != slots.end()) {
                 id = slot->second;
                 const std::optional<RunInfo> info = store.run_info(id);
-                if (info && ended(info->status)) action = "skipped (" + info->status + " before)";
+                if (info && sweep_slot_ended(info->status)) action = "skipped (" + info->status + " before)";
                 else if (info && (info->status == "running" || info->status == "paused"))
                     action = "skipped (another process is writing it)";
                 else if (!info) id = 0;  // deleted since: run it anew
@@ -249,7 +244,7 @@ int cmd_sweep(const Argv& argv) {
             RunOutcome o;
             o.status = "failed";
             if (id) o = stored_run_outcome(store, id, th);
-            if (!ended(o.status)) ++failed;
+            if (!sweep_slot_ended(o.status)) ++failed;
             const double eta = ran ? run_seconds / ran * (total - done) : NAN;
             if (json) {
                 std::cout << nlohmann::ordered_json{{"run_id", id ? nlohmann::json(id) : nlohmann::json()},
