@@ -127,6 +127,12 @@ struct SweepRun {
     std::string tags;  // JSON array of strings: the configuration's name, "seed=N"
 };
 
+// A sweep as the store keeps it (list_sweeps).
+struct SweepInfo {
+    int64_t id = 0;
+    std::string spec_hash, spec_json, created;
+};
+
 class Store {
 public:
     // Current schema version (PRAGMA user_version after open()).
@@ -204,6 +210,7 @@ public:
     std::optional<std::string> sweep_spec_json(int64_t sweep_id);  // as open_sweep stored it
     void add_sweep_run(const SweepRun& r);
     std::vector<SweepRun> sweep_runs(int64_t sweep_id);  // by run id
+    std::vector<SweepInfo> list_sweeps();                // by id
 
     struct Impl;  // opaque: the connection, statement cache and mutex
 

@@ -62,4 +62,12 @@ std::vector<SweepRun> Store::sweep_runs(int64_t sweep_id) {
     return out;
 }
 
+std::vector<SweepInfo> Store::list_sweeps() {
+    std::lock_guard lock(impl_->mu);
+    Query q(*impl_, "SELECT id, spec_hash, spec_json, created FROM sweeps ORDER BY id");
+    std::vector<SweepInfo> out;
+    while (q.row()) out.push_back({q.i64(0), q.text(1), q.text(2), q.text(3)});
+    return out;
+}
+
 }  // namespace mlk
