@@ -16,6 +16,7 @@
 
 #include "core/store/sweep_summary.h"
 #include "widgets/data/palette.h"
+#include "widgets/data/sweep_text.h"
 #include "widgets/report/report_builder.h"
 
 namespace mlk {
@@ -27,8 +28,6 @@ using report_detail::qs;
 namespace {
 
 const QString kDash = QStringLiteral("\u2014");
-
-QString signed_num(double v) { return (v >= 0 ? QStringLiteral("+") : QString()) + num(v, 3); }
 
 // Per configuration: its colour on the charts (the seed group's, its first
 // run's) and where its runs sit in the Builder.
@@ -47,7 +46,7 @@ QString settings_text(const nlohmann::ordered_json& differs) {
 QString verdict_td(const Verdict& v) {
     const QString cls = !v.evaluated ? QStringLiteral("na") : v.detected ? QStringLiteral("yes") : QStringLiteral("no");
     return QStringLiteral("<td title=\"%1\"><span class=\"%2\">%3</span></td>")
-        .arg(esc(v.detail), cls, esc(sweep_verdict_cell(v)));
+        .arg(esc(v.detail), cls, esc(sweepVerdictCell(v)));
 }
 
 class SweepSections {
@@ -101,8 +100,8 @@ public:
             const bool mostly = n > 0 && 2 * c.collapsed >= n;
             auto delta = [&](double d, const Interval& ci) {
                 if (c.baseline) return QStringLiteral("<td>(baseline)</td>");
-                const QString t = two_lines(esc(sweep_delta_text(d, ci)), QStringLiteral(" ["));
-                if (!sweep_delta_significant(ci)) return QStringLiteral("<td class=\"num\">%1</td>").arg(t);
+                const QString t = two_lines(esc(sweepDeltaText(d, ci)), QStringLiteral(" ["));
+                if (!sweepDeltaSignificant(ci)) return QStringLiteral("<td class=\"num\">%1</td>").arg(t);
                 const QColor ink = d > 0 ? palette::okTone().ink : bad.ink;
                 return QStringLiteral("<td class=\"num\"><b style=\"color:%1\">%2</b></td>").arg(ink.name(), t);
             };
@@ -121,9 +120,9 @@ public:
                      .arg(c.diverged)
                      .arg(c.blown_up)
                      .arg(c.warned)
-                     .arg(two_lines(esc(sweep_spread_text(c.final_reward)), QStringLiteral(" \u00b1 ")),
-                          two_lines(esc(sweep_spread_text(c.best_reward)), QStringLiteral(" \u00b1 ")),
-                          two_lines(esc(sweep_spread_text(c.auc)), QStringLiteral(" \u00b1 ")),
+                     .arg(two_lines(esc(sweepSpreadText(c.final_reward)), QStringLiteral(" \u00b1 ")),
+                          two_lines(esc(sweepSpreadText(c.best_reward)), QStringLiteral(" \u00b1 ")),
+                          two_lines(esc(sweepSpreadText(c.auc)), QStringLiteral(" \u00b1 ")),
                           std::isfinite(c.median_collapse_step) ? num(c.median_collapse_step, 4) : kDash);
             h += delta(c.delta_final, c.delta_final_ci) + delta(c.delta_auc, c.delta_auc_ci) + QStringLiteral("</tr>\n");
         }
@@ -191,30 +190,6 @@ private:
 };
 
 }  // namespace
-
-QString sweep_spread_text(const Spread& s) {
-    if (s.n == 0 || !std::isfinite(s.mean)) return kDash;
-    if (s.n < 2 || !std::isfinite(s.std)) return num(s.mean, 3);
-    return num(s.mean, 3) + QStringLiteral(" \u00b1 ") + num(s.std, 2);
-}
-
-bool sweep_delta_significant(const Interval& ci) {
-    return std::isfinite(ci.lo) && std::isfinite(ci.hi) && (ci.lo > 0 || ci.hi < 0);
-}
-
-QString sweep_delta_text(double d, const Interval& ci) {
-    if (!std::isfinite(d)) return kDash;
-    QString t = signed_num(d);
-    if (std::isfinite(ci.lo) && std::isfinite(ci.hi))
-        t += QStringLiteral(" [") + signed_num(ci.lo) + QStringLiteral(", ") + signed_num(ci.hi) + QStringLiteral("]");
-    return t;
-}
-
-QString sweep_verdict_cell(const Verdict& v) {
-    if (!v.evaluated) return kDash;
-    if (!v.detected) return QStringLiteral("no");
-    return v.step >= 0 ? QStringLiteral("yes (step %1)").arg(v.step) : QStringLiteral("yes");
-}
 
 Report build_sweep_report(Store& store, const SweepReportRequest& req) {
     if (!qobject_cast<QApplication*>(QCoreApplication::instance()))

@@ -15,7 +15,7 @@
 //
 // Every number comes from summarize_sweep (core/store/sweep_summary.h) and
 // goes through value_text; the sweep table in the workbench shows the same
-// text (the helpers below).
+// text (widgets/data/sweep_text.h).
 #pragma once
 
 #include <QDateTime>
@@ -25,7 +25,6 @@
 #include <optional>
 #include <string>
 
-#include "core/metrics/sweep_stats.h"
 #include "core/store/store.h"
 #include "widgets/report/report.h"
 
@@ -44,15 +43,5 @@ struct SweepReportRequest {
 // unknown sweep or baseline, or a sweep without a stored run. Needs a
 // QApplication (charts).
 Report build_sweep_report(Store& store, const SweepReportRequest& req);
-
-// The sweep table's text, one way in the report and the workbench.
-// "0.512 ± 0.12" (the sd over seeds; "0.512" with one seed, "—" with none).
-QString sweep_spread_text(const Spread& s);
-// "+0.21 [+0.12, +0.30]"; "—" where undefined.
-QString sweep_delta_text(double delta, const Interval& ci);
-// The interval excludes 0: the difference is more than seed noise.
-bool sweep_delta_significant(const Interval& ci);
-// A run's verdict in a cell: "yes (step 40)", "no", "—" (not evaluated).
-QString sweep_verdict_cell(const Verdict& v);
 
 }  // namespace mlk

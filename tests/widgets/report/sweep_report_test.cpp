@@ -25,6 +25,7 @@
 #include "core/store/sweep_summary.h"
 #include "widgets/charts/report_charts.h"
 #include "widgets/data/palette.h"
+#include "widgets/data/sweep_text.h"
 #include "widgets/report/report_sweep.h"
 
 using namespace mlk;
@@ -122,11 +123,11 @@ void SweepReportTest::htmlHoldsTheVerdictTable() {
         QString row = QRegularExpression::escape(name) + ".*?" + QStringLiteral("%1/%2").arg(c.runs.size()).arg(sum.seeds);
         for (int n : {c.collapsed, c.diverged, c.blown_up, c.warned}) row += QStringLiteral(".*?>%1<").arg(n);
         for (const Spread* sp : {&c.final_reward, &c.best_reward, &c.auc})
-            row += ".*?" + QRegularExpression::escape(sweep_spread_text(*sp).toHtmlEscaped().replace(
+            row += ".*?" + QRegularExpression::escape(sweepSpreadText(*sp).toHtmlEscaped().replace(
                                QStringLiteral(" \u00b1 "), QStringLiteral("<br/>\u00b1 ")));
         row += ".*?" + (c.baseline ? QStringLiteral("\\(baseline\\)")
                                    : QRegularExpression::escape(
-                                         sweep_delta_text(c.delta_final, c.delta_final_ci)
+                                         sweepDeltaText(c.delta_final, c.delta_final_ci)
                                              .replace(QStringLiteral(" ["), QStringLiteral("<br/>["))));
         QVERIFY2(QRegularExpression(row).match(h).hasMatch(), qPrintable(row));
         // Each configuration in its seed group's colour: its first run's.
