@@ -30,6 +30,8 @@ const char* kUsage =
 #ifdef MLK_WITH_REPORTS
     "  report RUN [RUN ...] --db FILE --out FILE.html|FILE.pdf [--baseline RUN] [--step N] [--metric NAME ...]\n"
     "         [--title TEXT] [--appendix] [--verdict key=value ...]\n"
+    "  report --sweep SWEEP --db FILE --out FILE.html|FILE.pdf [--baseline CONFIG] [--title TEXT]\n"
+    "         [--verdict key=value ...]\n"
 #endif
     "presets: a model preset (dense-tiny, moe-tiny, dense-small, moe-small, dense-deep, moe-deep) or an RL\n"
     "         preset (see `presets`); model.* settings change single dimensions (model.num_layers=8, ...)\n"

@@ -2,6 +2,9 @@
 //  [--step N] [--metric NAME ...] [--title TEXT] [--appendix]`:
 // a thin argument layer over widgets/report/report.h. The first run is the
 // baseline unless --baseline names one; --step defaults to each run's last step.
+// `report --sweep ID --db FILE --out FILE [--baseline CONFIG] [--title TEXT]
+//  [--verdict key=value ...]`: a sweep's report (widgets/report/report_sweep.h),
+// the first configuration the baseline unless --baseline names one.
 #include <QApplication>
 #include <QtGlobal>
 
@@ -12,18 +15,56 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "widgets/report/report.h"
+#include "widgets/report/report_sweep.h"
 
 namespace mlk::cli {
 
+namespace {
+
+// Charts are drawn offscreen: a report needs no display.
+std::unique_ptr<QApplication> report_application() {
+    if (QCoreApplication::instance()) return nullptr;
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+    static int argc = 1;
+    static char name[] = "mismatch-lab-cli";
+    static char* args[] = {name, nullptr};
+    return std::make_unique<QApplication>(argc, args);
+}
+
+int sweep_report(const Args& a) {
+    for (const char* o : {"--step", "--metric", "--appendix"})
+        if (a.has(o)) throw UsageError(std::string("--sweep: ") + o + " is for run reports; not allowed with --sweep");
+    if (!a.positional.empty())
+        throw UsageError("--sweep: reports a whole sweep; RUN ids (" + a.positional.front() + ") are not allowed with it");
+    SweepReportRequest req;
+    req.sweep_id = parse_integer("--sweep", a.get("--sweep"), 1, INT64_MAX);
+    req.baseline = a.get("--baseline");
+    req.title = a.get("--title");
+    req.thresholds = parse_verdict_options(a);
+    const std::string out = output_file_option(a, "--out");
+    if (!report_extension_ok(out))
+        throw UsageError("--out: '" + out + "' has an unknown extension; allowed: .html, .htm, .pdf");
+    Store store = open_existing_store(a);
+    const std::unique_ptr<QApplication> app = report_application();
+    const Report rep = build_sweep_report(store, req);  // bad input throws before anything is written
+    save_report(rep, out);
+    std::printf("wrote %s (sweep %lld, %d chart(s), %zu data file(s))\n", out.c_str(), (long long)req.sweep_id,
+                rep.images, rep.attachments.size());
+    return 0;
+}
+
+}  // namespace
+
 int cmd_report(const Argv& argv) {
     Spec spec;
-    spec.values = {"--db", "--out", "--baseline", "--step", "--metric", "--title", "--verdict"};
+    spec.values = {"--db", "--out", "--baseline", "--step", "--metric", "--title", "--verdict", "--sweep"};
     spec.repeatable = {"--metric", "--verdict"};
     spec.flags = {"--appendix"};
     spec.positional = "RUN ids";
-    spec.min_positional = 1;
     spec.max_positional = 1000;
     const Args a = parse_args(argv, spec);
+    if (a.has("--sweep")) return sweep_report(a);
+    if (a.positional.empty()) throw UsageError("expected a RUN id or --sweep ID (see `mismatch-lab-cli runs`)");
     ReportRequest req;
     for (const auto& p : a.positional) req.runs.push_back(parse_run_id("RUN", p));
     if (a.has("--baseline")) req.baseline = parse_run_id("--baseline", a.get("--baseline"));
@@ -37,15 +78,7 @@ int cmd_report(const Argv& argv) {
         throw UsageError("--out: '" + out + "' has an unknown extension; allowed: .html, .htm, .pdf");
     Store store = open_existing_store(a);
 
-    std::unique_ptr<QApplication> app;
-    if (!QCoreApplication::instance()) {
-        // Charts are drawn offscreen: a report needs no display.
-        if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-        static int argc = 1;
-        static char name[] = "mismatch-lab-cli";
-        static char* args[] = {name, nullptr};
-        app = std::make_unique<QApplication>(argc, args);
-    }
+    const std::unique_ptr<QApplication> app = report_application();
     const Report rep = build_report(store, req);
     save_report(rep, out);
     for (const auto& n : rep.notes) std::fprintf(stderr, "note: %s\n", n.c_str());

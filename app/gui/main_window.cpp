@@ -33,6 +33,7 @@
 #include "widgets/panels/drilldown.h"
 #include "widgets/report/report.h"
 #include "widgets/panels/run_browser.h"
+#include "widgets/panels/sweep_table.h"
 #include "widgets/data/run_data.h"
 #include "widgets/data/run_database.h"
 
@@ -189,6 +190,7 @@ void MainWindow::buildUi() {
     connect(browser_, &RunBrowser::runsDeleted, this, [this](const QList<int64_t>& ids) {
         if (ids.contains(drill_->runId())) drill_->clear();
     });
+    buildSweepsDock();
     browserRefresh_ = new QTimer(this);
     browserRefresh_->setSingleShot(true);
     browserRefresh_->setInterval(750);
@@ -282,6 +284,7 @@ void MainWindow::buildMenus() {
     // A closed dock comes back from here.
     view->addAction(formDock_->toggleViewAction());
     view->addAction(runsDock_->toggleViewAction());
+    view->addAction(sweepsDock_->toggleViewAction());
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("About Mismatch Lab"), this, [this] {
@@ -453,6 +456,7 @@ void MainWindow::exportReport() {
                                                 "way."),
                                              QMessageBox::Yes | QMessageBox::No, QMessageBox::No) == QMessageBox::Yes;
         if (drill_->runId() > 0 && drill_->step() >= 0) req.step = drill_->step();
+        req.verdicts = sweeps_->thresholds();
         save_report(build_report(*db_->store(), req), path.toStdString());
         rememberExportFolder(path);
         showStatus(tr("Wrote %1").arg(path), 6000);

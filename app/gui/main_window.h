@@ -31,6 +31,7 @@ class RunBrowser;
 class RunDatabase;
 class RunDataStore;
 class RunWorker;
+class SweepTable;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -64,6 +65,7 @@ public:
     ChartGrid* charts() const { return charts_; }
     RunBrowser* runBrowser() const { return browser_; }
     DrillDown* drillDown() const { return drill_; }
+    SweepTable* sweepTable() const { return sweeps_; }
     RunDatabase* database() const { return db_; }
     RunDataStore* data() const { return data_; }
     RunWorker* worker() const { return worker_; }
@@ -76,6 +78,9 @@ public:
     // What the charts show now, for a report that looks like the screen.
     ReportView reportView(const std::vector<int64_t>& runs) const;
     void showDrillDown(qint64 runId, qint64 step = -1);
+    // The Sweeps panel's sweep, baseline and thresholds as a report drawn
+    // like the screen; false with *error on failure.
+    bool exportSweepReport(const QString& path, QString* error = nullptr);
 
 signals:
     void runFinished(qint64 runId, const QString& status);
@@ -86,6 +91,7 @@ protected:
 private:
     void buildUi();
     void buildMenus();
+    void buildSweepsDock();
     void restoreSettings();
     void saveSettings();
     void addRecent(const QString& path);
@@ -101,6 +107,8 @@ private:
     ChartGrid* charts_ = nullptr;
     RunBrowser* browser_ = nullptr;
     DrillDown* drill_ = nullptr;
+    SweepTable* sweeps_ = nullptr;
+    QDockWidget* sweepsDock_ = nullptr;
     QTabWidget* centre_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QDockWidget *formDock_ = nullptr, *runsDock_ = nullptr;

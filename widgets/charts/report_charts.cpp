@@ -125,14 +125,19 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
                 ys.push_back(p.y);
             }
         }
-    // Smoothed lines and bands are drawn too: their values are in range.
+    // Smoothed lines and bands are drawn too: their values are in range,
+    // and so are their steps (a seed group has no raw line of its own).
     // (On a log axis the floor comes from the raw values alone, as on
     // screen: a smoothed tail decaying towards 0 is raised to it.)
     std::vector<double> drawnYs;
     for (const auto& r : runs)
         for (const auto* line : {&r.smooth, &r.lo, &r.hi})
             for (const auto& p : *line)
-                if (std::isfinite(p.x) && std::isfinite(p.y) && !(logX && p.x <= 0)) drawnYs.push_back(p.y);
+                if (std::isfinite(p.x) && std::isfinite(p.y) && !(logX && p.x <= 0)) {
+                    drawnYs.push_back(p.y);
+                    xlo = std::min(xlo, p.x);
+                    xhi = std::max(xhi, p.x);
+                }
     if (!std::isnan(spec.xMin)) xlo = spec.xMin;
     if (!std::isnan(spec.xMax)) xhi = spec.xMax;
     if (!(xlo <= xhi)) xlo = logX ? 1 : 0, xhi = logX ? 10 : 1;

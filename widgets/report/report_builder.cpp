@@ -204,9 +204,10 @@ QString Builder::head() {
     h += QStringLiteral("<h1>%1</h1>\n").arg(esc(out.title));
     h += QStringLiteral("<p class=\"meta\">Generated %1 by Mismatch Lab %2 from %3. %4</p>\n")
              .arg(esc(date.toString(Qt::ISODate)), esc(QStringLiteral(MLK_VERSION)), esc(store.path()),
-                  runs.size() > 1 ? QStringLiteral("Baseline: %1; %2 run(s) compared against it.")
-                                        .arg(esc(runs[0].label), QString::number(runs.size() - 1))
-                                  : QString());
+                  meta_note        ? esc(*meta_note)
+                  : runs.size() > 1 ? QStringLiteral("Baseline: %1; %2 run(s) compared against it.")
+                                          .arg(esc(runs[0].label), QString::number(runs.size() - 1))
+                                    : QString());
     return h;
 }
 

@@ -33,7 +33,8 @@ std::vector<report::ChartRun> Builder::chart_runs(const std::string& m) {
         if (g != groups.end() && g->second.size() >= 2) {
             // Kept alive for the spans aggregateSeeds reads.
             std::vector<std::vector<double>> steps, values;
-            report::ChartRun band{seedGroupLabel(runs[i].label, int(g->second.size())), runs[i].color, {}};
+            const QString& named = runs[i].group_label.isEmpty() ? runs[i].label : runs[i].group_label;
+            report::ChartRun band{seedGroupLabel(named, int(g->second.size())), runs[i].color, {}};
             for (size_t k : g->second) {
                 drawn.insert(k);
                 std::vector<double> s, v;

@@ -437,6 +437,14 @@ TEST_F(StoreTest, SweepsAreFoundByHashAndTheirRunsLinkedOnce) {
     EXPECT_EQ(runs[0].run_id, c);
     // The runs list is as it always was.
     EXPECT_EQ(s.list_runs().size(), 2u);
+    // Every sweep, by id, as stored (the GUI's sweep picker lists these).
+    const std::vector<SweepInfo> all = s.list_sweeps();
+    ASSERT_EQ(all.size(), 2u);
+    EXPECT_EQ(all[0].id, id);
+    EXPECT_EQ(all[0].spec_hash, "abc");
+    EXPECT_EQ(all[0].spec_json, "{\"seeds\":2}");
+    EXPECT_EQ(all[1].spec_hash, "def");
+    EXPECT_FALSE(all[1].created.empty());
 }
 
 TEST_F(StoreTest, SweepsAndEveryRunsSlotAreListed) {

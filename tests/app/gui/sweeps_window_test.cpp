@@ -1,0 +1,76 @@
+// The Sweeps panel in the window: a tab beside Runs that View brings back,
+// choosing a configuration overlays its runs on the charts as one seed band,
+// and the sweep report exported from the window follows the screen.
+// MLK_SCREENSHOT_DIR keeps window-sweeps.png.
+#include <QApplication>
+#include <QDockWidget>
+#include <QFile>
+#include <QFileInfo>
+#include <QMenu>
+#include <QMenuBar>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTreeWidget>
+
+#include "app/gui/main_window.h"
+#include "tests/screenshot.h"
+#include "tests/widgets/sweep_store.h"
+#include "widgets/charts/chart_grid.h"
+#include "widgets/panels/sweep_table.h"
+
+using namespace mlk;
+
+class SweepsWindowTest : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        QApplication::setOrganizationName("MismatchLabTest");
+        QApplication::setApplicationName(QStringLiteral("Sweeps Window Test %1").arg(QCoreApplication::applicationPid()));
+        QSettings().clear();
+    }
+    void cleanupTestCase() { QFile::remove(QSettings().fileName()); }
+
+    void sweepsTabDrivesTheCharts() {
+        QTemporaryDir d;
+        const QString path = d.path() + "/sweeps.sqlite";
+        {
+            Store s = Store::open(path.toStdString());
+            sweep_fixture::make_sweep(s);
+        }
+        MainWindow w(path);
+        w.resize(1500, 950);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        SweepTable* table = w.sweepTable();
+        QTRY_VERIFY_WITH_TIMEOUT(table->summary().has_value() && !table->busy(), 10000);
+        auto* dock = w.findChild<QDockWidget*>("sweepsDock");
+        QVERIFY(dock);
+        dock->raise();
+        QAction* toggle = nullptr;
+        for (QAction* menu : w.menuBar()->actions())
+            if (menu->text() == "&View")
+                for (QAction* a : menu->menu()->actions())
+                    if (a->text() == "Sweeps") toggle = a;
+        QVERIFY2(toggle, "View > Sweeps");
+
+        // The collapsing configuration: its three seeds, as one band.
+        QTreeWidgetItem* row = table->tree()->topLevelItem(0);
+        row->setExpanded(true);
+        row->setSelected(true);
+        QVERIFY(w.charts()->groupSeeds());
+        QTest::qWait(300);
+        QVERIFY(mlk::testing_shots::save(&w, "window-sweeps"));
+
+        const QString pdf = d.path() + "/sweep.pdf";
+        QString error;
+        QVERIFY2(w.exportSweepReport(pdf, &error), qPrintable(error));
+        QVERIFY(QFileInfo(pdf).size() > 10000);
+    }
+};
+
+QTEST_MAIN(SweepsWindowTest)
+#include "sweeps_window_test.moc"

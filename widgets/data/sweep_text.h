@@ -1,0 +1,21 @@
+// A sweep summary's numbers as text, one way in the workbench's sweep table
+// and the sweep report (the CLI's `sweep --summary` prints the same
+// figures). Every number goes through value_text.
+#pragma once
+
+#include <QString>
+
+#include "core/metrics/sweep_stats.h"
+
+namespace mlk {
+
+// "0.512 ± 0.12" (the sd over seeds; "0.512" with one seed, "—" with none).
+QString sweepSpreadText(const Spread& s);
+// "+0.21 [+0.12, +0.30]"; "—" where undefined.
+QString sweepDeltaText(double delta, const Interval& ci);
+// The interval excludes 0: the difference is more than seed noise.
+bool sweepDeltaSignificant(const Interval& ci);
+// A run's verdict in a cell: "yes (step 40)", "no", "—" (not evaluated).
+QString sweepVerdictCell(const Verdict& v);
+
+}  // namespace mlk
