@@ -84,9 +84,9 @@ public:
         QString h = QStringLiteral("<h2>Verdicts</h2>\n") + report_detail::table_open(QStringLiteral("data")) +
                     QStringLiteral(
                         "<tr><th width=\"15%\">configuration</th><th width=\"5%\">runs</th><th width=\"6%\">coll.</th>"
-                        "<th width=\"5%\">div.</th><th width=\"8%\">blow-up</th><th width=\"8%\">warned</th>"
+                        "<th width=\"5%\">div.</th><th width=\"7%\">blow-up</th><th width=\"6%\">warned</th>"
                         "<th width=\"9%\">final</th><th width=\"8%\">best</th><th width=\"8%\">AUC</th>"
-                        "<th width=\"8%\">coll. at</th><th width=\"10%\">\u0394 final [95% CI]</th>"
+                        "<th width=\"11%\">coll.&#160;at</th><th width=\"10%\">\u0394 final [95% CI]</th>"
                         "<th width=\"10%\">\u0394 AUC [95% CI]</th></tr>\n");
         // Spreads and intervals take two lines: on one the table is wider
         // than the page and squeezes the headers into a letter a line.
