@@ -27,6 +27,8 @@ namespace mlk {
 class ChartGrid;
 class ConfigForm;
 class DrillDown;
+class Glossary;
+class ProbePanel;
 class RunBrowser;
 class RunDatabase;
 class RunDataStore;
@@ -77,6 +79,15 @@ public:
     ReportView reportView(const std::vector<int64_t>& runs) const;
     void showDrillDown(qint64 runId, qint64 step = -1);
 
+    // Teaching (main_window_teach.cpp): Help > Glossary, the Probe dock,
+    // View > Presentation mode (F11; persisted).
+    Glossary* glossary() const { return glossary_; }
+    QDockWidget* glossaryDock() const { return glossaryDock_; }
+    ProbePanel* probePanel() const { return probe_; }
+    QDockWidget* probeDock() const { return probeDock_; }
+    void setPresentationMode(bool on);
+    bool presentationMode() const;
+
 signals:
     void runFinished(qint64 runId, const QString& status);
 
@@ -86,6 +97,7 @@ protected:
 private:
     void buildUi();
     void buildMenus();
+    void buildTeaching();
     void restoreSettings();
     void saveSettings();
     void addRecent(const QString& path);
@@ -113,6 +125,11 @@ private:
     QThread workerThread_;
     RunWorker* worker_ = nullptr;
     bool busy_ = false;
+
+    Glossary* glossary_ = nullptr;
+    ProbePanel* probe_ = nullptr;
+    QDockWidget *glossaryDock_ = nullptr, *probeDock_ = nullptr;
+    QAction* presentationAct_ = nullptr;
 };
 
 }  // namespace mlk
