@@ -43,11 +43,8 @@ std::vector<float> initial_params(const Config& c, const Args& a, ModelConfig* m
         *model_out = ck.model;
         return ck.params;
     }
-    ParamLayout layout = make_param_layout(m);
-    std::vector<float> params(layout.total);
-    init_params(m, layout, params.data(), (uint64_t)c.seed);
     *model_out = m;
-    return params;
+    return probe_initial_params(c);
 }
 
 }  // namespace

@@ -62,6 +62,7 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
     data_->setDatabase(db_);
     buildUi();
     buildMenus();
+    buildTeaching();
 
     worker_ = new RunWorker({}, QString::fromStdString(default_cache_dir()), data_);
     worker_->moveToThread(&workerThread_);

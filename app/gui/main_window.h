@@ -27,6 +27,8 @@ namespace mlk {
 class ChartGrid;
 class ConfigForm;
 class DrillDown;
+class Glossary;
+class ProbePanel;
 class RunBrowser;
 class RunDatabase;
 class RunDataStore;
@@ -82,6 +84,15 @@ public:
     // like the screen; false with *error on failure.
     bool exportSweepReport(const QString& path, QString* error = nullptr);
 
+    // Teaching (main_window_teach.cpp): Help > Glossary, the Probe dock,
+    // View > Presentation mode (F11; persisted).
+    Glossary* glossary() const { return glossary_; }
+    QDockWidget* glossaryDock() const { return glossaryDock_; }
+    ProbePanel* probePanel() const { return probe_; }
+    QDockWidget* probeDock() const { return probeDock_; }
+    void setPresentationMode(bool on);
+    bool presentationMode() const;
+
 signals:
     void runFinished(qint64 runId, const QString& status);
 
@@ -92,6 +103,7 @@ private:
     void buildUi();
     void buildMenus();
     void buildSweepsDock();
+    void buildTeaching();
     void restoreSettings();
     void saveSettings();
     void addRecent(const QString& path);
@@ -121,6 +133,11 @@ private:
     QThread workerThread_;
     RunWorker* worker_ = nullptr;
     bool busy_ = false;
+
+    Glossary* glossary_ = nullptr;
+    ProbePanel* probe_ = nullptr;
+    QDockWidget *glossaryDock_ = nullptr, *probeDock_ = nullptr;
+    QAction* presentationAct_ = nullptr;
 };
 
 }  // namespace mlk

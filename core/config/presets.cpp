@@ -1,23 +1,49 @@
 #include "core/config/presets.h"
 
 #include <algorithm>
+#include <set>
+#include <stdexcept>
 
 namespace mlk {
 
 // Generated at configure time from resources/presets/*.json.
 extern const std::vector<std::pair<const char*, const char*>> kPresetFiles;
 
+Preset parse_preset(const std::string& name, const std::string& text) {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    for (auto it = j.begin(); it != j.end(); ++it)
+        if (it.key() != "description" && it.key() != "group" && it.key() != "config")
+            throw std::logic_error("resources/presets/" + name + ".json: unknown field '" + it.key() +
+                                   "'; allowed: description, group, config");
+    return {name, j.at("description").get<std::string>(), j.value("group", std::string()), j.at("config")};
+}
+
 const std::vector<Preset>& presets() {
     static const std::vector<Preset> all = [] {
         std::vector<Preset> v;
-        for (const auto& [name, text] : kPresetFiles) {
-            nlohmann::json j = nlohmann::json::parse(text);
-            v.push_back({name, j.at("description").get<std::string>(), j.at("config")});
-        }
+        for (const auto& [name, text] : kPresetFiles) v.push_back(parse_preset(name, text));
         std::sort(v.begin(), v.end(), [](const Preset& a, const Preset& b) { return a.name < b.name; });
         return v;
     }();
     return all;
+}
+
+std::string preset_group(const Preset& p) { return p.group.empty() ? kOtherPresetGroup : p.group; }
+
+std::vector<std::string> preset_groups() {
+    // A student meets the basics first, then what each engine does, then the
+    // recipes of each source; the order is a teaching choice, kept here.
+    static const std::vector<std::string> order = {"Basics", "Batch invariance", "Production engines", "FP8",
+                                                   "R3 paper and R2", "Miles", "verl", "ms-swift", "Tasks"};
+    std::set<std::string> present;
+    for (const auto& p : presets()) present.insert(preset_group(p));
+    std::vector<std::string> out;
+    for (const auto& g : order)
+        if (present.erase(g)) out.push_back(g);
+    const bool other = present.erase(kOtherPresetGroup) > 0;
+    out.insert(out.end(), present.begin(), present.end());
+    if (other) out.push_back(kOtherPresetGroup);
+    return out;
 }
 
 const Preset* find_preset(const std::string& name) {

@@ -1,6 +1,8 @@
 // The RL presets of resources/presets/*.json, compiled into the binary so the
 // CLI and the workbench need no installed data files. Each is a partial
-// configuration (missing keys take defaults) with a one-sentence description.
+// configuration (missing keys take defaults) with a one-sentence description
+// and a group: where it comes from (Miles, verl, the R3 paper ...) or what it
+// teaches (batch invariance, FP8), for pickers that list them by group.
 #pragma once
 
 #include <string>
@@ -15,11 +17,25 @@ namespace mlk {
 struct Preset {
     std::string name;
     std::string description;
+    std::string group;      // "" when the file names none (shown under kOtherPresetGroup)
     nlohmann::json config;  // partial, nested
 };
 
-// Sorted by name.
+inline constexpr const char* kOtherPresetGroup = "Other";
+
+// Sorted by name. A preset file holds `description`, `config` and optionally
+// `group`; any other field is refused (a typo such as "gruop" would otherwise
+// silently drop the preset into Other).
 const std::vector<Preset>& presets();
+// Every group of presets() once, in teaching order: the known groups first
+// (basics, then what the engines do, then the sources), then any other group
+// alphabetically, kOtherPresetGroup last.
+std::vector<std::string> preset_groups();
+// One preset file's text as presets() reads it; throws std::logic_error on an
+// unknown field and nlohmann's errors on malformed JSON or a missing field.
+Preset parse_preset(const std::string& name, const std::string& text);
+// The group a preset is listed under (kOtherPresetGroup when it names none).
+std::string preset_group(const Preset& p);
 const Preset* find_preset(const std::string& name);  // nullptr when unknown
 // The full configuration of a preset (defaults filled in); throws ConfigError
 // naming the allowed presets when unknown.

@@ -1,6 +1,7 @@
 #include "core/rl/probe.h"
 
 #include "core/metrics/catalogue.h"
+#include "core/model/model.h"
 #include "core/model/params.h"
 #include "core/rl/tasks.h"
 
@@ -22,6 +23,14 @@ ProbeResult run_probe(const Config& cfg, const std::vector<float>& params) {
     static_cast<Measurement&>(r) = measure(cfg, rollout, train, params, prompts, hash_u64((uint64_t)cfg.seed, 0x9a0be),
                                            {}, task_environment(*task, drawn, cfg.rl.samples_per_prompt));
     return r;
+}
+
+std::vector<float> probe_initial_params(const Config& cfg) {
+    const ModelConfig m = model_config_of(cfg);
+    const ParamLayout layout = make_param_layout(m);
+    std::vector<float> params(layout.total);
+    init_params(m, layout, params.data(), (uint64_t)cfg.seed);
+    return params;
 }
 
 nlohmann::json probe_summary_json(const ProbeResult& r) {

@@ -21,6 +21,10 @@ struct ProbeResult : Measurement {
 // sequences), rollout with the rollout settings, training forward with the
 // training settings (R3 when moe.routing_replay = R3).
 ProbeResult run_probe(const Config& cfg, const std::vector<float>& params);
+// The weights `probe` uses without --checkpoint: the configured model's
+// initial weights from cfg.seed (so the CLI and the workbench's probe panel
+// measure the same model).
+std::vector<float> probe_initial_params(const Config& cfg);
 
 // The `probe --json` object (keys listed in the README).
 nlohmann::json probe_summary_json(const ProbeResult& r);

@@ -16,6 +16,7 @@
 
 #include "core/metrics/catalogue.h"
 #include "widgets/charts/axis_rules.h"
+#include "widgets/data/metric_help.h"
 
 namespace mlk {
 
@@ -195,6 +196,7 @@ void ChartGrid::refreshMetricChoices() {
     const QString selected = metricChoice_->currentText();
     metricChoice_->clear();
     metricChoice_->addItems(names);
+    for (int i = 0; i < names.size(); ++i) metricChoice_->setItemData(i, metricToolTip(names[i]), Qt::ToolTipRole);
     metricChoice_->setCurrentIndex(names.isEmpty() ? -1 : std::max<qsizetype>(0, names.indexOf(selected)));
     addButton_->setEnabled(!names.isEmpty());
 }

@@ -9,6 +9,7 @@
 
 #include <array>
 
+#include "widgets/charts/chart_style.h"
 #include "widgets/data/palette.h"
 
 namespace mlk {
@@ -86,10 +87,10 @@ void ChartLegend::style(Trace& trace) {
     QColor faint = trace.colour;
     faint.setAlpha(kRawAlpha);
     QPen rawPen(faint);
-    rawPen.setWidthF(kLineWidth);
+    rawPen.setWidthF(kLineWidth * ChartStyle::instance().lineScale());
     trace.raw->setPen(rawPen);
     QPen smoothPen(trace.colour);
-    smoothPen.setWidthF(kLineWidth);
+    smoothPen.setWidthF(kLineWidth * ChartStyle::instance().lineScale());
     trace.smooth->setPen(smoothPen);
     trace.smooth->setName(trace.name);
     trace.legend->setPen(smoothPen);
@@ -137,7 +138,7 @@ void ChartLegend::syncGroups(ChartTraces::GroupChanges& changes) {
                 connect(marker, &QLegendMarker::clicked, this, [this, key = key] { emit groupClicked(key); });
         }
         group.legend->setName(group.name);
-        group.legend->setPen(QPen(group.colour, kLineWidth));
+        group.legend->setPen(QPen(group.colour, kLineWidth * ChartStyle::instance().lineScale()));
         QColor label = view_->palette().color(QPalette::WindowText);
         if (traces_.allHidden(group)) label.setAlpha(90);
         for (QLegendMarker* marker : chart_->legend()->markers(group.legend)) marker->setLabelBrush(label);

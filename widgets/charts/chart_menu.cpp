@@ -16,6 +16,7 @@
 
 #include "widgets/charts/metric_chart.h"
 #include "widgets/data/export_folder.h"
+#include "widgets/data/metric_help.h"
 
 namespace mlk {
 
@@ -108,6 +109,16 @@ QMenu* createChartMenu(MetricChart& chart, QWidget* parent) {
     menu->addAction(QObject::tr("Save as SVG\u2026"), &chart, [&chart] { askSave(chart, true); });
     menu->addSeparator();
     menu->addAction(QObject::tr("Remove chart"), &chart, &MetricChart::removeRequested);
+    menu->addSeparator();
+    // What the metric is: the same text as the title's tooltip, kept open.
+    const QString help = metricToolTip(chart.metric());
+    QAction* about = menu->addAction(QObject::tr("What is %1?").arg(chart.title()), &chart, [&chart, help] {
+        auto* box = new QMessageBox(QMessageBox::Information, chart.title(), help, QMessageBox::Close, &chart);
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->open();
+    });
+    about->setToolTip(help);
+    menu->setToolTipsVisible(true);
     return menu;
 }
 

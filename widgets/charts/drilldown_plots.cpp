@@ -53,6 +53,68 @@ QScatterSeries* buildProbabilityPlot(QChart* chart) {
     return scatter;
 }
 
+LogProbabilityScatter::LogProbabilityScatter(QChart* chart)
+    : chart_(chart), frame_(std::make_shared<AxisFrame>(chart->font())) {
+    // The legend would take a row from a small dock: the title says it.
+    chart_->setTitle(QObject::tr("p_train vs p_roll (log axes); grey: previous probe"));
+    ghost_ = new QScatterSeries;
+    ghost_->setName(QObject::tr("previous probe"));
+    ghost_->setMarkerShape(QScatterSeries::MarkerShapeCircle);
+    ghost_->setMarkerSize(6);
+    QColor grey = palette::neutralInk();
+    grey.setAlpha(70);
+    ghost_->setColor(grey);
+    ghost_->setBorderColor(Qt::transparent);
+    now_ = new QScatterSeries;
+    now_->setName(QObject::tr("this probe"));
+    now_->setMarkerShape(QScatterSeries::MarkerShapeCircle);
+    now_->setMarkerSize(6);
+    QColor tokens = palette::runColour(1);
+    tokens.setAlpha(150);
+    now_->setColor(tokens);
+    now_->setBorderColor(Qt::transparent);
+    diagonal_ = new QLineSeries;
+    diagonal_->setName(QObject::tr("y = x"));
+    QPen dp(palette::neutralInk());
+    dp.setStyle(Qt::DashLine);
+    dp.setWidthF(1.2);
+    diagonal_->setPen(dp);
+    for (QAbstractSeries* s : {static_cast<QAbstractSeries*>(ghost_), static_cast<QAbstractSeries*>(now_),
+                               static_cast<QAbstractSeries*>(diagonal_)})
+        chart_->addSeries(s);  // the ghost under the probe, the diagonal on top
+    chart_->legend()->setVisible(false);
+    addAxisFrame(chart_, frame_);
+    draw({}, {});
+}
+
+void LogProbabilityScatter::draw(const QList<QPointF>& now, const QList<QPointF>& ghost) {
+    double smallest = 1;
+    for (const QList<QPointF>* points : {&now, &ghost})
+        for (const QPointF& p : *points)
+            for (double v : {p.x(), p.y()})
+                if (v > 0 && std::isfinite(v)) smallest = std::min(smallest, v);
+    // Whole decades down to the smallest probability, at least 1e-4, at most
+    // 1e-12 (below that a token is noise either way).
+    floor_ = std::clamp(std::pow(10.0, std::floor(std::log10(smallest))), 1e-12, 1e-4);
+    const auto held = [this](const QList<QPointF>& points) {
+        QList<QPointF> out;
+        out.reserve(points.size());
+        const auto clamp = [this](double v) { return std::isfinite(v) ? std::clamp(v, floor_, 1.0) : floor_; };
+        for (const QPointF& p : points) out.append(QPointF(clamp(p.x()), clamp(p.y())));
+        return out;
+    };
+    ghost_->replace(held(ghost));
+    now_->replace(held(now));
+    diagonal_->replace(QList<QPointF>{{floor_, floor_}, {1, 1}});
+    ghost_->setVisible(!ghost.isEmpty());
+    const AxisScale axis = logAxis(floor_, 1);
+    setHiddenAxes(chart_, axis, axis);
+    frame_->setX(axis, QObject::tr("rollout probability  exp(lp_roll)"));
+    frame_->setY(axis, QObject::tr("training probability  exp(lp_train)"));
+    frame_->fitMargins(chart_);
+    chart_->update();
+}
+
 FtPlotter::FtPlotter(QChart* chart) : chart_(chart), frame_(std::make_shared<AxisFrame>(chart->font())) {
     addAxisFrame(chart_, frame_);
 }

@@ -21,6 +21,7 @@
 
 QT_BEGIN_NAMESPACE
 class QChart;
+class QLineSeries;
 class QScatterSeries;
 QT_END_NAMESPACE
 
@@ -29,6 +30,27 @@ namespace mlk {
 // Sets up `chart` as the probability scatter: both axes 0..1, the diagonal
 // over the tokens; returns the (empty) token series.
 QScatterSeries* buildProbabilityPlot(QChart* chart);
+
+// The probe panel's probability scatter: rollout against training
+// probability on log axes (the small probabilities are where the engines
+// part), the y = x diagonal, and the previous probe as grey "ghost" points
+// under the current ones, for before / after. Probabilities below the axis
+// floor (an underflowed exp) are drawn at it.
+class LogProbabilityScatter {
+public:
+    explicit LogProbabilityScatter(QChart* chart);
+    void draw(const QList<QPointF>& now, const QList<QPointF>& ghost);
+    double floor() const { return floor_; }
+    QScatterSeries* current() const { return now_; }
+    QScatterSeries* ghost() const { return ghost_; }
+
+private:
+    QChart* chart_;
+    std::shared_ptr<AxisFrame> frame_;
+    QScatterSeries *now_ = nullptr, *ghost_ = nullptr;
+    QLineSeries* diagonal_ = nullptr;
+    double floor_ = 1e-6;
+};
 
 // What drawFtPlot drew.
 struct FtPlot {

@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/features.h"
 #include "widgets/charts/chart_legend.h"
+#include "widgets/charts/chart_style.h"
 
 namespace mlk {
 
@@ -85,7 +86,8 @@ LineLayer::DrawnLine LineLayer::prepare(const QList<QPointF>& points, const Mapp
     DrawnLine line;
     mapPoints(points, mapping, line.polyline);
     const std::span<const QPointF> pixels(line.polyline.constData(), std::size_t(line.polyline.size()));
-    line.dense = isDenseInPixels(pixels);
+    // Column spans are one pixel wide: a thicker (presentation) line is stroked.
+    line.dense = ChartStyle::instance().lineScale() <= 1 && isDenseInPixels(pixels);
     if (line.dense) {
         line.spans = columnSpans(pixels);
         line.polyline.clear();
@@ -142,7 +144,7 @@ void LineLayer::render(QRect area, double dpr, const QRectF& plot, const AxisFra
         }
         fillSpanLayers(image_, pending);
         pending.clear();
-        painter.setPen(QPen(colour, ChartLegend::kLineWidth * dpr));
+        painter.setPen(QPen(colour, ChartLegend::kLineWidth * ChartStyle::instance().lineScale() * dpr));
         if (line.polyline.size() == 1) painter.drawPoint(line.polyline.front());
         else if (line.polyline.size() > 1) painter.drawPolyline(line.polyline);
     };
@@ -185,7 +187,7 @@ void LineLayer::paintVectors(QPainter* painter, const QRectF& plot, const AxisFr
     const auto draw = [&](const QList<QPointF>& points, const QColor& colour) {
         if (points.isEmpty()) return;
         mapPoints(points, mapping, polygon);
-        painter->setPen(QPen(colour, ChartLegend::kLineWidth));
+        painter->setPen(QPen(colour, ChartLegend::kLineWidth * ChartStyle::instance().lineScale()));
         if (polygon.size() == 1) painter->drawPoint(polygon.front());
         else painter->drawPolyline(polygon);
     };

@@ -31,6 +31,11 @@ public:
 
     // The next paint renders again (data or axes changed).
     void invalidate() { stale_ = true; }
+    // The line width changed: every line is prepared again.
+    void restyle() {
+        drawn_.clear();
+        stale_ = true;
+    }
     // The lines of `traces` inside `plot` as `frame` maps them.
     void paint(QPainter* painter, const QRectF& plot, const AxisFrame& frame, const ChartTraces& traces);
 

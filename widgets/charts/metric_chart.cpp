@@ -10,6 +10,7 @@
 #include <QMenu>
 #include <QMouseEvent>
 #include <QScatterSeries>
+#include <QToolTip>
 #include <QValueAxis>
 
 #include <algorithm>
@@ -21,6 +22,8 @@
 #include "core/metrics/catalogue.h"
 #include "kernels/cpu/features.h"
 #include "widgets/charts/chart_menu.h"
+#include "widgets/charts/chart_style.h"
+#include "widgets/data/metric_help.h"
 #include "widgets/data/palette.h"
 
 namespace mlk {
@@ -36,15 +39,10 @@ QFont smallerFont(QFont font, double points) {
     return font;
 }
 
-QString catalogueTitle(const QString& metric) {
-    const MetricInfo* info = find_metric(metric.toStdString());
-    return info ? QString::fromUtf8(info->title.data(), qsizetype(info->title.size())) : metric;
-}
-
 }  // namespace
 
 MetricChart::MetricChart(RunDataStore* data, const QString& metric, QWidget* parent)
-    : QChartView(parent), data_(data), metric_(metric), title_(catalogueTitle(metric)) {
+    : QChartView(parent), data_(data), metric_(metric), title_(metricTitle(metric)) {
     buildChart();
     // No antialiasing for the frame: axis and grid lines are axis-aligned (and
     // crisper without it), and antialiased grid lines were ~10% of a zoom
@@ -82,6 +80,13 @@ MetricChart::MetricChart(RunDataStore* data, const QString& metric, QWidget* par
         if (concernsUs) scheduleRedraw();
     });
     connect(data_, &RunDataStore::runsChanged, this, &MetricChart::scheduleRedraw);
+    connect(&ChartStyle::instance(), &ChartStyle::changed, this, [this] {
+        applyFonts();
+        for (auto& [id, trace] : traces_.traces()) legend_->style(trace);
+        lines_.restyle();
+        frame_.fitMargins(chart());
+        scheduleRedraw();
+    });
     scheduleRedraw();
 }
 
@@ -91,17 +96,12 @@ MetricChart::~MetricChart() = default;
 
 void MetricChart::buildChart() {
     QChart* c = chart();
-    QFont titleFont = smallerFont(c->titleFont(), 10);
-    titleFont.setBold(true);
-    c->setTitleFont(titleFont);
     c->setBackgroundRoundness(0);
-    frame_.setFont(smallerFont(c->font(), 8));
     c->setMargins(
         QMargins(AxisFrame::kOuterMargin, AxisFrame::kOuterMargin, AxisFrame::kOuterMargin, AxisFrame::kOuterMargin));
     c->layout()->setContentsMargins(0, 0, 0, 0);
     c->legend()->setAlignment(Qt::AlignBottom);
-    c->legend()->setFont(smallerFont(c->legend()->font(), 8));
-    updateTitle();
+    applyFonts();
 
     legend_ = new ChartLegend(c, traces_, this, this);
     connect(legend_, &ChartLegend::runClicked, this, &MetricChart::runLegendClicked);
@@ -116,6 +116,17 @@ void MetricChart::buildChart() {
 
     plotItem_ = new ChartLayerItem(
         c, [this](QPainter* painter) { paintPlot(painter); }, kPlotZ);
+}
+
+void MetricChart::applyFonts() {
+    const double scale = ChartStyle::instance().fontScale();
+    QChart* c = chart();
+    QFont titleFont = smallerFont(c->titleFont(), 10 * scale);
+    titleFont.setBold(true);
+    c->setTitleFont(titleFont);
+    frame_.setFont(smallerFont(c->font(), 8 * scale));
+    c->legend()->setFont(smallerFont(c->legend()->font(), 8 * scale));
+    updateTitle();
 }
 
 void MetricChart::installYAxis() {
@@ -338,15 +349,19 @@ void MetricChart::updateTitle() {
     // exports and the CLI call the metric); the note on a second line:
     // outside the plot, so it never covers data. (The chart title is rich text.)
     const QString ink = palette::neutralInk().name();
+    const double scale = ChartStyle::instance().fontScale();
     QString title = title_.toHtmlEscaped();
     if (title_ != metric_)
-        title += QStringLiteral(" <span style=\"font-size:8pt; font-weight:normal; color:%1\">%2</span>")
+        title += QStringLiteral(" <span style=\"font-size:%1pt; font-weight:normal; color:%2\">%3</span>")
+                     .arg(8 * scale)
                      .arg(ink, metric_.toHtmlEscaped());
     if (!noteText_.isEmpty())
         title = QStringLiteral(
-                    "<div align=\"center\">%1<br><span style=\"font-size:7pt; font-weight:normal; "
-                    "color:%2\">%3</span></div>")
-                    .arg(title, palette::floorMarker().name(), noteText_.toHtmlEscaped());
+                    "<div align=\"center\">%1<br><span style=\"font-size:%2pt; font-weight:normal; "
+                    "color:%3\">%4</span></div>")
+                    .arg(title)
+                    .arg(7 * scale)
+                    .arg(palette::floorMarker().name(), noteText_.toHtmlEscaped());
     chart()->setTitle(title);
 }
 
@@ -541,6 +556,15 @@ void MetricChart::leaveEvent(QEvent* event) {
 // viewport's: the view's leaveEvent alone left the hover dot behind.
 bool MetricChart::viewportEvent(QEvent* event) {
     if (event->type() == QEvent::Leave) tracker_->clear();
+    // Over the title (above the plot, where the hover read-out has nothing
+    // to say): what the metric is. Qt's scene would otherwise hide the tip.
+    if (event->type() == QEvent::ToolTip) {
+        const auto* help = static_cast<QHelpEvent*>(event);
+        if (mapToScene(help->pos()).y() < chart()->plotArea().top()) {
+            QToolTip::showText(help->globalPos(), metricToolTip(metric_), viewport());
+            return true;
+        }
+    }
     return QChartView::viewportEvent(event);
 }
 

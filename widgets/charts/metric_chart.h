@@ -164,6 +164,7 @@ protected:
 
 private:
     void buildChart();
+    void applyFonts();  // at ChartStyle's scale
     void installYAxis();
     void syncTraces();
     void toggleGroupHidden(const QString& key);

@@ -23,6 +23,7 @@
 #include "widgets/data/palette.h"
 #include "widgets/panels/config_editors.h"
 #include "widgets/panels/footprint_label.h"
+#include "widgets/panels/preset_picker.h"
 
 namespace mlk {
 
@@ -104,10 +105,7 @@ void ConfigForm::buildUi() {
     presetCombo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     presetCombo_->setMinimumContentsLength(12);
     presetCombo_->setToolTip(tr("Load a preset configuration; every setting below can then be changed."));
-    for (const Preset& p : presets()) {
-        presetCombo_->addItem(qs(p.name), qs(p.name));
-        presetCombo_->setItemData(presetCombo_->count() - 1, qs(p.description), Qt::ToolTipRole);
-    }
+    fillPresetPicker(presetCombo_);
     presetLabel->setBuddy(presetCombo_);
     presetRow->addWidget(presetLabel);
     presetRow->addWidget(presetCombo_, 1);

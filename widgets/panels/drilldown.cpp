@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "widgets/data/metric_help.h"
 #include "widgets/data/palette.h"
 
 namespace mlk {
@@ -243,6 +244,11 @@ void DrillDown::buildUi() {
         l->addWidget(bucketsNote_);
         tabs_->addTab(bucketsPage_, tr("By probability"));
     }
+    // Each tab's tooltip: the catalogue's word on the metric it draws.
+    tabs_->setTabToolTip(0, metricToolTip("logp_abs_diff_mean", tr("Each dot a sampled token, off the diagonal by:")));
+    tabs_->setTabToolTip(1, metricToolTip("F@2", tr("The curve F(t) over every t; at t = 2:")));
+    tabs_->setTabToolTip(2, metricToolTip("router_diff_router"));
+    tabs_->setTabToolTip(4, metricToolTip("lowp_k3_share@0", tr("The K3 KL share of each decade; the lowest:")));
 
     clear();
 }

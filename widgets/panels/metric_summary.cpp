@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/metrics/run_stats.h"
+#include "widgets/data/metric_help.h"
 #include "widgets/data/run_data.h"
 #include "widgets/data/run_database.h"
 #include "widgets/panels/number_cell.h"
@@ -127,7 +128,10 @@ void MetricSummary::reload() {
     choice_->clear();
     for (const std::string& name : names) choice_->addItem(QString::fromStdString(name));
     if (choice_->findText(metric_) < 0) choice_->addItem(metric_);
+    for (int i = 0; i < choice_->count(); ++i)
+        choice_->setItemData(i, metricToolTip(choice_->itemText(i)), Qt::ToolTipRole);
     choice_->setCurrentText(metric_);
+    choice_->setToolTip(metricToolTip(metric_, tr("The metric summarised for each run:")));
 }
 
 }  // namespace mlk

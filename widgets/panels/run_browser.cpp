@@ -21,6 +21,7 @@
 
 #include "core/config/config.h"
 #include "core/metrics/run_stats.h"
+#include "widgets/data/metric_help.h"
 #include "widgets/data/palette.h"
 #include "widgets/data/run_data.h"
 #include "widgets/data/run_database.h"
@@ -114,10 +115,10 @@ void RunBrowser::buildUi() {
     table_->setHorizontalHeaderLabels({tr("ID"), QString(), tr("Name"), tr("Status"), tr("Preset"), tr("Steps"),
                                        tr("Final reward"), tr("Best reward"), tr("Mean K3 KL"), tr("Created")});
     table_->horizontalHeaderItem(ColColour)->setToolTip(tr("Run colour in every chart (right-click to change)"));
-    table_->horizontalHeaderItem(ColFinalReward)->setToolTip(tr("reward_mean at the last step"));
-    table_->horizontalHeaderItem(ColBestReward)->setToolTip(tr("Highest finite reward_mean of any step"));
-    table_->horizontalHeaderItem(ColMeanK3)->setToolTip(
-        tr("Mean over steps of k3_kl, the K3 estimate of KL(rollout || training); 0 = truly on-policy"));
+    table_->horizontalHeaderItem(ColFinalReward)->setToolTip(metricToolTip("reward_mean", tr("At the last step:")));
+    table_->horizontalHeaderItem(ColBestReward)
+        ->setToolTip(metricToolTip("reward_mean", tr("Highest finite value of any step:")));
+    table_->horizontalHeaderItem(ColMeanK3)->setToolTip(metricToolTip("k3_kl", tr("Mean over the run's steps of:")));
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
     table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
     table_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |

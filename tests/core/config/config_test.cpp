@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -484,4 +485,22 @@ TEST(Config, EveryBadKeyIsNamedAtOnce) {
     } catch (const ConfigError& e) {
         EXPECT_NE(std::string(e.what()).find("and 2 more"), std::string::npos) << e.what();
     }
+}
+
+// The preset picker lists presets by group: every shipped preset names one,
+// the groups come in their teaching order, and a preset file with an unknown
+// field is refused (a misspelt "group" must not pass silently).
+TEST(Presets, EveryPresetHasAGroupAndFilesAreReadStrictly) {
+    const std::vector<std::string> groups = preset_groups();
+    ASSERT_FALSE(groups.empty());
+    EXPECT_EQ(groups.front(), "Basics");
+    for (const Preset& p : presets()) {
+        EXPECT_FALSE(p.group.empty()) << p.name;
+        EXPECT_NE(std::find(groups.begin(), groups.end(), p.group), groups.end()) << p.name;
+    }
+    EXPECT_EQ(std::find(groups.begin(), groups.end(), std::string(kOtherPresetGroup)), groups.end());
+    const Preset ok = parse_preset("x", R"({"description": "d", "group": "G", "config": {}})");
+    EXPECT_EQ(ok.group, "G");
+    EXPECT_EQ(parse_preset("y", R"({"description": "d", "config": {}})").group, "");
+    EXPECT_THROW(parse_preset("z", R"({"description": "d", "gruop": "G", "config": {}})"), std::logic_error);
 }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/metrics/catalogue.h"
+#include "core/metrics/glossary.h"
 #include "core/metrics/run_stats.h"
 
 using namespace mlk;
@@ -118,3 +119,29 @@ TEST(RunStats, ValueTextIsOneFormat) {
 }
 
 }  // namespace
+
+// Every metric the workbench shows carries its explanation (tooltips, the
+// glossary): a row without one would show an empty tooltip.
+TEST(Catalogue, EveryMetricHasAMeaningAndAFormula) {
+    for (const MetricInfo& m : metric_catalogue()) {
+        EXPECT_FALSE(m.title.empty()) << m.name;
+        EXPECT_FALSE(m.meaning.empty()) << m.name;
+        EXPECT_FALSE(m.formula.empty()) << m.name;
+        EXPECT_FALSE(m.group.empty()) << m.name;
+    }
+}
+
+TEST(Glossary, NamesTheKeyTermsOnceEachWithADefinition) {
+    std::set<std::string_view> terms;
+    for (const GlossaryTerm& t : glossary_terms()) {
+        EXPECT_TRUE(terms.insert(t.term).second) << t.term;
+        EXPECT_GT(t.definition.size(), 40u) << t.term;
+        // A "see" names a metric or a setting that exists.
+        if (!t.see.empty() && t.see.find('.') == std::string_view::npos) EXPECT_NE(find_metric(t.see), nullptr) << t.see;
+    }
+    for (std::string_view must : {"K3 KL", "F(t)", "TIS (truncated importance sampling)", "MIS (masked importance sampling)",
+                                  "Geometric rejection", "IcePop", "R3 (Rollout Routing Replay)",
+                                  "R2 (routing replay of the old policy)", "Batch-invariant kernels", "Rounding point",
+                                  "Numerics profile", "FP8"})
+        EXPECT_TRUE(terms.count(must)) << must;
+}

@@ -1,0 +1,114 @@
+// The window's teaching wiring (main_window_teach.cpp): Help > Glossary
+// first in Help, View > Probe starting from the form's configuration, and
+// View > Presentation mode (F11) scaling the application font and the charts
+// and going back cleanly, persisted. MLK_SCREENSHOT_DIR=<dir> saves
+// window_presentation.png and window_probe.png.
+#include <QAction>
+#include <QApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileInfo>
+#include <QMenuBar>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "app/gui/main_window.h"
+#include "core/metrics/run_stats.h"
+#include "tests/screenshot.h"
+#include "widgets/charts/chart_style.h"
+#include "widgets/panels/config_form.h"
+#include "widgets/panels/probe_panel.h"
+
+using namespace mlk;
+
+namespace {
+
+QAction* actionIn(QMainWindow& w, const QString& menu, const QString& text) {
+    for (QAction* m : w.menuBar()->actions())
+        if (m->menu() && m->text() == menu)
+            for (QAction* a : m->menu()->actions())
+                if (a->text() == text) return a;
+    return nullptr;
+}
+
+}  // namespace
+
+class TeachingWindowTest : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        QApplication::setOrganizationName("MismatchLabTest");
+        QApplication::setApplicationName(
+            QStringLiteral("Mismatch Lab Teaching Test %1").arg(QCoreApplication::applicationPid()));
+        QSettings().clear();
+        qputenv("MLK_CACHE_DIR", (dir_.path() + "/cache").toUtf8());
+    }
+
+    void cleanupTestCase() {
+        QDir(QFileInfo(MainWindow::defaultDatabasePath()).absolutePath()).removeRecursively();
+        QFile::remove(QSettings().fileName());
+    }
+
+    void menusOfferGlossaryProbeAndPresentation() {
+        MainWindow w(dir_.path() + "/runs.sqlite");
+        QAction* glossary = actionIn(w, "&Help", "&Glossary");
+        QVERIFY(glossary);
+        QCOMPARE(glossary->shortcut(), QKeySequence(QKeySequence::HelpContents));
+        glossary->trigger();
+        QVERIFY(!w.glossaryDock()->isHidden());
+        QAction* presentation = actionIn(w, "&View", "Presentation mode");
+        QVERIFY(presentation);
+        QCOMPARE(presentation->shortcut(), QKeySequence(Qt::Key_F11));
+    }
+
+    void presentationModeGoesAndComesBackAndPersists() {
+        const QFont normal = QApplication::font();
+        {
+            MainWindow w(dir_.path() + "/runs.sqlite");
+            w.resize(1400, 900);
+            w.show();
+            QVERIFY(!w.presentationMode());
+            actionIn(w, "&View", "Presentation mode")->trigger();
+            QVERIFY(w.presentationMode());
+            QVERIFY(ChartStyle::instance().presentation());
+            QCOMPARE(QApplication::font().pointSizeF(), normal.pointSizeF() * ChartStyle::kPresentationFontScale);
+            QVERIFY(QSettings().value("view/presentation").toBool());
+            QTest::qWait(100);
+            testing_shots::save(&w, "window_presentation");
+        }
+        {
+            MainWindow w(dir_.path() + "/runs.sqlite");  // comes back on
+            QVERIFY(w.presentationMode());
+            w.setPresentationMode(false);
+            QCOMPARE(QApplication::font(), normal);
+            QVERIFY(!ChartStyle::instance().presentation());
+            QVERIFY(!QSettings().value("view/presentation").toBool());
+        }
+    }
+
+    void probeDockStartsFromTheForm() {
+        MainWindow w(dir_.path() + "/runs.sqlite");
+        w.resize(1500, 950);
+        w.show();
+        Config c = w.configForm()->config();
+        c.rl.prompts_per_step = 8;
+        c.rl.samples_per_prompt = 4;
+        w.configForm()->setConfig(c);
+        QSignalSpy probed(w.probePanel(), &ProbePanel::probed);
+        w.probeDock()->toggleViewAction()->trigger();
+        for (int i = 0; i < 300 && probed.isEmpty(); ++i) probed.wait(100);
+        QVERIFY(!probed.isEmpty());
+        QVERIFY(w.probePanel()->current().config == w.configForm()->config());
+        QVERIFY(!w.probePanel()->valueText("k3_kl").isEmpty());
+        testing_shots::save(&w, "window_probe");
+    }
+};
+
+QTEST_MAIN(TeachingWindowTest)
+#include "teaching_window_test.moc"
