@@ -22,16 +22,10 @@ Report build_report(Store& store, const ReportRequest& req) {
     report_detail::Builder b(store, req);
     b.resolve();
     b.attachments();
-    const QString marker = QStringLiteral("<!--MLK-DATA-FILES-->");
-    QString body = b.head() + b.runs_section() + marker + b.summary_section() + b.charts_section() + b.drill_section() +
+    QString body = b.head() + b.runs_section() + b.files_marker() + b.summary_section() + b.charts_section() + b.drill_section() +
                    b.config_section() + b.environment_section();
     if (req.appendix) body += b.appendix_section();
-    body += QStringLiteral("</body>\n</html>\n");
-    b.out.pdf_html = body;
-    b.out.pdf_html.replace(marker, b.files_pdf);
-    b.out.html = std::move(body);
-    b.out.html.replace(marker, b.files_html);
-    return std::move(b.out);
+    return b.finish(std::move(body));
 }
 
 bool report_extension_ok(const std::string& path) {

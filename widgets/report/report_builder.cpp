@@ -173,6 +173,15 @@ void Builder::resolve_drill_steps() {
     }
 }
 
+Report Builder::finish(QString body) {
+    body += QStringLiteral("</body>\n</html>\n");
+    out.pdf_html = body;
+    out.pdf_html.replace(files_marker(), files_pdf);
+    out.html = std::move(body);
+    out.html.replace(files_marker(), files_html);
+    return std::move(out);
+}
+
 QString Builder::head() {
     const QDateTime date = req.date ? *req.date : QDateTime::currentDateTime();
     QString h = QStringLiteral("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"/>\n<title>%1</title>\n")

@@ -89,6 +89,11 @@ struct Builder {
     QString environment_section();
     QString appendix_section();
     void attachments();
+    // Where the data-files paragraph goes: each flavour gets its own text there.
+    static QString files_marker() { return QStringLiteral("<!--MLK-DATA-FILES-->"); }
+    // The report from its body (sections, the marker among them): closes the
+    // document and fills in each flavour's data-files paragraph.
+    Report finish(QString body);
 
 private:
     void resolve_drill_steps();

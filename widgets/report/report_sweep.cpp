@@ -259,8 +259,7 @@ Report build_sweep_report(Store& store, const SweepReportRequest& req) {
     b.attachments();
 
     const SweepSections s(sum, *info, views);
-    const QString marker = QStringLiteral("<!--MLK-DATA-FILES-->");
-    QString body = b.head() + s.spec() + marker + s.verdicts() + b.charts_section() + s.seeds();
+    QString body = b.head() + s.spec() + b.files_marker() + s.verdicts() + b.charts_section() + s.seeds();
     // The configuration diff and environment over one run per configuration
     // (its first), named after the configuration: seeds would only repeat it.
     std::vector<report_detail::RunData> all = std::move(b.runs);
@@ -273,12 +272,7 @@ Report build_sweep_report(Store& store, const SweepReportRequest& req) {
     }
     body += b.config_section() + b.environment_section();
     b.runs = std::move(all);
-    body += QStringLiteral("</body>\n</html>\n");
-    b.out.pdf_html = body;
-    b.out.pdf_html.replace(marker, b.files_pdf);
-    b.out.html = std::move(body);
-    b.out.html.replace(marker, b.files_html);
-    return std::move(b.out);
+    return b.finish(std::move(body));
 }
 
 }  // namespace mlk
