@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config/sweep.h"
 #include "core/store/store.h"
 #include "tests/cli_runner.h"
 #include "tests/scratch.h"
@@ -105,7 +106,8 @@ TEST(CliSweep, ListNamesTheFamiliesAndAFamilyRunsItsPresets) {
     EXPECT_NE(r.out.find("miles-moe "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("is-does-no-harm "), std::string::npos) << r.out;
     const auto j = cli("sweep --list --json");
-    EXPECT_EQ(nlohmann::json::parse(j.out).size(), 2u) << j.out;
+    EXPECT_EQ(nlohmann::json::parse(j.out).size(), sweep_families().size()) << j.out;
+    EXPECT_NE(r.out.find("collapse-demo "), std::string::npos) << r.out;
     // A family with its seeds and steps overridden, with tiny batches so the check stays quick.
     const std::string db = fresh("family");
     const auto f = cli("sweep --db " + db + " --family is-does-no-harm --seeds 1 --steps 1 --json" + cache());

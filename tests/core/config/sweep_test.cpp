@@ -116,14 +116,26 @@ TEST(Sweep, HashFindsTheSameSweepAndOnlyIt) {
 }
 
 TEST(Sweep, ShippedFamiliesExpandToTheirPresets) {
-    ASSERT_EQ(sweep_families().size(), 2u);
+    // Every shipped family expands (its presets exist, its grid is valid), at
+    // least 5 seeds as the stability lab's verdict tables need; collapse-demo
+    // starts with its uncorrected configuration, the baseline of its table.
+    std::vector<std::string> names;
+    for (const SweepFamily& f : sweep_families()) {
+        names.push_back(f.name);
+        EXPECT_FALSE(expand(f.spec).empty()) << f.name;
+        EXPECT_GE(f.spec.seeds, 5) << f.name;
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"batch-invariance", "collapse-demo", "fp16-vs-bf16", "is-does-no-harm",
+                                               "long-horizon-corrections", "miles-moe", "r3-paper"}));
+    EXPECT_EQ(sweep_family("collapse-demo").spec.presets,
+              (std::vector<std::string>{"collapse-demo-fp8-bypass", "collapse-demo-on-policy"}));
     const SweepFamily& moe = sweep_family("miles-moe");
     EXPECT_EQ(moe.spec.seeds, 5);
     EXPECT_EQ(moe.spec.steps, 150);
     EXPECT_EQ(moe.spec.presets, (std::vector<std::string>{"miles-moe-tis1.5", "miles-moe-tis1.5-mis",
                                                           "miles-moe-tis1.5-mis-bn", "miles-moe-tis2-mis-bn"}));
     EXPECT_EQ(expand(sweep_family("is-does-no-harm").spec).size(), 4u);
-    EXPECT_NE(error_of([] { sweep_family("nope"); }).find("is-does-no-harm, miles-moe"), std::string::npos);
+    EXPECT_NE(error_of([] { sweep_family("nope"); }).find("is-does-no-harm, long-horizon-corrections, miles-moe, r3-paper"), std::string::npos);
 }
 
 TEST(Sweep, FromABaseConfigurationIsThePresetsExpansionOverThatBase) {
