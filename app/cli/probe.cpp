@@ -12,7 +12,6 @@
 #include "core/engines/numerics.h"
 #include "core/model/checkpoint.h"
 #include "core/model/model.h"
-#include "core/rl/footprint.h"
 #include "core/rl/probe.h"
 
 namespace mlk::cli {
@@ -62,14 +61,9 @@ int cmd_probe(const Argv& argv) {
     const bool json = a.has("--json");
     if (!json) print_footprint(c);
     ProbeResult r = run_probe(c, params);
-    nlohmann::json s = probe_summary_json(r);
     if (!dump.empty()) write_text_file(dump, probe_dump_json(r).dump() + "\n");
+    const nlohmann::json s = probe_json(r, c);
     if (json) {
-        // The step time estimate stays out: it rests on a timing, and this
-        // object is a function of the configuration (same input, same bytes).
-        const ModelFootprint f = model_footprint(c);
-        s["params"] = f.params;
-        s["memory_mb"] = f.memory_mb;
         std::cout << s.dump() << "\n";
     } else {
         std::printf("model %s  kernels %s  R3 %s\n", m.preset_name().c_str(),

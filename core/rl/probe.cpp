@@ -3,6 +3,7 @@
 #include "core/metrics/catalogue.h"
 #include "core/model/model.h"
 #include "core/model/params.h"
+#include "core/rl/footprint.h"
 #include "core/rl/tasks.h"
 
 namespace mlk {
@@ -31,6 +32,14 @@ std::vector<float> probe_initial_params(const Config& cfg) {
     std::vector<float> params(layout.total);
     init_params(m, layout, params.data(), (uint64_t)cfg.seed);
     return params;
+}
+
+nlohmann::json probe_json(const ProbeResult& r, const Config& cfg) {
+    nlohmann::json j = probe_summary_json(r);
+    const ModelFootprint f = model_footprint(cfg);
+    j["params"] = f.params;
+    j["memory_mb"] = f.memory_mb;
+    return j;
 }
 
 nlohmann::json probe_summary_json(const ProbeResult& r) {

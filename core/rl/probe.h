@@ -26,8 +26,13 @@ ProbeResult run_probe(const Config& cfg, const std::vector<float>& params);
 // measure the same model).
 std::vector<float> probe_initial_params(const Config& cfg);
 
-// The `probe --json` object (keys listed in the README).
+// The probe's measurements (keys listed in the README).
 nlohmann::json probe_summary_json(const ProbeResult& r);
+// The `probe --json` object, as the CLI prints it and the GUI's probe panel
+// shows it: the summary plus the model's size and memory (never the step
+// time estimate: it rests on a timing, and this object is a function of the
+// configuration, same input, same bytes).
+nlohmann::json probe_json(const ProbeResult& r, const Config& cfg);
 // The `probe --dump` per-token document (format in the README).
 nlohmann::json probe_dump_json(const ProbeResult& r);
 

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <exception>
 
-#include "core/rl/footprint.h"
 #include "core/rl/probe.h"
 
 namespace mlk {
@@ -29,12 +28,7 @@ ProbeOutcome ProbeRunner::probe(const Config& cfg, quint64 serial) {
     clock.start();
     try {
         const ProbeResult r = run_probe(cfg, probe_initial_params(cfg));
-        out.summary = probe_summary_json(r);
-        // As `probe --json` adds them (app/cli/probe.cpp): the model's size
-        // and memory, never the step time estimate (a timing).
-        const ModelFootprint f = model_footprint(cfg);
-        out.summary["params"] = f.params;
-        out.summary["memory_mb"] = f.memory_mb;
+        out.summary = probe_json(r, cfg);
         const TokenView& t = r.tokens;
         out.tokens = static_cast<int>(r.mismatch.num_valid_tokens);
         const size_t n = t.lp_roll.size();

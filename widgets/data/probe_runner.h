@@ -24,8 +24,7 @@ namespace mlk {
 struct ProbeOutcome {
     quint64 serial = 0;  // of the request (1, 2, ...)
     Config config;
-    // probe_summary_json plus `params` and `memory_mb`, exactly the `probe
-    // --json` object; empty when the probe failed.
+    // probe_json: exactly the `probe --json` object; empty when the probe failed.
     nlohmann::json summary;
     QList<QPointF> points;  // (p_roll, p_train) of the compared tokens, at most kMaxPoints
     int tokens = 0;         // compared tokens (points may hold fewer)
