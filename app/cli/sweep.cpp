@@ -55,15 +55,6 @@ nlohmann::ordered_json interval_json(const Interval& ci) {
     return nlohmann::ordered_json::array({json_number(ci.lo), json_number(ci.hi)});
 }
 
-// "+0.21 [+0.12, +0.30]"; "-" where undefined.
-std::string delta_text(double d, const Interval& ci) {
-    if (!std::isfinite(d)) return "-";
-    auto signed_text = [](double v) { return (v >= 0 ? "+" : "") + value_text(v, 3); };
-    std::string t = signed_text(d);
-    if (std::isfinite(ci.lo)) t += " [" + signed_text(ci.lo) + ", " + signed_text(ci.hi) + "]";
-    return t;
-}
-
 // The verdict table of a sweep, read back from the store: every run of it,
 // this invocation's and earlier ones'. `grid`: each configuration's grid
 // settings as the command line named them (empty for `--summary`, which
@@ -107,12 +98,12 @@ void print_summary(Store& store, int64_t sweep_id, const VerdictThresholds& th, 
                                   {"delta_auc", json_number(c.delta_auc)},
                                   {"delta_auc_ci", interval_json(c.delta_auc_ci)}});
         if (json) continue;
-        const std::string final_text = value_text(c.final_reward.mean, 3) + " +- " + value_text(c.final_reward.std, 2);
+        const std::string spread = spread_text(c.final_reward, "+-"), delta = delta_text(c.delta_final, c.delta_final_ci);
         std::printf("%4d %5d %5d %5d %5d  %-17s %-7s %-7s %-8s %-28s %s\n", (int)c.runs.size(), c.collapsed,
-                    c.diverged, c.blown_up, c.warned, final_text.c_str(), value_text(c.best_reward.mean, 3).c_str(),
+                    c.diverged, c.blown_up, c.warned, spread.empty() ? "-" : spread.c_str(), value_text(c.best_reward.mean, 3).c_str(),
                     value_text(c.auc.mean, 3).c_str(),
                     std::isfinite(c.median_collapse_step) ? value_text(c.median_collapse_step, 4).c_str() : "-",
-                    c.baseline ? "(baseline)" : delta_text(c.delta_final, c.delta_final_ci).c_str(),
+                    c.baseline ? "(baseline)" : delta.empty() ? "-" : delta.c_str(),
                     info.name.c_str());
     }
     if (json) {
@@ -206,7 +197,7 @@ int cmd_sweep(const Argv& argv) {
                 id = slot->second;
                 const std::optional<RunInfo> info = store.run_info(id);
                 if (info && sweep_slot_ended(info->status)) action = "skipped (" + info->status + " before)";
-                else if (info && (info->status == "running" || info->status == "paused"))
+                else if (info && run_status_live(info->status))
                     action = "skipped (another process is writing it)";
                 else if (!info) id = 0;  // deleted since: run it anew
             }
@@ -220,9 +211,9 @@ int cmd_sweep(const Argv& argv) {
                         action = from < 0 ? "restarted (no step checkpoint)"
                                           : "resumed from the checkpoint of step " + std::to_string(from + 1);
                     } else {
-                        const nlohmann::json tags = {sc.name, "seed=" + std::to_string(seed)};
                         rc.emplace(RunController::create(store, cfg, sc.preset, name, cache, cb, 0,
-                                                         SweepRun{sweep_id, 0, sc.name, seed, tags.dump()}));
+                                                         SweepRun{sweep_id, 0, sc.name, seed,
+                                                                  sweep_run_tags(sc.name, seed)}));
                         id = rc->run_id();
                         action = "ran";
                     }

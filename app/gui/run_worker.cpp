@@ -38,14 +38,12 @@ std::optional<SweepRun> claimSlot(Store& store, const SweepSlot& s, std::optiona
     for (const SweepRun& r : store.sweep_runs(sweepId)) {
         if (r.config_name != s.configName || r.seed != s.seed) continue;
         std::optional<RunInfo> info = store.run_info(r.run_id);
-        if (info && (sweep_slot_ended(info->status) || info->status == run_status_name(RunStatus::running) ||
-                     info->status == run_status_name(RunStatus::paused))) {
+        if (info && (sweep_slot_ended(info->status) || run_status_live(info->status))) {
             *kept = std::move(info);
             return std::nullopt;
         }
     }
-    const nlohmann::json tags = {s.configName, "seed=" + std::to_string(s.seed)};
-    return SweepRun{sweepId, 0, s.configName, s.seed, tags.dump()};
+    return SweepRun{sweepId, 0, s.configName, s.seed, sweep_run_tags(s.configName, s.seed)};
 }
 
 }  // namespace

@@ -27,6 +27,24 @@ double mean_of(std::span<const double> v) { return spread(v).mean; }
 
 }  // namespace
 
+bool interval_excludes_zero(const Interval& ci) {
+    return std::isfinite(ci.lo) && std::isfinite(ci.hi) && (ci.lo > 0 || ci.hi < 0);
+}
+
+std::string spread_text(const Spread& s, const std::string& plus_minus) {
+    if (s.n == 0 || !std::isfinite(s.mean)) return {};
+    if (s.n < 2 || !std::isfinite(s.std)) return value_text(s.mean, 3);
+    return value_text(s.mean, 3) + " " + plus_minus + " " + value_text(s.std, 2);
+}
+
+std::string delta_text(double d, const Interval& ci) {
+    if (!std::isfinite(d)) return {};
+    const auto signed_text = [](double v) { return (v >= 0 ? "+" : "") + value_text(v, 3); };
+    std::string t = signed_text(d);
+    if (std::isfinite(ci.lo) && std::isfinite(ci.hi)) t += " [" + signed_text(ci.lo) + ", " + signed_text(ci.hi) + "]";
+    return t;
+}
+
 RunOutcome run_outcome(const RunSeries& s, const VerdictThresholds& t, bool diverged_status) {
     RunOutcome o;
     o.verdicts = judge_run(s, t, diverged_status);

@@ -43,6 +43,17 @@ inline constexpr double kBootstrapLevel = 0.95;
 Interval bootstrap_mean_difference(std::span<const double> a, std::span<const double> b,
                                    int resamples = kBootstrapResamples, double level = kBootstrapLevel);
 
+// The interval excludes 0: the difference is more than seed noise.
+bool interval_excludes_zero(const Interval& ci);
+
+// The summary's figures as text, one way for the CLI, the sweep table and
+// the sweep report (each through value_text); "" where undefined, for the
+// caller's own dash. `plus_minus`: "±", or "+-" where only ASCII will do.
+// "0.512 ± 0.12" (the sd over seeds; "0.512" with one seed).
+std::string spread_text(const Spread& s, const std::string& plus_minus);
+// "+0.21 [+0.12, +0.30]" (the interval only where it is defined).
+std::string delta_text(double delta, const Interval& ci);
+
 struct ConfigSummary {
     std::string name;
     std::vector<RunOutcome> runs;  // by seed

@@ -52,8 +52,7 @@ namespace {
 // interrupted (killed, crashed): readers are told so. (In-memory stores have
 // one process, which is the writer.)
 std::string reader_status(const std::string& db_path, int64_t run_id, const std::string& stored) {
-    const bool live = stored == run_status_name(RunStatus::running) || stored == run_status_name(RunStatus::paused);
-    if (!live || db_path.empty() || db_path == ":memory:" || run_writer_alive(db_path, run_id)) return stored;
+    if (!run_status_live(stored) || db_path.empty() || db_path == ":memory:" || run_writer_alive(db_path, run_id)) return stored;
     return kInterruptedStatus;
 }
 

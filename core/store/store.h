@@ -137,6 +137,11 @@ struct SweepInfo {
 // A sweep slot whose run is kept as it is: a repeated sweep skips it (the
 // others are run again).
 bool sweep_slot_ended(const std::string& status);
+// A status whose run a live writer holds (running or paused): a repeated
+// sweep leaves its slot to that writer.
+bool run_status_live(const std::string& status);
+// A sweep run's tags as stored: ["<configuration name>", "seed=N"].
+std::string sweep_run_tags(const std::string& config_name, int64_t seed);
 
 class Store {
 public:

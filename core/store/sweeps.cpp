@@ -1,6 +1,8 @@
 // The store's sweeps: what `mismatch-lab-cli sweep` and the workbench's
 // queue need to find a sweep again and tell which of its runs exist, and what
 // the run browser groups by.
+#include <nlohmann/json.hpp>
+
 #include "core/store/store_db.h"
 
 namespace mlk {
@@ -77,6 +79,14 @@ std::vector<SweepRun> Store::all_sweep_runs() {
     std::vector<SweepRun> out;
     while (q.row()) out.push_back({q.i64(0), q.i64(1), q.text(2), q.i64(3), q.text(4)});
     return out;
+}
+
+bool run_status_live(const std::string& status) {
+    return status == run_status_name(RunStatus::running) || status == run_status_name(RunStatus::paused);
+}
+
+std::string sweep_run_tags(const std::string& config_name, int64_t seed) {
+    return nlohmann::json::array({config_name, "seed=" + std::to_string(seed)}).dump();
 }
 
 bool sweep_slot_ended(const std::string& status) {

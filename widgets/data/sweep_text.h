@@ -1,6 +1,6 @@
-// A sweep summary's numbers as text, one way in the workbench's sweep table
-// and the sweep report (the CLI's `sweep --summary` prints the same
-// figures). Every number goes through value_text.
+// A sweep summary's numbers as QString for the workbench's sweep table and
+// the sweep report: core's spread_text / delta_text (which the CLI prints
+// too), with an em dash where a figure is undefined.
 #pragma once
 
 #include <QString>
@@ -13,8 +13,6 @@ namespace mlk {
 QString sweepSpreadText(const Spread& s);
 // "+0.21 [+0.12, +0.30]"; "—" where undefined.
 QString sweepDeltaText(double delta, const Interval& ci);
-// The interval excludes 0: the difference is more than seed noise.
-bool sweepDeltaSignificant(const Interval& ci);
 // A run's verdict in a cell: "yes (step 40)", "no", "—" (not evaluated).
 QString sweepVerdictCell(const Verdict& v);
 

@@ -409,7 +409,7 @@ void SweepTable::fillTree() {
                 return;
             }
             top->setText(col, sweepDeltaText(d, ci));
-            if (sweepDeltaSignificant(ci)) {
+            if (interval_excludes_zero(ci)) {
                 top->setFont(col, bold);
                 top->setForeground(col, d > 0 ? good : bad.ink);
                 top->setToolTip(col, tr("The 95% interval excludes 0: more than seed noise"));

@@ -101,7 +101,7 @@ public:
             auto delta = [&](double d, const Interval& ci) {
                 if (c.baseline) return QStringLiteral("<td>(baseline)</td>");
                 const QString t = two_lines(esc(sweepDeltaText(d, ci)), QStringLiteral(" ["));
-                if (!sweepDeltaSignificant(ci)) return QStringLiteral("<td class=\"num\">%1</td>").arg(t);
+                if (!interval_excludes_zero(ci)) return QStringLiteral("<td class=\"num\">%1</td>").arg(t);
                 const QColor ink = d > 0 ? palette::okTone().ink : bad.ink;
                 return QStringLiteral("<td class=\"num\"><b style=\"color:%1\">%2</b></td>").arg(ink.name(), t);
             };

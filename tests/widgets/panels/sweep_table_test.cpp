@@ -116,7 +116,7 @@ void SweepTableTest::rowsMatchTheSummary() {
             } else {
                 QCOMPARE(row->text(SweepTable::ColDeltaFinal), sweepDeltaText(c.delta_final, c.delta_final_ci));
                 QCOMPARE(row->text(SweepTable::ColDeltaAuc), sweepDeltaText(c.delta_auc, c.delta_auc_ci));
-                QCOMPARE(row->font(SweepTable::ColDeltaFinal).bold(), sweepDeltaSignificant(c.delta_final_ci));
+                QCOMPARE(row->font(SweepTable::ColDeltaFinal).bold(), interval_excludes_zero(c.delta_final_ci));
             }
             QCOMPARE(row->childCount(), (int)c.runs.size());
             for (int k = 0; k < row->childCount(); ++k) {
@@ -134,7 +134,7 @@ void SweepTableTest::rowsMatchTheSummary() {
     QCOMPARE(first.stats[0].collapsed, 2);
     QCOMPARE(first.stats[1].collapsed, 0);
     QVERIFY(first.stats[1].delta_final > 0);
-    QVERIFY(sweepDeltaSignificant(first.stats[1].delta_final_ci));
+    QVERIFY(interval_excludes_zero(first.stats[1].delta_final_ci));
     compare(first);
 
     // Against the other configuration: the deltas turn round.
