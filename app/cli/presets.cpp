@@ -1,5 +1,6 @@
 // `presets`: the model presets (architectures) and the RL presets, each with
-// its one-line description. Both are what `--preset` takes.
+// its one-line description. Both are what `--preset` takes. RL presets are
+// listed by group in teaching order, as the workbench's picker lists them.
 #include <cstdio>
 #include <iostream>
 
@@ -27,14 +28,25 @@ int cmd_presets(const Argv& argv) {
                      {"description", desc},
                      {"config", {{"model", {{"kind", enum_name(s.kind)}, {"size", enum_name(s.size)}}}}}});
     }
-    for (const auto& p : presets())
-        j.push_back({{"name", p.name}, {"type", "rl"}, {"description", p.description}, {"config", p.config}});
+    for (const auto& group : preset_groups())
+        for (const auto& p : presets())
+            if (preset_group(p) == group)
+                j.push_back({{"name", p.name},
+                             {"type", "rl"},
+                             {"group", group},
+                             {"description", p.description},
+                             {"config", p.config}});
     if (a.has("--json")) {
         std::cout << j.dump(2) << "\n";
         return 0;
     }
-    for (const auto& p : j)
-        std::printf("%-28s %s\n", p["name"].get<std::string>().c_str(), p["description"].get<std::string>().c_str());
+    std::string heading = "models";
+    std::printf("%s\n", heading.c_str());
+    for (const auto& p : j) {
+        const std::string group = p.value("group", "models");
+        if (group != heading) std::printf("\n%s\n", (heading = group).c_str());
+        std::printf("  %-28s %s\n", p["name"].get<std::string>().c_str(), p["description"].get<std::string>().c_str());
+    }
     return 0;
 }
 

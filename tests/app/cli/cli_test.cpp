@@ -18,6 +18,7 @@
 
 #include "../../cli_runner.h"
 #include "core/config/config.h"
+#include "core/config/presets.h"
 #include "core/metrics/catalogue.h"
 #include "core/metrics/run_stats.h"
 #include "core/store/store.h"
@@ -257,6 +258,17 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
         if (p["type"] == "model") models.push_back(p["name"]);
     EXPECT_EQ(models, (std::vector<std::string>{"dense-tiny", "moe-tiny", "dense-small", "moe-small", "dense-deep",
                                                 "moe-deep"}));
+    // Every RL preset carries its group, listed in the pickers' teaching order.
+    std::vector<std::string> groups;
+    size_t rl = 0;
+    for (const auto& p : j) {
+        if (p["type"] != "rl") continue;
+        ++rl;
+        const std::string g = p.at("group");
+        if (groups.empty() || groups.back() != g) groups.push_back(g);
+    }
+    EXPECT_EQ(rl, mlk::presets().size());
+    EXPECT_EQ(groups, mlk::preset_groups()) << "each group once, in order";
     r = cli("presets");
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("moe-deep"), std::string::npos);
