@@ -23,19 +23,26 @@ void RunDatabase::checkForChanges() {
         if (version == dataVersion_ && sinceChanged_.elapsed() < kHeartbeatMs) return;
         dataVersion_ = version;
     } catch (const StoreError&) {
-        // Reconnect; readers start over from the fresh connection.
-        try {
-            store_ = std::make_unique<Store>(Store::open(path_.toStdString()));
-        } catch (const StoreError&) {
-            return;  // still failing: the next tick tries again, the old state stays on screen
-        }
-        dataVersion_ = -1;
-        sinceChanged_.start();
-        emit opened(path_);
+        reconnect();  // still failing: the next tick tries again, the old state stays on screen
         return;
     }
     sinceChanged_.start();
     emit changed();
+}
+
+bool RunDatabase::reconnect() {
+    if (path_.isEmpty()) return false;
+    try {
+        store_ = std::make_unique<Store>(Store::open(path_.toStdString()));
+    } catch (const StoreError&) {
+        return false;
+    }
+    // The same file on a fresh connection: readers re-read what changed and
+    // keep the user's selection and baseline (opened() would clear them).
+    dataVersion_ = -1;
+    sinceChanged_.start();
+    emit changed();
+    return true;
 }
 
 RunDatabase::~RunDatabase() = default;

@@ -61,16 +61,20 @@ public:
 
     // Checks the file for commits by any other connection every intervalMs
     // (PRAGMA data_version) and emits changed(); every kHeartbeatMs it emits
-    // changed() regardless. A failing check reopens the file (a transient
-    // error must not leave the window on a dead connection).
+    // changed() regardless. A failing check reconnects (a transient error
+    // must not leave the window on a dead connection).
     void startWatching(int intervalMs = kDefaultWatchIntervalMs);
     void stopWatching();
     bool isWatching() const;
+    // Opens the same file on a fresh connection and emits changed(), not
+    // opened(): selections and baselines survive a transient error. False
+    // (and the old connection kept) when the file cannot be opened now.
+    bool reconnect();
     static constexpr int kDefaultWatchIntervalMs = 250;
     static constexpr int kHeartbeatMs = 2000;
 
 signals:
-    // Another file is open (or the same one again, e.g. after a reconnect):
+    // A file was opened (File > Open, or the same one again by the user):
     // readers start over.
     void opened(const QString& path);
     // The file may hold news: another connection committed (a CLI run, the

@@ -75,6 +75,7 @@ private slots:
     void metricSummaryOfSelectedRuns();
     void pausedRunShowsPaused();
     void followsTheDatabase();
+    void aReconnectKeepsSelectionAndBaseline();
     void rendersStatusSwatchAndDiffColours();
     void diffReferenceIsThePinnedRunElseTheOneSelectedFirst();
 
@@ -395,6 +396,27 @@ void RunBrowserTest::followsTheDatabase() {
     db_->close();
     QCOMPARE(br.table()->rowCount(), 0);
     QVERIFY(br.findChild<QLabel*>("runInfo")->text().contains("No run database open"));
+}
+
+// A transient error makes RunDatabase reconnect to the same file: that is no
+// File > Open, so the user's selection and pinned baseline stay, and what
+// another process wrote meanwhile shows.
+void RunBrowserTest::aReconnectKeepsSelectionAndBaseline() {
+    RunBrowser br;
+    br.setDatabase(db_.get());
+    br.selectRuns({a_, c_});
+    br.setBaseline(c_);
+    QSignalSpy opened(db_.get(), &RunDatabase::opened);
+    QSignalSpy changed(db_.get(), &RunDatabase::changed);
+    const int64_t d = store_->create_run("written meanwhile", "default", "{}", 9, RunStatus::stopped);
+    QVERIFY(db_->reconnect());
+    QCOMPARE(opened.count(), 0);
+    QCOMPARE(changed.count(), 1);
+    br.refresh();  // what the window's coalesced changed() handler does
+    QCOMPARE(br.table()->rowCount(), 4);
+    QCOMPARE(sorted(br.selectedRunIds()), sorted({a_, c_}));
+    QCOMPARE(br.baseline().value_or(-1), c_);
+    QVERIFY(d > c_);
 }
 
 void RunBrowserTest::rendersStatusSwatchAndDiffColours() {
