@@ -101,6 +101,7 @@ void MetricChart::buildChart() {
         QMargins(AxisFrame::kOuterMargin, AxisFrame::kOuterMargin, AxisFrame::kOuterMargin, AxisFrame::kOuterMargin));
     c->layout()->setContentsMargins(0, 0, 0, 0);
     c->legend()->setAlignment(Qt::AlignBottom);
+    c->legend()->setShowToolTips(true);  // a name cut for room shows whole on hover
     applyFonts();
 
     legend_ = new ChartLegend(c, traces_, this, this);

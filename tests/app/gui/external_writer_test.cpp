@@ -26,6 +26,7 @@
 #include "widgets/data/palette.h"
 #include "widgets/data/run_data.h"
 #include "widgets/panels/run_browser.h"
+#include "widgets/report/report.h"
 #include "tests/screenshot.h"
 
 using namespace mlk;
@@ -71,6 +72,10 @@ private slots:
         QApplication::setApplicationName("Mismatch Lab External Writer Test");
         QSettings().clear();
     }
+
+    // A malformed message on refresh (an arg() without its placeholder) once
+    // printed "QString::arg: Argument missing" on every poll.
+    void init() { QTest::failOnWarning(QRegularExpression("QString::arg")); }
 
     void aCliRunShowsLiveWithoutRefresh() {
         const QString db = dir_.filePath("shared.sqlite");
@@ -140,6 +145,21 @@ private slots:
         QCOMPARE(view.colours.at(1), palette::runColour(1));
         QCOMPARE(view.smoothing, w.charts()->smoothing());
         QCOMPARE(view.charts.size(), size_t(w.charts()->charts().size()));
+        // And the report built from that view draws each run in the window's colour.
+        Store store = Store::open(db.toStdString());
+        for (int64_t id : {1, 2, 3}) {
+            StepRecord r;
+            r.step = 0;
+            r.metrics = {{"reward_mean", 0.1 * id}};
+            store.append_step(id, r);
+        }
+        ReportRequest req;
+        req.runs = {1, 2, 3};
+        req.view = view;
+        const Report rep = build_report(store, req);
+        for (int64_t id : {1, 2, 3})
+            QVERIFY2(rep.html.contains(QStringLiteral("color:%1").arg(w.data()->colour(id).name())),
+                     qPrintable(QString("run %1").arg(id)));
     }
 
     // Two databases with the same file name in different folders: the

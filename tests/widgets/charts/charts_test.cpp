@@ -5,6 +5,8 @@
 #include <QFile>
 #include <QFontMetrics>
 #include <QImage>
+#include <QLegend>
+#include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QMenu>
@@ -351,9 +353,28 @@ private slots:
         data.appendStep(1, stepOf(4000, {{"reward_mean", 0.2}}));
         data.setColour(1, QColor(0, 150, 0));
         QTRY_COMPARE(pixelAt(2000, 0.25), QColor(0, 150, 0));
+        // Hidden: the run's colour is gone from the plot (the axis may move, so
+        // no point lookup; one off the image would read an invalid colour).
+        const auto pixelsOf = [&](const QColor& c) {
+            const QImage image = chart.grab().toImage();
+            const QRect plot = chart.mapFromScene(chart.chart()->plotArea()).boundingRect() & image.rect();
+            int n = 0;
+            for (int y = plot.top(); y <= plot.bottom(); ++y)
+                for (int x = plot.left(); x <= plot.right(); ++x) n += image.pixelColor(x, y) == c;
+            return n;
+        };
+        QVERIFY(pixelsOf(QColor(0, 150, 0)) > 100);
         chart.setRunHidden(1, true);
         chart.redrawNow();
-        QVERIFY(pixelAt(2000, 0.25) != QColor(0, 150, 0));
+        QCOMPARE(pixelsOf(QColor(0, 150, 0)), 0);
+
+        // The legend names each run "#id name"; a name cut for room shows whole
+        // in the marker's tooltip.
+        QVERIFY(chart.chart()->legend()->showToolTips());
+        QStringList labels;
+        for (QLegendMarker* m : chart.chart()->legend()->markers())
+            if (m->isVisible()) labels << m->label();
+        QVERIFY2(labels.contains(QStringLiteral("#2 sparse")), qPrintable(labels.join(", ")));
     }
 
     void plotAreaMakesRoomForLabelsWithinTheRedraw() {
