@@ -20,7 +20,9 @@
 #include <sstream>
 #include <thread>
 
+#include "core/config/presets.h"
 #include "core/metrics/catalogue.h"
+#include "core/rl/run_controller.h"
 #include "core/store/run_lock.h"
 #include "core/store/store.h"
 #include "tests/cli_runner.h"
@@ -162,19 +164,24 @@ TEST_F(Fault, SigtermDuringTheWarmupStopsAndResumeWarmsUpAgain) {
     EXPECT_EQ(metrics_of(db), reference(10));
 }
 
-TEST_F(Fault, SigtermBetweenStepsStopsAndResumeContinuesBitForBit) {
-    const std::string db = fresh("step_term.sqlite");
-    Child c = spawn("run" + kRun + " --steps 10 --db " + db + " --cache-dir " + cache(), db + ".log");
-    ASSERT_TRUE(wait_for([&] { return committed(db) >= 3; }));
-    kill(c.pid, SIGTERM);
-    EXPECT_EQ(c.wait(), 0) << c.output();
-    RunInfo info = only_run(db);
-    if (info.steps == 10) GTEST_SKIP() << "the run finished before the signal landed";
-    EXPECT_EQ(info.status, "stopped");
-    expect_contiguous(db);
-    const auto r = cli("resume " + run_id_of(db) + " --db " + db);
-    ASSERT_EQ(r.code, 0) << r.out;
-    EXPECT_EQ(metrics_of(db), reference(10));
+// SIGTERM (a service manager) and SIGINT (Ctrl+C) both stop the run at a step
+// boundary as "stopped", resumable to the uninterrupted run's every bit.
+TEST_F(Fault, SigtermOrSigintBetweenStepsStopsAndResumeContinuesBitForBit) {
+    for (int sig : {SIGTERM, SIGINT}) {
+        SCOPED_TRACE(sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        const std::string db = fresh("step_signal_" + std::to_string(sig) + ".sqlite");
+        Child c = spawn("run" + kRun + " --steps 40 --db " + db + " --cache-dir " + cache(), db + ".log");
+        ASSERT_TRUE(wait_for([&] { return committed(db) >= 3; }));
+        kill(c.pid, sig);
+        EXPECT_EQ(c.wait(), 0) << c.output();
+        RunInfo info = only_run(db);
+        if (info.steps == 40) GTEST_SKIP() << "the run finished before the signal landed";
+        EXPECT_EQ(info.status, "stopped");
+        expect_contiguous(db);
+        const auto r = cli("resume " + run_id_of(db) + " --db " + db);
+        ASSERT_EQ(r.code, 0) << r.out;
+        EXPECT_EQ(metrics_of(db), reference(40));
+    }
 }
 
 TEST_F(Fault, SigkillReadsInterruptedAndASecondWriterIsRefused) {
@@ -195,8 +202,12 @@ TEST_F(Fault, SigkillReadsInterruptedAndASecondWriterIsRefused) {
     expect_contiguous(db);
     const auto r = cli("resume " + run_id_of(db) + " --db " + db + " --steps 1");
     ASSERT_EQ(r.code, 0) << r.out;
-    EXPECT_EQ(only_run(db).status, "finished");
+    RunInfo after = only_run(db);
+    EXPECT_EQ(after.status, "finished");
     expect_contiguous(db);
+    // Steps after the last checkpoint were computed again: the whole run is
+    // what an uninterrupted run of as many steps computes.
+    EXPECT_EQ(metrics_of(db), reference(after.steps));
 }
 
 TEST_F(Fault, AFullDiskFailsTheRunWithTheRealErrorAndResumeContinues) {
@@ -227,10 +238,33 @@ TEST_F(Fault, AFullDiskFailsTheRunWithTheRealErrorAndResumeContinues) {
                        std::to_string(steps - last->step - 1));
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("from the checkpoint of step " + std::to_string(last->step + 1)), std::string::npos) << r.out;
-    const auto resumed = metrics_of(db);
-    const auto straight = reference(10);
-    for (const auto& [step, m] : straight)
-        if (step < steps) EXPECT_EQ(resumed.at(step), m) << "step " << step;
+    EXPECT_EQ(only_run(db).steps, steps);
+    EXPECT_EQ(metrics_of(db), reference(steps)) << "the steps before the fault and those after the resume";
+}
+
+// The run's own error is what a reader sees first; a rescue checkpoint that
+// fails as well (the same full disk, say) is added to it, never put in its
+// place.
+TEST_F(Fault, AFailedRescueCheckpointDoesNotHideTheRealError) {
+    const std::string db = fresh("rescue.sqlite");
+    Store store = Store::open(db);
+    Config c = preset_config("default");
+    c.base.sft_steps = 300, c.rl.prompts_per_step = 4, c.rl.samples_per_prompt = 2;
+    c.run.checkpoint_every = 1000;  // the rescue checkpoint is the only one
+    RunController rc = RunController::create(store, c, "default", "rescue", cache(), {}, 5);
+    rc.step();
+    rc.step();
+    // Its folder cannot be made: a file sits where the run's folder goes.
+    const fs::path root = run_checkpoint_root(db, rc.run_id());
+    fs::remove_all(root);
+    fs::create_directories(root.parent_path());
+    std::ofstream(root) << "in the way";
+    rc.finish(RunStatus::failed, "the step's own error");
+    const RunInfo info = *store.run_info(rc.run_id());
+    EXPECT_EQ(info.status, "failed");
+    EXPECT_EQ(info.error.rfind("the step's own error", 0), 0u) << info.error;
+    EXPECT_NE(info.error.find("the rescue checkpoint failed too"), std::string::npos) << info.error;
+    EXPECT_EQ(info.steps, 2);
 }
 
 TEST_F(Fault, AFailedResumeLeavesTheRunAsItWas) {
