@@ -279,6 +279,7 @@ TEST(Engines, EachRoundingPointChangesBitsAndBothSidesStayBitwise) {
     };
     const Change changes[] = {
         {"matmul fp8_e4m3", [](EngineNumerics& n) { n.matmul = Dtype::fp8_e4m3; }},
+        {"matmul fp8_e5m2", [](EngineNumerics& n) { n.matmul = Dtype::fp8_e5m2; }},
         {"matmul fp16", [](EngineNumerics& n) { n.matmul = n.kv_cache = Dtype::f16; }},
         {"residual bf16", [](EngineNumerics& n) { n.residual = Dtype::bf16; }},
         {"attention P fp32", [](EngineNumerics& n) { n.attn_probs = Dtype::f32; }},
@@ -303,7 +304,9 @@ TEST(Engines, EachRoundingPointChangesBitsAndBothSidesStayBitwise) {
             c.apply(changed);
             EXPECT_GT(differing(run_pair(preset, Family::batch_invariant, changed, base, 1.0f, false, 7)), 0u)
                 << "changed on the rollout side only";
-            if (std::string(c.point).rfind("KV", 0) == 0) continue;
+            if (std::string(c.point).rfind("KV", 0) == 0) continue;  // the trainer keeps no KV cache
+            EXPECT_GT(differing(run_pair(preset, Family::batch_invariant, base, changed, 1.0f, false, 7)), 0u)
+                << "changed on the training side only";
             EXPECT_EQ(differing(run_pair(preset, Family::batch_invariant, changed, changed, 1.0f, false, 7)), 0u)
                 << "changed on both sides";
         }
@@ -333,4 +336,16 @@ TEST(Engines, ProfilesResolveAsDocumented) {
     c.rollout.kv_cache_dtype = PointDtype::fp8_e4m3;
     c.rollout.residual_dtype = PointDtype::bf16;
     EXPECT_EQ(rollout_numerics(c), (EngineNumerics{Dtype::fp8_e4m3, b, b, f, f, Dtype::fp8_e4m3}));
+    c.rollout.attn_probs_dtype = PointDtype::f32;
+    c.rollout.stats_dtype = PointDtype::bf16;
+    c.rollout.matmul_dtype = PointDtype::f16;
+    EXPECT_EQ(rollout_numerics(c), (EngineNumerics{Dtype::f16, b, f, b, f, Dtype::fp8_e4m3}));
+    // The training side's points override the same way (fp32-reference above).
+    c.train.matmul_dtype = PointDtype::fp8_e5m2;
+    c.train.attn_probs_dtype = PointDtype::bf16;
+    c.train.stats_dtype = PointDtype::bf16;
+    c.train.residual_dtype = PointDtype::f16;
+    c.train.lm_head_dtype = PointDtype::bf16;
+    // (An fp8 matmul keeps its activations in bf16, which the kv field follows.)
+    EXPECT_EQ(train_numerics(c), (EngineNumerics{Dtype::fp8_e5m2, Dtype::f16, b, b, b, b}));
 }

@@ -207,8 +207,17 @@ TEST(Probe, ProductionPresetsShowWhatTheirDescriptionsSay) {
     EXPECT_GT(k3(probe(preset_config("fp8-kv-cache-dense-deep"))), 5 * k3(dense));
     EXPECT_LT(k3(probe(preset_config("fp32-lm-head-dense-deep"))), k3(dense));
 
+    // Issue 17's target (a) on dense-small too: the published dense range.
+    const ProbeResult small = probe(config_from_json(nlohmann::json::parse(
+        R"({"model": {"kind": "dense", "size": "small"}, "rollout": {"profile": "vllm-bf16"},
+            "train": {"profile": "fsdp-bf16"}})")));
+    EXPECT_GE(k3(small), 1e-5);
+    EXPECT_LE(k3(small), 1e-3);
+
     const ProbeResult moe = probe(preset_config("production-moe-deep"));
     EXPECT_GE(moe.router.token_level, 0.3) << "router flips on at least 30% of response tokens";
+    EXPECT_GE(k3(moe), 1e-3) << "the published MoE range 1e-3..1e-1 (moe-deep sits at its bottom)";
+    EXPECT_LE(k3(moe), 1e-1);
     EXPECT_GT(k3(moe), k3(dense));
     const ProbeResult r3 = probe(preset_config("production-moe-deep-r3"));
     EXPECT_EQ(r3.router.token_level, 0.0);
