@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -243,6 +244,19 @@ int run_command(const std::string& name, const std::function<int(const std::vect
         std::fprintf(stderr, "%serror: unknown failure\n", prefix.c_str());
         return 1;
     }
+}
+
+std::string eta_text(double seconds) {
+    if (!std::isfinite(seconds) || seconds < 0) return "?";
+    char buf[32];
+    if (seconds < 90) std::snprintf(buf, sizeof buf, "%.0fs", seconds);
+    else std::snprintf(buf, sizeof buf, "%.0fm%02.0fs", std::floor(seconds / 60), std::fmod(seconds, 60));
+    return buf;
+}
+
+nlohmann::json json_number(double v) {
+    if (std::isfinite(v)) return v;
+    return nullptr;
 }
 
 }  // namespace mlk::cli

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/config/config.h"
 #include "core/metrics/verdicts.h"
 #include "core/store/store.h"
@@ -83,6 +85,12 @@ Config build_config(const Args& a);
 Config preset_named(const std::string& name);
 // The --preset layer alone (defaults without one): what a run's default name is told apart from.
 Config preset_base(const Args& a);
+
+// Progress and JSON output shared by `run`, `resume` and `sweep`: a time
+// left as "42s" or "3m05s" ("?" when unknown), and a JSON number that is
+// null where the value is not finite (JSON has no NaN).
+std::string eta_text(double seconds);
+nlohmann::json json_number(double v);
 
 // Runs a command, mapping what it throws to the exit code and a message on stderr.
 int run_command(const std::string& name, const std::function<int(const std::vector<std::string>&)>& command,

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/args.h"
 #include "core/model/params.h"
 #include "core/rl/footprint.h"
 
@@ -18,19 +19,6 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop = true; }
-
-std::string fmt_eta(double seconds) {
-    if (!std::isfinite(seconds) || seconds < 0) return "?";
-    char buf[32];
-    if (seconds < 90) std::snprintf(buf, sizeof buf, "%.0fs", seconds);
-    else std::snprintf(buf, sizeof buf, "%.0fm%02.0fs", std::floor(seconds / 60), std::fmod(seconds, 60));
-    return buf;
-}
-
-nlohmann::json json_number(double v) {
-    if (std::isfinite(v)) return v;
-    return nullptr;
-}
 
 }  // namespace
 
@@ -84,7 +72,7 @@ int drive(RunController& rc, bool json, bool lines) {
                 auto m = [&](const char* n) { return RlSession::metric(rec, n); };
                 std::printf("step %lld/%lld  reward %.3f  k3_kl %.3e  grad_norm %.3f  F@2 %.3e  tok/s %.0f  ETA %s\n",
                             (long long)rec.step + 1, (long long)rc.total_steps(), m("reward_mean"), m("k3_kl"),
-                            m("grad_norm"), m("F@2"), m("tokens_per_s"), fmt_eta(eta).c_str());
+                            m("grad_norm"), m("F@2"), m("tokens_per_s"), eta_text(eta).c_str());
                 std::fflush(stdout);
             }
             if (!rc.divergence().empty()) {

@@ -25,19 +25,6 @@ namespace mlk::cli {
 
 namespace {
 
-nlohmann::json json_number(double v) {
-    if (std::isfinite(v)) return v;
-    return nullptr;
-}
-
-std::string eta_text(double seconds) {
-    if (!std::isfinite(seconds) || seconds < 0) return "?";
-    char buf[32];
-    if (seconds < 90) std::snprintf(buf, sizeof buf, "%.0fs", seconds);
-    else std::snprintf(buf, sizeof buf, "%.0fm%02.0fs", std::floor(seconds / 60), std::fmod(seconds, 60));
-    return buf;
-}
-
 int list_families(bool json) {
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
     for (const auto& f : sweep_families()) {

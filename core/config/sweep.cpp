@@ -1,5 +1,7 @@
 #include "core/config/sweep.h"
 
+#include "core/config/stable_hash.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -127,16 +129,7 @@ nlohmann::json sweep_identity(const std::vector<SweepConfig>& configs, const Swe
 }
 
 std::string sweep_hash(const nlohmann::json& identity) {
-    // FNV-1a over the canonical dump (nlohmann sorts object keys): stable
-    // across builds and platforms, unlike std::hash.
-    uint64_t h = 1469598103934665603ull;
-    for (const unsigned char ch : identity.dump()) {
-        h ^= ch;
-        h *= 1099511628211ull;
-    }
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)h);
-    return buf;
+    return fnv1a_hex(identity.dump(), kStoredNameBasis);  // nlohmann sorts object keys: the dump is canonical
 }
 
 const std::vector<SweepFamily>& sweep_families() {

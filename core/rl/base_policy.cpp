@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/config/stable_hash.h"
 #include "core/model/checkpoint.h"
 #include "core/model/model.h"
 #include "core/rl/optim.h"
@@ -45,13 +46,9 @@ std::string base_policy_key(const Config& c) {
                         {"seed", c.seed},
                         {"base", j["base"]},
                         {"format", 2}};
-    const std::string s = k.dump();
-    uint64_t h = 1469598103934665603ull;  // FNV-1a
-    for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+    const std::string hex = fnv1a_hex(k.dump(), kStoredNameBasis);
     return "base-" + std::string(enum_name(c.task.name)) + std::to_string(c.task.length) + "-" +
-           model_config_of(c).preset_name() + "-s" + std::to_string(c.seed) + "-" + std::string(hex, 8);
+           model_config_of(c).preset_name() + "-s" + std::to_string(c.seed) + "-" + hex.substr(0, 8);
 }
 
 double evaluate_policy(const Config& cfg, const std::vector<float>& params, const Task& task, int n) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/metrics/run_stats.h"
 #include "core/model/checkpoint.h"
 
 namespace mlk {
@@ -33,8 +34,7 @@ std::string divergence_of(const StepRecord& rec) {
     for (const char* name : {"policy_loss", "grad_norm", "k3_kl", "reward_mean"}) {
         const double v = RlSession::metric(rec, name);
         if (!std::isfinite(v))
-            return "diverged at step " + std::to_string(rec.step + 1) + ": " + name + " is " +
-                   (std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf");
+            return "diverged at step " + std::to_string(rec.step + 1) + ": " + name + " is " + value_text(v);
     }
     return {};
 }

@@ -176,59 +176,25 @@ CorrectionSettings RlSession::correction_settings() const {
 RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scores& scores,
                                                 const CorrectionResult& corr) {
     const auto t0 = Clock::now();
-    const int B = cfg_.rl.prompts_per_step, n = cfg_.rl.samples_per_prompt, k = model_.num_experts_per_tok;
-    const TokenView& tv = m.tokens;
-    const bool bypass = cfg_.rl.old_policy == OldPolicyMode::bypass;
-    const std::vector<float>& lp_anchor = bypass ? tv.lp_roll : tv.lp_train;
-    const Family family = kernel_family(cfg_);
-    const EngineNumerics train_num = train_numerics(cfg_);
-    const float inv_temp = 1.0f / (float)cfg_.rollout.temperature;
-    const PolicyLossSettings pls{cfg_.rl.loss,         cfg_.rl.eps_low,       cfg_.rl.eps_high,
-                                 cfg_.rl.gspo_eps_low, cfg_.rl.gspo_eps_high, cfg_.rl.loss_agg};
+    const int B = cfg_.rl.prompts_per_step, n = cfg_.rl.samples_per_prompt;
     const AdamWSettings aw{cfg_.optim.lr,  cfg_.optim.beta1,        cfg_.optim.beta2,
                            cfg_.optim.eps, cfg_.optim.weight_decay, cfg_.optim.grad_clip};
     const int mini = std::min(cfg_.rl.mini_steps, B);
     double loss_sum = 0, clip_sum = 0, norm_sum = 0, kl_sum = 0, lr_used = 0;
-    const bool moe = model_.num_moe_layers() > 0;
-    int64_t flipped = 0, unflipped = 0;  // valid (response token, MoE layer) pairs of mini-steps 2..n
-    for (int ms = 0; ms < mini; ++ms) {
-        const int s0 = (int)((int64_t)B * ms / mini) * n, s1 = (int)((int64_t)B * (ms + 1) / mini) * n;
-        const int t0i = tv.seq_offsets[s0], t1i = tv.seq_offsets[s1];
-        const SeqBatch mb = mini == 1 ? m.batch : sub_batch(m.batch, s0, s1);
-        const TrainForward* fwd = &m.train;
-        if (mini > 1) {
-            // R3 replays the rollout's routes; R2 the old-policy forward's own.
-            std::vector<std::vector<int32_t>> replay, old_routes;
-            // The old-policy routes: R2's replay, and what mini-steps 2..n are compared with.
-            const bool r2 = cfg_.moe.routing_replay == RoutingReplay::R2;
-            if (moe && (r2 || ms > 0)) old_routes = sub_table(m.train.used_expert_ids, s0, s1, m.batch.T, k);
-            if (!m.replay.empty()) replay = sub_table(m.replay, s0, s1, m.batch.T, k);
-            if (r2) replay = old_routes;
-            fwd = &train_.forward(family, train_num, params_, mb, inv_temp, replay.empty() ? nullptr : &replay);
-            if (moe && ms > 0) {  // routes the policy's drift flipped since the old-policy forward
-                const RouterDiff rd = table_routing_diff(old_routes, fwd->used_expert_ids, mb.T, k, tv, t0i, t1i, s0);
-                for (size_t d = 0; d < rd.histogram.size(); ++d) (d ? flipped : unflipped) += (int64_t)rd.histogram[d];
-            }
-        }
-        const std::vector<float> lp_theta = response_logp(*fwd, mb);
-        std::vector<int> offs = slice(tv.seq_offsets, s0, s1 + 1);
-        for (int& o : offs) o -= t0i;
-        std::vector<double> w = slice(corr.weights, t0i, t1i);
-        std::vector<uint8_t> keep = slice(corr.keep, t0i, t1i);
-        if (bypass && ms > 0) {
-            const std::span<const float> roll_lp(tv.lp_roll.data() + t0i, t1i - t0i);
-            CorrectionResult c =
-                compute_correction(correction_settings(), lp_theta, roll_lp, slice(tv.valid, t0i, t1i), offs);
-            w = std::move(c.weights);
-            keep = std::move(c.keep);
-        }
-        const std::span<const float> anchor(lp_anchor.data() + t0i, t1i - t0i);
-        const std::span<const double> adv(scores.advantages.data() + s0, s1 - s0);
-        const PolicyLossResult pl = policy_loss(pls, lp_theta, anchor, adv, w, keep, offs);
+    RouteCount routes;
+    for (int i = 0; i < mini; ++i) {
+        MiniStep ms;
+        ms.index = i, ms.count = mini;
+        ms.s0 = (int)((int64_t)B * i / mini) * n, ms.s1 = (int)((int64_t)B * (i + 1) / mini) * n;
+        ms.t0 = m.tokens.seq_offsets[ms.s0], ms.t1 = m.tokens.seq_offsets[ms.s1];
+        ms.batch = mini == 1 ? m.batch : sub_batch(m.batch, ms.s0, ms.s1);
+        const TrainForward& fwd = ministep_forward(m, ms, routes);
+        const PolicyLossResult pl = ministep_loss(m, scores, corr, ms, fwd);
+        const SeqBatch& mb = ms.batch;
         std::vector<float> dlogp((size_t)mb.B * mb.T, 0.0f);
         size_t ti = 0;
-        for (int i = 0; i < mb.B; ++i)
-            for (int t = mb.prompt_lens[i]; t < mb.lengths[i]; ++t) dlogp[(size_t)i * mb.T + t] = (float)pl.grad[ti++];
+        for (int b = 0; b < mb.B; ++b)
+            for (int t = mb.prompt_lens[b]; t < mb.lengths[b]; ++t) dlogp[(size_t)b * mb.T + t] = (float)pl.grad[ti++];
         grads_.assign(layout_.total, 0.0f);
         train_.backward(grads_, dlogp);
         lr_used = warmup_lr(cfg_.optim.lr, cfg_.optim.warmup_steps, opt_.step);
@@ -237,8 +203,61 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
         clip_sum += pl.clip_fraction;
         kl_sum += pl.ppo_kl;
     }
-    const double ministep_flips = flipped + unflipped ? (double)flipped / (double)(flipped + unflipped) : 0.0;
+    const int64_t compared = routes.flipped + routes.unflipped;
+    const double ministep_flips = compared ? (double)routes.flipped / (double)compared : 0.0;
     return {loss_sum / mini, clip_sum / mini, norm_sum / mini, kl_sum / mini, lr_used, ministep_flips, ms_since(t0)};
+}
+
+// The recompute's forward for a single mini-step; else a fresh forward of the
+// slice, routed as routing replay says (R3: the rollout's routes, R2: the
+// old-policy forward's own), counting the routes the policy's drift flipped.
+const TrainForward& RlSession::ministep_forward(const Measurement& m, const MiniStep& ms, RouteCount& routes) {
+    if (ms.count == 1) return m.train;
+    const int k = model_.num_experts_per_tok;
+    const bool moe = model_.num_moe_layers() > 0;
+    const bool r2 = cfg_.moe.routing_replay == RoutingReplay::R2;
+    std::vector<std::vector<int32_t>> replay, old_routes;
+    // The old-policy routes: R2's replay, and what mini-steps 2..n are compared with.
+    if (moe && (r2 || ms.index > 0)) old_routes = sub_table(m.train.used_expert_ids, ms.s0, ms.s1, m.batch.T, k);
+    if (!m.replay.empty()) replay = sub_table(m.replay, ms.s0, ms.s1, m.batch.T, k);
+    if (r2) replay = old_routes;
+    const float inv_temp = 1.0f / (float)cfg_.rollout.temperature;
+    const TrainForward& fwd = train_.forward(kernel_family(cfg_), train_numerics(cfg_), params_, ms.batch, inv_temp,
+                                             replay.empty() ? nullptr : &replay);
+    if (moe && ms.index > 0) {
+        const RouterDiff rd =
+            table_routing_diff(old_routes, fwd.used_expert_ids, ms.batch.T, k, m.tokens, ms.t0, ms.t1, ms.s0);
+        for (size_t d = 0; d < rd.histogram.size(); ++d)
+            (d ? routes.flipped : routes.unflipped) += (int64_t)rd.histogram[d];
+    }
+    return fwd;
+}
+
+// The policy loss of one mini-step's slice against its anchor: the training
+// engine's old log-probs, or the rollout's in bypass mode, where the
+// correction follows the current policy after the first mini-step.
+PolicyLossResult RlSession::ministep_loss(const Measurement& m, const Scores& scores, const CorrectionResult& corr,
+                                          const MiniStep& ms, const TrainForward& fwd) const {
+    const TokenView& tv = m.tokens;
+    const bool bypass = cfg_.rl.old_policy == OldPolicyMode::bypass;
+    const std::vector<float>& lp_anchor = bypass ? tv.lp_roll : tv.lp_train;
+    const PolicyLossSettings pls{cfg_.rl.loss,         cfg_.rl.eps_low,       cfg_.rl.eps_high,
+                                 cfg_.rl.gspo_eps_low, cfg_.rl.gspo_eps_high, cfg_.rl.loss_agg};
+    const std::vector<float> lp_theta = response_logp(fwd, ms.batch);
+    std::vector<int> offs = slice(tv.seq_offsets, ms.s0, ms.s1 + 1);
+    for (int& o : offs) o -= ms.t0;
+    std::vector<double> w = slice(corr.weights, ms.t0, ms.t1);
+    std::vector<uint8_t> keep = slice(corr.keep, ms.t0, ms.t1);
+    if (bypass && ms.index > 0) {
+        const std::span<const float> roll_lp(tv.lp_roll.data() + ms.t0, ms.t1 - ms.t0);
+        CorrectionResult c =
+            compute_correction(correction_settings(), lp_theta, roll_lp, slice(tv.valid, ms.t0, ms.t1), offs);
+        w = std::move(c.weights);
+        keep = std::move(c.keep);
+    }
+    const std::span<const float> anchor(lp_anchor.data() + ms.t0, ms.t1 - ms.t0);
+    const std::span<const double> adv(scores.advantages.data() + ms.s0, ms.s1 - ms.s0);
+    return policy_loss(pls, lp_theta, anchor, adv, w, keep, offs);
 }
 
 namespace {

@@ -16,6 +16,7 @@
 #include "core/rl/correction.h"
 #include "core/rl/measure.h"
 #include "core/rl/optim.h"
+#include "core/rl/policy_loss.h"
 #include "core/rl/tasks.h"
 #include "core/store/run_lock.h"
 #include "core/store/store.h"
@@ -64,6 +65,19 @@ private:
     CorrectionSettings correction_settings() const;
     void prune_checkpoints();
     TrainOutcome train_policy(const Measurement& m, const Scores& scores, const CorrectionResult& corr);
+    // Sequences [s0, s1) of the step, as one mini-step sees them.
+    struct MiniStep {
+        int index = 0, count = 1;  // mini-step index of count
+        int s0 = 0, s1 = 0;        // sequences
+        int t0 = 0, t1 = 0;        // their response tokens in the step's TokenView
+        SeqBatch batch;
+    };
+    struct RouteCount {
+        int64_t flipped = 0, unflipped = 0;  // valid (response token, MoE layer) pairs of mini-steps 2..n
+    };
+    const TrainForward& ministep_forward(const Measurement& m, const MiniStep& ms, RouteCount& routes);
+    PolicyLossResult ministep_loss(const Measurement& m, const Scores& scores, const CorrectionResult& corr,
+                                   const MiniStep& ms, const TrainForward& fwd) const;
     StepRecord record(int64_t step, const std::vector<Prompt>& prompts, const Measurement& m, const Scores& scores,
                       const CorrectionResult& corr, const TrainOutcome& trained, double step_ms) const;
 

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/config/model_builder.h"
+#include "core/config/stable_hash.h"
 #include "core/model/vocab.h"
 #include "core/rl/long_tasks.h"
 
@@ -36,16 +37,6 @@ uint64_t CounterRng::below(uint64_t n) {
 }
 
 namespace {
-
-// FNV-1a: a fixed, platform-independent string hash (std::hash is neither).
-uint64_t fnv1a(std::string_view s) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char c : s) {
-        h ^= c;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
 
 // The train/eval split of the problem space. Fixed forever: changing it would
 // silently move prompts between the training stream and held-out sets.

@@ -87,8 +87,8 @@ void attention_forward(const Exec& ex, float* out, float* att, const float* q, c
             float* s = scratch(s_buf, 8 * slot);
             qs.resize(T);
             int cur_b = -1, cur_hk = -1;
-            for (int t_ = b0; t_ < b1; ++t_) {
-                const int b = t_ / H, h = t_ % H, hk = h / group;
+            for (int pair = b0; pair < b1; ++pair) {
+                const int b = pair / H, h = pair % H, hk = h / group;
                 const float* kb = k + ((int64_t)b * T * Hkv + hk) * D;
                 if (b != cur_b || hk != cur_hk) {
                     I.transpose(Kt, ldk, kb, (int64_t)Hkv * D, T, D);
@@ -135,7 +135,8 @@ void attention_forward(const Exec& ex, float* out, float* att, const float* q, c
 //    thread count.
 // Threads split (sequence, kv head) pairs (bi) or (sequence, head) pairs (fast).
 void attention_decode(const Exec& ex, float* out, const float* q, const float* kcache, const float* vcache,
-                      const int32_t* slot_, const int32_t* len, int64_t cache_stride, int Bq, int H, int Hkv, int D) {
+                      const int32_t* cache_slot, const int32_t* len, int64_t cache_stride, int Bq, int H, int Hkv,
+                      int D) {
     if (Bq <= 0 || H <= 0 || D <= 0) return;
     const IsaTable& I = isa_table();
     const int group = H / Hkv;
@@ -143,6 +144,21 @@ void attention_decode(const Exec& ex, float* out, const float* q, const float* k
     double work = 0;
     for (int s = 0; s < Bq; ++s) work += 4.0 * H * (double)len[s] * D;
     const bool threaded = work >= kParallelWork && num_threads() > 1;
+    // What the query of (sequence s, head h) reads and writes in either family.
+    const auto decode_query = [&](int s, int h) {
+        AttnQuery a;
+        a.q = q + ((int64_t)s * H + h) * D;
+        a.out = out + ((int64_t)s * H + h) * D;
+        a.v = vcache + cache_slot[s] * cache_stride + (int64_t)(h / group) * D;
+        a.vstride = (int64_t)Hkv * D;
+        a.len = len[s];
+        a.D = D;
+        a.scale = scale;
+        a.dt = ex.dtype;
+        a.pdt = ex.probs;
+        a.sdt = ex.stats;
+        return a;
+    };
     if (ex.family == Family::batch_invariant) {
         parallel_for(
             Bq * Hkv,
@@ -150,33 +166,22 @@ void attention_decode(const Exec& ex, float* out, const float* q, const float* k
                 thread_local std::vector<float> kt_buf, s_buf;
                 thread_local std::vector<AttnQuery> qs;
                 qs.resize(group);
-                for (int t_ = b0; t_ < b1; ++t_) {
-                    const int s = t_ / Hkv, hk = t_ % Hkv;
+                for (int pair = b0; pair < b1; ++pair) {
+                    const int s = pair / Hkv, hk = pair % Hkv;
                     const int L = len[s];
                     if (L <= 0) continue;
                     const int ldk = round_up(L, 64);
                     const size_t slot = (size_t)ldk + 64;
                     float* Kt = scratch(kt_buf, (size_t)D * ldk);
                     float* sc = scratch(s_buf, 8 * slot);
-                    const float* kb = kcache + slot_[s] * cache_stride + (int64_t)hk * D;
+                    const float* kb = kcache + cache_slot[s] * cache_stride + (int64_t)hk * D;
                     I.transpose(Kt, ldk, kb, (int64_t)Hkv * D, L, D);
                     for (int i = 0; i < group; ++i) {
-                        const int h = hk * group + i;
                         AttnQuery& a = qs[i];
+                        a = decode_query(s, hk * group + i);
                         a.Kt = Kt;
                         a.ldk = ldk;
-                        a.v = vcache + slot_[s] * cache_stride + (int64_t)hk * D;
-                        a.vstride = (int64_t)Hkv * D;
-                        a.len = L;
-                        a.D = D;
-                        a.scale = scale;
-                        a.dt = ex.dtype;
-                        a.pdt = ex.probs;
-                        a.sdt = ex.stats;
                         a.scratch = sc + (i % 8) * slot;
-                        a.q = q + ((int64_t)s * H + h) * D;
-                        a.out = out + ((int64_t)s * H + h) * D;
-                        a.att = nullptr;
                     }
                     I.attn_bi_queries(qs.data(), group);
                 }
@@ -189,23 +194,13 @@ void attention_decode(const Exec& ex, float* out, const float* q, const float* k
         Bq * H,
         [&](int b0, int b1) {
             thread_local std::vector<float> s_buf;
-            for (int t_ = b0; t_ < b1; ++t_) {
-                const int s = t_ / H, h = t_ % H, hk = h / group;
+            for (int pair = b0; pair < b1; ++pair) {
+                const int s = pair / H, h = pair % H, hk = h / group;
                 const int L = len[s];
                 if (L <= 0) continue;
-                AttnQuery a;
-                a.q = q + ((int64_t)s * H + h) * D;
-                a.k = kcache + slot_[s] * cache_stride + (int64_t)hk * D;
+                AttnQuery a = decode_query(s, h);
+                a.k = kcache + cache_slot[s] * cache_stride + (int64_t)hk * D;
                 a.kstride = (int64_t)Hkv * D;
-                a.v = vcache + slot_[s] * cache_stride + (int64_t)hk * D;
-                a.vstride = (int64_t)Hkv * D;
-                a.len = L;
-                a.D = D;
-                a.scale = scale;
-                a.dt = ex.dtype;
-                a.pdt = ex.probs;
-                a.sdt = ex.stats;
-                a.out = out + ((int64_t)s * H + h) * D;
                 a.nsplit = fast_decode_splits(L, Bq * H, threads);
                 const int dpad = round_up(D, 16);
                 a.scratch = scratch(s_buf, (size_t)round_up(L, 16) + 128 + (size_t)(a.nsplit + 1) * dpad + 64);
@@ -241,8 +236,8 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
             float* P = scratch(p_buf, (size_t)T * T);
             float* DS = scratch(ds_buf, (size_t)T * T);
             float* Vt = scratch(vt_buf, (size_t)D * ldT);
-            for (int t_ = b0; t_ < b1; ++t_) {
-                const int b = t_ / Hkv, hk = t_ % Hkv;
+            for (int pair = b0; pair < b1; ++pair) {
+                const int b = pair / Hkv, hk = pair % Hkv;
                 const float* kb = k + ((int64_t)b * T * Hkv + hk) * D;
                 const float* vb = v + ((int64_t)b * T * Hkv + hk) * D;
                 float* dkb = dk + ((int64_t)b * T * Hkv + hk) * D;

@@ -11,17 +11,15 @@
 #include <cmath>
 #include <limits>
 
+#include "core/metrics/run_stats.h"
+
 namespace mlk {
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-QString formatValue(double v) {
-    if (std::isnan(v)) return QStringLiteral("NaN");
-    if (std::isinf(v)) return v > 0 ? QStringLiteral("+Inf") : QStringLiteral("-Inf");
-    return QString::number(v, 'g', 6);
-}
+QString formatValue(double v) { return QString::fromStdString(value_text(v, 6)); }
 
 // The dot, round although the view paints without antialiasing.
 class SmoothEllipseItem : public QGraphicsEllipseItem {

@@ -20,6 +20,7 @@
 #include <stdexcept>
 
 #include "widgets/charts/axis_frame.h"
+#include "core/metrics/run_stats.h"
 #include "widgets/charts/axis_rules.h"
 #include "widgets/data/palette.h"
 
@@ -96,11 +97,7 @@ QString png_data_url(const QByteArray& png) {
     return QStringLiteral("data:image/png;base64,") + QString::fromLatin1(png.toBase64());
 }
 
-QString short_number(double v) {
-    if (std::isnan(v)) return QStringLiteral("NaN");
-    if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-    return QString::asprintf("%.4g", v);
-}
+QString short_number(double v) { return QString::fromStdString(value_text(v, 4)); }
 
 RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>& runs) {
     RenderedChart out;

@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "widgets/data/metric_help.h"
+#include "core/metrics/run_stats.h"
 #include "widgets/data/palette.h"
 
 namespace mlk {
@@ -38,11 +39,7 @@ namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
-QString num(double v, int prec = 4) {
-    if (std::isnan(v)) return QStringLiteral("NaN");
-    if (std::isinf(v)) return v > 0 ? QStringLiteral("+inf") : QStringLiteral("-inf");
-    return QString::number(v, 'g', prec);
-}
+QString num(double v, int prec = 4) { return qs(value_text(v, prec)); }
 
 // A text browser that shows the tooltip of the character under the mouse
 // (set from the HTML title attribute of each token span).
