@@ -35,6 +35,12 @@ double logFloorFor(double smallest) {
     return std::pow(10.0, std::floor(std::log10(smallest)) - 1);
 }
 
+YRange wholeDecades(double lo, double hi) {
+    YRange r{std::pow(10.0, std::floor(std::log10(lo) + 1e-9)), std::pow(10.0, std::ceil(std::log10(hi) - 1e-9))};
+    if (r.hi <= r.lo) r.hi = r.lo * 10;
+    return r;
+}
+
 double smallestPositive(std::span<const double> ys) {
     double best = kInf;
     for (const double y : ys)

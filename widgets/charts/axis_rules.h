@@ -38,12 +38,17 @@ double smallestPositive(std::span<const double> ys);  // +inf when none
 std::size_t clampForLog(QList<QPointF>& points, double floor);
 std::size_t countNonPositive(std::span<const double> ys);
 
+
 // --- Robust y range -----------------------------------------------------------
 
 struct YRange {
     double lo = 0;
     double hi = 0;
 };
+
+// [lo, hi] (lo > 0) widened to whole decades, at least one: a log axis then
+// shows at least two labelled ticks.
+YRange wholeDecades(double lo, double hi);
 
 struct RobustRangeOptions {
     double lowQuantile = 0.05;

@@ -93,9 +93,9 @@ void LogProbabilityScatter::draw(const QList<QPointF>& now, const QList<QPointF>
         for (const QPointF& p : *points)
             for (double v : {p.x(), p.y()})
                 if (v > 0 && std::isfinite(v)) smallest = std::min(smallest, v);
-    // Whole decades down to the smallest probability, at least 1e-4, at most
-    // 1e-12 (below that a token is noise either way).
-    floor_ = std::clamp(std::pow(10.0, std::floor(std::log10(smallest))), 1e-12, 1e-4);
+    // The log floor every chart uses, showing at least 1e-4..1 and at most
+    // 1e-12..1 (below that a token is noise either way).
+    floor_ = std::clamp(logFloorFor(smallest), kDefaultLogFloor, 1e-4);
     const auto held = [this](const QList<QPointF>& points) {
         QList<QPointF> out;
         out.reserve(points.size());

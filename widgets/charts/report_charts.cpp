@@ -143,10 +143,8 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
         else xlo -= 1, xhi += 1;
     }
     if (logX && std::isnan(spec.xMin) && std::isnan(spec.xMax)) {
-        // Whole decades, so at least two labelled ticks show.
-        xlo = std::pow(10.0, std::floor(std::log10(xlo) + 1e-9));
-        xhi = std::pow(10.0, std::ceil(std::log10(xhi) - 1e-9));
-        if (xhi <= xlo) xhi = xlo * 10;
+        const YRange decades = wholeDecades(xlo, xhi);
+        xlo = decades.lo, xhi = decades.hi;
     }
 
     // ---- y: the rules every chart follows (axis_rules.h), every value in view

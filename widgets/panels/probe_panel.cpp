@@ -210,7 +210,7 @@ void ProbePanel::fillTable() {
         QColor ink = palette::secondaryText();
         if (info && info->better != Better::none && a != b) {
             const bool better = (info->better == Better::lower) == (b < a);
-            ink = better ? QColor(0x1a, 0x7f, 0x37) : QColor(0xc0, 0x39, 0x2b);
+            ink = better ? palette::okTone().ink : palette::errorTone().ink;
         }
         change->setForeground(ink);
         QFont bold = change->font();

@@ -52,6 +52,12 @@ private slots:
         // The floor sits a decade under the smallest positive value, on a power of ten.
         QCOMPARE(logFloorFor(3.2e-4), 1e-5);
         QCOMPARE(logFloorFor(std::numeric_limits<double>::infinity()), kDefaultLogFloor);
+        // A log range widened to whole decades, at least one.
+        QCOMPARE(wholeDecades(3e-3, 0.4).lo, 1e-3);
+        QCOMPARE(wholeDecades(3e-3, 0.4).hi, 1.0);
+        QCOMPARE(wholeDecades(1e-2, 1e-2).hi, 1e-1);
+        QCOMPARE(wholeDecades(1e-3, 1e-1).lo, 1e-3);  // already whole: unchanged
+        QCOMPARE(wholeDecades(1e-3, 1e-1).hi, 1e-1);
         // Fewer than three powers of ten: 2x and 5x are labelled too.
         const AxisScale narrow = logAxis(1e-3, 5e-2);
         QCOMPARE(narrow.majorLabels(), (QStringList{"0.001", "0.002", "0.005", "0.01", "0.02", "0.05"}));
