@@ -47,7 +47,9 @@ struct Exec {
 };
 
 // ---- threads -------------------------------------------------------------
-// Kernels run on a process-wide pool. 0 = hardware concurrency.
+// Kernels run on a process-wide pool. The count is the calling thread's own
+// (0 = hardware concurrency): the fast family's plans read it, so a setting
+// made on one thread never changes another thread's bits.
 void set_num_threads(int n);
 int num_threads();
 

@@ -28,6 +28,10 @@ namespace mlk::cpu {
 namespace {
 
 thread_local bool tl_in_region = false;
+// The thread count this application thread asked for (set_num_threads); 0 =
+// the hardware's. Per thread, because the fast family's reduction plans read
+// it: a probe on one thread must not change the bits of a run on another.
+thread_local int tl_threads = 0;
 
 constexpr auto kSpinFor = std::chrono::microseconds(50);
 
@@ -65,8 +69,8 @@ public:
         for (int i = 1; i < n; ++i) workers_.emplace_back([this, g0] { worker(g0); });
     }
 
-    void run(int ntasks, RangeFn fn, void* ctx) {
-        const int T = threads();
+    void run(int ntasks, RangeFn fn, void* ctx, int wanted) {
+        const int T = std::min(threads(), wanted);
         if (T <= 1 || ntasks <= 1 || tl_in_region || !run_mu_.try_lock()) {
             fn(ctx, 0, ntasks);
             return;
@@ -76,6 +80,7 @@ public:
         fn_ = fn;
         ctx_ = ctx;
         ntasks_ = ntasks;
+        job_threads_ = wanted;
 #ifdef MLK_HAVE_MXCSR
         mxcsr_ = _mm_getcsr();  // workers use the caller's FTZ/DAZ/rounding state
 #endif
@@ -110,6 +115,7 @@ private:
 #else
             (void)is_worker;
 #endif
+            if (is_worker) tl_threads = job_threads_;  // a kernel asking inside the region sees the caller's count
             if (e > b) fn_(ctx_, b, e);
             if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == static_cast<int>(parts) &&
                 caller_sleeping_.load(std::memory_order_seq_cst)) {
@@ -197,6 +203,7 @@ private:
     RangeFn fn_ = nullptr;
     void* ctx_ = nullptr;
     int ntasks_ = 0;
+    int job_threads_ = 1;
     unsigned mxcsr_ = 0;
 };
 
@@ -207,11 +214,16 @@ Pool& pool() {
 
 }  // namespace
 
-void parallel_run(int ntasks, RangeFn fn, void* ctx) { pool().run(ntasks, fn, ctx); }
+void parallel_run(int ntasks, RangeFn fn, void* ctx) { pool().run(ntasks, fn, ctx, num_threads()); }
 
 }  // namespace mlk::cpu
 
 namespace mlk {
-void set_num_threads(int n) { cpu::pool().resize(n); }
-int num_threads() { return cpu::pool().threads(); }
+// The pool only grows (to the largest count any thread asked for); each region
+// uses at most its caller's count.
+void set_num_threads(int n) {
+    cpu::tl_threads = std::clamp(n <= 0 ? cpu::Pool::default_threads() : n, 1, 256);
+    if (cpu::tl_threads > cpu::pool().threads()) cpu::pool().resize(cpu::tl_threads);
+}
+int num_threads() { return cpu::tl_threads > 0 ? cpu::tl_threads : cpu::Pool::default_threads(); }
 }  // namespace mlk

@@ -1,4 +1,8 @@
-// The process-wide worker pool behind set_num_threads()/num_threads().
+// The process-wide worker pool behind set_num_threads()/num_threads(). The
+// thread count is per application thread (a probe on the GUI's thread and a
+// run on the worker thread each keep their own, and with it their fast
+// family's reduction plans); the pool grows to the largest count asked for
+// and each region uses at most its caller's.
 // Work is split statically: a region of n tasks on T threads is cut into
 // P = min(T, n) fixed parts, part p = the contiguous tasks [p*n/P, (p+1)*n/P);
 // the caller and the T-1 persistent workers each claim parts (normally one

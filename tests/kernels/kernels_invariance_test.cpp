@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "kernels/cpu/features.h"
@@ -292,6 +293,34 @@ TEST(KernelsInvariance, BackwardIndependentOfThreads) {
         set_num_threads(3);  // oversubscribed: still the same
         EXPECT_TRUE(bits_equal(run_all(), one));
     }
+}
+
+// The thread count is each application thread's own: the fast family's plan
+// follows the count its caller set, so a probe setting 1 thread on one thread
+// cannot change the bits of a run computing with 2 on another.
+TEST(KernelsInvariance, ThreadCountIsPerCallingThread) {
+    Restore restore;
+    const Exec fast{Family::fast, Dtype::f32};
+    const int M = 4, K = 2048, N = 64;  // decode-sized: split-K by the thread count
+    auto x = testdata::uniform((size_t)M * K, 71), w = testdata::uniform((size_t)K * N, 72);
+    auto mm = [&] {
+        std::vector<float> out((size_t)M * N);
+        matmul_forward(fast, out.data(), x.data(), w.data(), nullptr, M, K, N);
+        return out;
+    };
+    set_num_threads(1);
+    const auto one = mm();
+    set_num_threads(2);
+    const auto two = mm();
+    ASSERT_FALSE(bits_equal(one, two)) << "this shape's fast plan must depend on the thread count";
+    std::vector<float> other;
+    std::thread([&] {
+        set_num_threads(1);  // another thread asks for one
+        other = mm();
+    }).join();
+    EXPECT_TRUE(bits_equal(other, one)) << "the other thread computes with its own count";
+    EXPECT_EQ(num_threads(), 2);
+    EXPECT_TRUE(bits_equal(mm(), two)) << "this thread's count and bits are unchanged";
 }
 
 // The mismatch is real: the fast family changes bits with the batch size for
