@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -132,6 +133,20 @@ Sampled sample_row(const float* lp, const float* lp_raw, int V, const SamplingPa
     return {tok, lpp, lp_raw[tok]};
 }
 
+// The kTopAlternatives most likely tokens of one log-prob row, most likely
+// first, ties to the lower id; a NaN ranks last.
+void top_alternatives(const float* lp, int V, std::vector<TokenAlternative>& out) {
+    const auto key = [&](int t) { return std::isnan(lp[t]) ? -std::numeric_limits<float>::infinity() : lp[t]; };
+    std::vector<int32_t> order(V);
+    std::iota(order.begin(), order.end(), 0);
+    const int n = std::min(kTopAlternatives, V);
+    std::partial_sort(order.begin(), order.begin() + n, order.end(), [&](int a, int b) {
+        return key(a) > key(b) || (key(a) == key(b) && a < b);
+    });
+    for (int i = 0; i < n; ++i) out.push_back({order[i], lp[order[i]]});
+    for (int i = n; i < kTopAlternatives; ++i) out.push_back({-1, -std::numeric_limits<float>::infinity()});
+}
+
 }  // namespace
 
 struct RolloutEngine::Seq {
@@ -192,7 +207,7 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
     // feeds its next environment token: one token per step either way, so an
     // environment reply goes through the same decode steps and KV cache as
     // sampled tokens.
-    auto sample_rows = [&](const std::vector<int>& who) {
+    auto sample_rows = [&](const std::vector<int>& who, int forward_rows) {
         const int R = (int)who.size();
         lp.resize((size_t)R * V);
         logsoftmax_forward(lp_ex, lp.data(), logits.data(), inv_temp, R, V);
@@ -222,6 +237,8 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
             out.lp_processed.push_back(smp.lp_processed);
             out.lp_raw.push_back(smp.lp_raw);
             out.env.push_back(forced ? 1 : 0);
+            top_alternatives(&lp[(size_t)r * V], V, out.top);
+            out.rows.push_back(forward_rows);
             if ((!forced && smp.token == Vocab::eos) || step + 1 >= max_new_tokens) {
                 out.finished_by_eos = !forced && smp.token == Vocab::eos;
                 s.done = true;
@@ -263,7 +280,7 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
             forward_rows(ex, tok, pos, slot, lens, want, logits, ids);
             record_ids(row_seq, pos);
             ++res.prefill_calls;
-            sample_rows(admitted);
+            sample_rows(admitted, (int)tok.size());
             for (int i : admitted)
                 if (!seqs[i].done) active.push_back(i);
         }
@@ -282,7 +299,7 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
         record_ids(active, pos);
         res.decode_batch_sizes.push_back((int)active.size());
         for (int i : active) ++seqs[i].next_pos;
-        sample_rows(active);
+        sample_rows(active, (int)tok.size());
     }
     for (auto& s : res.sequences)
         for (auto& layer_ids : s.expert_ids) layer_ids.resize(s.tokens.size() * k);

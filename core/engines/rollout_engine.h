@@ -24,6 +24,14 @@ struct SamplingParams {
     float top_p = 1.0f;  // 1 = off
 };
 
+// One of the most likely tokens at a position, with its log-prob.
+struct TokenAlternative {
+    int32_t token = 0;
+    float lp = 0;
+    bool operator==(const TokenAlternative&) const = default;
+};
+inline constexpr int kTopAlternatives = 5;
+
 struct RolloutSequence {
     std::vector<int32_t> tokens;  // prompt + response
     int prompt_len = 0;
@@ -34,6 +42,15 @@ struct RolloutSequence {
     // metric reads its valid tokens from here (core/rl/measure.h).
     std::vector<uint8_t> env;
     bool finished_by_eos = false;
+    // Per response token, for "why this token?" (core/rl/worst_tokens.h):
+    // top[j*kTopAlternatives ..] the most likely tokens of the distribution
+    // it came from, at the temperature and before top-k/top-p (the one the
+    // trainer's log-probs are compared with), most likely first (ties: lower
+    // id); rows[j] the rows M of the forward that computed it (the packed
+    // prefill or the decode batch): what picks the fast kernels' reduction
+    // plan. Recorded beside sampling; nothing sampled depends on them.
+    std::vector<TokenAlternative> top;
+    std::vector<int32_t> rows;
     // Top-k experts of every MoE layer for every position fed to the model,
     // [num_moe_layers][tokens.size()*k], indexed as ModelConfig::moe_layers()
     // (empty for a dense model); -1 where a position was never fed (the last token).

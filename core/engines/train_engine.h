@@ -49,6 +49,10 @@ public:
 
     const ModelConfig& config() const { return cfg_; }
     const ParamLayout& layout() const { return layout_; }
+    // The last forward's log-probs over the vocabulary at row (b, t), the
+    // distribution that predicts position t+1 (V floats, valid until the next
+    // forward): for "why this token?" (core/rl/worst_tokens.h).
+    const float* logprob_row(int b, int t) const { return &lp_[((size_t)b * batch_->T + t) * cfg_.vocab_size]; }
 
 private:
     struct LayerActs {

@@ -103,6 +103,7 @@ Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& trai
     m.tokens = gather_tokens(m.roll, m.batch, m.train, cfg.rollout.logprobs);
     m.mismatch = mismatch_metrics(m.tokens.lp_train, m.tokens.lp_roll, m.tokens.valid, m.tokens.seq_offsets);
     if (moe) m.router = routing_diff(m.roll, m.batch, m.train, m.tokens, Lm, k);
+    m.worst = capture_worst_tokens(cfg, m, train);  // while `train` still holds the recompute's rows
     m.bitwise_equal = !m.tokens.lp_roll.empty() && std::memcmp(m.tokens.lp_roll.data(), m.tokens.lp_train.data(),
                                                                m.tokens.lp_roll.size() * sizeof(float)) == 0;
     return m;

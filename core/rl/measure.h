@@ -11,6 +11,7 @@
 #include "core/engines/rollout_engine.h"
 #include "core/engines/train_engine.h"
 #include "core/metrics/mismatch.h"
+#include "core/rl/worst_tokens.h"
 
 namespace mlk {
 
@@ -55,6 +56,7 @@ struct Measurement {
     MismatchMetrics mismatch;
     RouterDiff router;           // over the MoE layers; empty for dense models
     bool bitwise_equal = false;  // every training log-prob equals its rollout log-prob bit for bit
+    WorstTokens worst;           // the K largest |delta log p| tokens, explained (worst_tokens.h)
     double rollout_ms = 0, recompute_ms = 0;
 };
 

@@ -311,8 +311,10 @@ void set_correction(StepMetrics& v, const CorrectionStats& cs) {
     v.kept_token_fraction = cs.kept_token_fraction;
 }
 
-// A bounded, evenly strided sample of token pairs for the scatter plot, the
-// F(t) curve and the router-flip histogram; tool output is no sample.
+// A bounded, evenly strided sample of token pairs for the scatter plot, plus
+// the step's worst tokens (so an outlier at a spike is always drawn, and is
+// one "why this token?" explains), in token order; the F(t) curve and the
+// router-flip histogram. Tool output is no sample.
 void add_distributions(StepRecord& rec, const Measurement& m) {
     const TokenView& tv = m.tokens;
     std::vector<size_t> valid;
@@ -320,8 +322,12 @@ void add_distributions(StepRecord& rec, const Measurement& m) {
         if (tv.valid[i]) valid.push_back(i);
     const size_t N = valid.size(), cap = 1024;
     const size_t stride = N > cap ? (N + cap - 1) / cap : 1;
-    for (size_t v = 0, idx = 0; v < N; v += stride, ++idx) {
-        const size_t i = valid[v];
+    std::vector<size_t> picked = worst_token_indices(m);
+    for (size_t v = 0; v < N; v += stride) picked.push_back(valid[v]);
+    std::sort(picked.begin(), picked.end());
+    picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
+    for (size_t idx = 0; idx < picked.size(); ++idx) {
+        const size_t i = picked[idx];
         rec.token_samples.push_back({(int32_t)idx, tv.lp_roll[i], tv.lp_train[i], tv.seq[i],
                                      tv.pos[i] - m.batch.prompt_lens[tv.seq[i]], tv.token[i]});
     }
@@ -380,6 +386,7 @@ StepRecord RlSession::record(int64_t step, const std::vector<Prompt>& prompts, c
     rec.metrics = to_named_values(v);
     add_distributions(rec, m);
     add_text_samples(rec, prompts, m, scores.rewards, cfg_.rl.samples_per_prompt, model_.num_moe_layers() > 0);
+    rec.worst_tokens_json = worst_tokens_json(m.worst);
     return rec;
 }
 

@@ -241,6 +241,10 @@ void Store::append_step(int64_t run_id, const StepRecord& rec) {
             .bind(7, t.tokens_json)
             .run();
     }
+    if (!rec.worst_tokens_json.empty()) {
+        Query q(im, "INSERT INTO worst_tokens(run_id, step, json) VALUES(?, ?, ?)");
+        q.bind(1, run_id).bind(2, rec.step).bind(3, rec.worst_tokens_json).run();
+    }
     {
         Query q(im, "UPDATE runs SET updated = ? WHERE id = ?");
         q.bind(1, now).bind(2, run_id).run();
@@ -390,6 +394,13 @@ std::vector<TextSample> Store::text_samples(int64_t run_id, int64_t step) {
     while (q.row())
         out.push_back(TextSample{static_cast<int32_t>(q.i64(0)), q.text(1), q.text(2), q.real(3), q.text(4)});
     return out;
+}
+
+std::string Store::worst_tokens(int64_t run_id, int64_t step) {
+    std::lock_guard lock(impl_->mu);
+    Query q(*impl_, "SELECT json FROM worst_tokens WHERE run_id = ? AND step = ?");
+    q.bind(1, run_id).bind(2, step);
+    return q.row() ? q.text(0) : std::string();
 }
 
 // ----------------------------------------------------------- checkpoints ---

@@ -81,6 +81,10 @@ struct StepRecord {
     std::vector<FtPoint> ft_curve;
     std::vector<RouterBin> router_hist;
     std::vector<TextSample> text_samples;
+    // The step's largest-|delta log p| tokens with what explains them, one
+    // bounded JSON document (core/rl/worst_tokens.h writes and reads it);
+    // empty: none stored.
+    std::string worst_tokens_json;
 };
 
 struct StoredStep {
@@ -205,6 +209,8 @@ public:
     std::vector<FtPoint> ft_curve(int64_t run_id, int64_t step);
     std::vector<RouterBin> router_hist(int64_t run_id, int64_t step);
     std::vector<TextSample> text_samples(int64_t run_id, int64_t step);
+    // The step's worst-tokens document as stored; "" when absent (older steps).
+    std::string worst_tokens(int64_t run_id, int64_t step);
 
     // Checkpoints. Paths come back absolute whichever way they were stored.
     void add_checkpoint(int64_t run_id, int64_t step, const std::string& path);

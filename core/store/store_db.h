@@ -107,8 +107,8 @@ struct Store::Impl {
 namespace store_detail {
 
 // Tables keyed by (run_id, step, ...) that belong to a step.
-inline constexpr const char* kStepTables[] = {"metrics",     "token_samples", "ft_curves",
-                                              "router_hist", "text_samples",  "steps"};
+inline constexpr const char* kStepTables[] = {"metrics",      "token_samples", "ft_curves", "router_hist",
+                                              "text_samples", "worst_tokens",  "steps"};
 
 // A cached statement borrowed for one use; reset and unbound on scope exit.
 class Query {

@@ -110,6 +110,16 @@ CREATE TABLE sweep_runs(
 CREATE INDEX sweep_runs_by_run ON sweep_runs(run_id);
 )sql";
 
+// v5: each step's worst-mismatch tokens for "why this token?", one bounded
+// JSON document per step (core/rl/worst_tokens.h): a table of its own, so a
+// step of an older file simply has none.
+constexpr const char* kSchemaV5 = R"sql(
+CREATE TABLE worst_tokens(
+  run_id INTEGER NOT NULL, step INTEGER NOT NULL,
+  json TEXT NOT NULL,
+  PRIMARY KEY(run_id, step)) WITHOUT ROWID;
+)sql";
+
 static_assert(Store::kApplicationId == 1296845617, "kSchemaV1 spells the application id out");
 
 const std::vector<Migration>& migrations() {
@@ -118,6 +128,7 @@ const std::vector<Migration>& migrations() {
         {2, kSchemaV2},
         {3, kSchemaV3},
         {4, kSchemaV4},
+        {5, kSchemaV5},
     };
     return m;
 }

@@ -24,7 +24,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
-QScatterSeries* buildProbabilityPlot(QChart* chart) {
+ProbabilityPlot buildProbabilityPlot(QChart* chart) {
     chart->setTitle(QObject::tr("Training vs rollout probability of sampled tokens"));
     auto* diag = new QLineSeries;
     diag->setName(QObject::tr("y = x (no mismatch)"));
@@ -43,6 +43,22 @@ QScatterSeries* buildProbabilityPlot(QChart* chart) {
     scatter->setBorderColor(Qt::transparent);
     chart->addSeries(scatter);
     chart->addSeries(diag);  // on top, so the reference stays visible under dense points
+    // Rings (no fill: the token's own dot shows through) and the picked token
+    // filled, in the highlight colour, over everything.
+    auto* worst = new QScatterSeries;
+    worst->setName(QObject::tr("largest |\u0394 log p| (Why this token?)"));
+    worst->setMarkerShape(QScatterSeries::MarkerShapeCircle);
+    worst->setMarkerSize(13);
+    worst->setBrush(Qt::NoBrush);
+    worst->setPen(QPen(palette::highlightMark(), 1.6));
+    auto* picked = new QScatterSeries;
+    picked->setName(QObject::tr("shown in Why this token?"));
+    picked->setMarkerShape(QScatterSeries::MarkerShapeCircle);
+    picked->setMarkerSize(9);
+    picked->setColor(palette::highlightMark());
+    picked->setBorderColor(palette::highlightMark().darker(150));
+    chart->addSeries(worst);
+    chart->addSeries(picked);
     const AxisScale unit = linearAxis(0, 1, 5);
     setHiddenAxes(chart, unit, unit);
     auto frame = std::make_shared<AxisFrame>(chart->font());
@@ -50,7 +66,7 @@ QScatterSeries* buildProbabilityPlot(QChart* chart) {
     frame->setY(unit, QObject::tr("training probability  exp(lp_train)"));
     addAxisFrame(chart, frame);
     frame->fitMargins(chart);
-    return scatter;
+    return {scatter, worst, picked};
 }
 
 LogProbabilityScatter::LogProbabilityScatter(QChart* chart)

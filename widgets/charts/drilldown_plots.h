@@ -27,9 +27,14 @@ QT_END_NAMESPACE
 
 namespace mlk {
 
+// The probability scatter's series: the tokens, rings around the step's
+// worst tokens (those "why this token?" explains) and the token it shows.
+struct ProbabilityPlot {
+    QScatterSeries *tokens = nullptr, *worst = nullptr, *picked = nullptr;
+};
 // Sets up `chart` as the probability scatter: both axes 0..1, the diagonal
-// over the tokens; returns the (empty) token series.
-QScatterSeries* buildProbabilityPlot(QChart* chart);
+// over the tokens; returns its (empty) series.
+ProbabilityPlot buildProbabilityPlot(QChart* chart);
 
 // The probe panel's probability scatter: rollout against training
 // probability on log axes (the small probabilities are where the engines

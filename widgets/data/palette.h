@@ -26,7 +26,9 @@ QColor neutralInk();       // reference lines, secondary text
 QColor changedSetting();   // background of a setting that differs from the baseline
 QColor secondaryText();    // hints, notes and empty-state text beside the primary text
 QColor routerFlip();       // a position where the two engines routed to different experts
+QColor routerFlipFill();   // behind a table row whose routes flipped (routerFlip ink on it)
 QColor codeBackground();   // behind token text set in a fixed-width font
+QColor highlightMark();    // a token singled out in a plot: the step's worst ones, the one being explained
 
 // How a message reads: its text, the outline of the field it marks, and the
 // fill behind that field.

@@ -25,13 +25,16 @@
 #include <QTextBlock>
 #include <QTextBrowser>
 #include <QToolTip>
+#include <QUrl>
 #include <QVBoxLayout>
 
 #include <nlohmann/json.hpp>
 
+#include "core/config/config.h"
 #include "widgets/data/metric_help.h"
 #include "core/metrics/run_stats.h"
 #include "widgets/data/palette.h"
+#include "widgets/panels/drilldown_samples.h"
 
 namespace mlk {
 
@@ -68,15 +71,6 @@ protected:
         return QTextBrowser::event(e);
     }
 };
-
-// 12 -> "¹²": full-size superscript glyphs stay readable where <sup> shrinks.
-QString superscript(int n) {
-    static const char16_t digits[] = {u'\u2070', u'\u00B9', u'\u00B2', u'\u00B3', u'\u2074',
-                                      u'\u2075', u'\u2076', u'\u2077', u'\u2078', u'\u2079'};
-    QString out;
-    for (QChar c : QString::number(n)) out += QChar(digits[c.digitValue()]);
-    return out;
-}
 
 QChartView* makeView(QChart* chart, QWidget* parent) {
     chart->setMargins(QMargins(4, 4, 4, 4));
@@ -153,7 +147,8 @@ void DrillDown::buildUi() {
         auto* l = new QVBoxLayout(scatterPage_);
         l->setContentsMargins(0, 0, 0, 0);
         scatterView_ = makeView(new QChart, scatterPage_);
-        scatter_ = buildProbabilityPlot(scatterView_->chart());  // after makeView: it fits the margins
+        const ProbabilityPlot plot = buildProbabilityPlot(scatterView_->chart());  // after makeView: it fits the margins
+        scatter_ = plot.tokens, worstMarks_ = plot.worst, pickedMark_ = plot.picked;
         connect(scatter_, &QScatterSeries::hovered, this, [this](const QPointF& p, bool state) {
             if (!state) {
                 QToolTip::hideText();
@@ -165,6 +160,21 @@ void DrillDown::buildUi() {
                                    .arg(num(p.x()), num(p.y()), num(lr), num(lt), num(std::abs(lt - lr))),
                                scatterView_);
         });
+        // A click asks "why this token?"; of dots drawn on top of each other
+        // (same log-probs), one with stored detail.
+        const auto pickDot = [this](const QPointF& p) {
+            const QList<QPointF> pts = scatter_->points();
+            const TokenSample* hit = nullptr;
+            for (qsizetype i = 0; i < pts.size() && i < static_cast<qsizetype>(scatterTokens_.size()); ++i) {
+                if (pts[i] != p) continue;
+                const TokenSample& t = scatterTokens_[static_cast<size_t>(i)];
+                if (!hit) hit = &t;
+                for (const WorstToken& w : why_->worst().tokens)
+                    if (w.seq == t.seq && w.pos == t.pos) hit = &t;
+            }
+            if (hit) explainToken({hit->seq, hit->pos, hit->token, hit->lp_roll, hit->lp_train, -1});
+        };
+        for (QScatterSeries* s : {scatter_, worstMarks_, pickedMark_}) connect(s, &QScatterSeries::clicked, this, pickDot);
         scatterNote_ = makeNote(scatterPage_);
         l->addWidget(scatterView_, 1);
         l->addWidget(scatterNote_);
@@ -222,6 +232,12 @@ void DrillDown::buildUi() {
         samples_->setObjectName(QStringLiteral("samplesBrowser"));
         samples_->setOpenLinks(false);
         samples_->setMouseTracking(true);
+        connect(samples_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
+            bool ok = false;
+            const int n = url.toString().section(QLatin1Char(':'), 1).toInt(&ok);
+            if (ok && n >= 0 && n < static_cast<int>(samplePicks_.size()))
+                explainToken(samplePicks_[static_cast<size_t>(n)]);
+        });
         l->addWidget(samples_, 1);
         tabs_->addTab(samplesPage_, tr("Samples"));
     }
@@ -241,11 +257,17 @@ void DrillDown::buildUi() {
         l->addWidget(bucketsNote_);
         tabs_->addTab(bucketsPage_, tr("By probability"));
     }
+
+    // ---- (f) why this token ----------------------------------------------------------
+    why_ = new TokenWhy(tabs_);
+    tabs_->addTab(why_, tr("Why this token?"));
+    connect(why_, &TokenWhy::shownChanged, this, &DrillDown::markWorst);
     // Each tab's tooltip: the catalogue's word on the metric it draws.
     tabs_->setTabToolTip(0, metricToolTip("logp_abs_diff_mean", tr("Each dot a sampled token, off the diagonal by:")));
     tabs_->setTabToolTip(1, metricToolTip("F@2", tr("The curve F(t) over every t; at t = 2:")));
     tabs_->setTabToolTip(2, metricToolTip("router_diff_router"));
     tabs_->setTabToolTip(4, metricToolTip("lowp_k3_share@0", tr("The K3 KL share of each decade; the lowest:")));
+    tabs_->setTabToolTip(5, metricToolTip("logp_abs_diff_max", tr("The step's largest mismatches, explained; the largest:")));
 
     clear();
 }
@@ -267,12 +289,19 @@ void DrillDown::clear() {
     fillRouter({});
     fillBuckets({});
     fillSamples({});
+    why_->setStep({}, tr("No run selected."));
 }
 
 void DrillDown::setRunStep(Store& store, int64_t runId, int64_t step) {
     store_ = &store;
     runId_ = runId;
     step_ = -1;
+    samplesPerPrompt_ = Config{}.rl.samples_per_prompt;
+    try {  // which batch sequence a text sample is; the default for a configuration that does not read
+        if (const auto info = store.run_info(runId))
+            samplesPerPrompt_ = config_from_json(nlohmann::json::parse(info->config_json)).rl.samples_per_prompt;
+    } catch (const std::exception&) {
+    }
     reload();
     if (steps_.empty()) {
         header_->setText(tr("Run %1: no steps stored yet").arg(runId));
@@ -281,6 +310,7 @@ void DrillDown::setRunStep(Store& store, int64_t runId, int64_t step) {
         fillRouter({});
         fillBuckets({});
         fillSamples({});
+        why_->setStep({});
         return;
     }
     auto it = std::lower_bound(steps_.begin(), steps_.end(), step);
@@ -335,6 +365,11 @@ void DrillDown::loadStep(int64_t step) {
         fillRouter(store_->router_hist(runId_, step));
         fillBuckets(store_->step_metrics(runId_, step));
         fillSamples(store_->text_samples(runId_, step));
+        try {
+            why_->setStep(parse_worst_tokens(store_->worst_tokens(runId_, step)));
+        } catch (const std::invalid_argument& e) {
+            why_->setStep({}, tr("This step's worst tokens are unreadable: %1").arg(qs(e.what())));
+        }
     } catch (const StoreError& e) {
         header_->setText(tr("Run %1 \u00B7 step %2: %3").arg(runId_).arg(step).arg(qs(e.what())));
     }
@@ -345,6 +380,7 @@ void DrillDown::loadStep(int64_t step) {
 void DrillDown::fillScatter(const std::vector<TokenSample>& ts) {
     QList<QPointF> pts;
     pts.reserve(static_cast<qsizetype>(ts.size()));
+    scatterTokens_.clear();
     int nonFinite = 0, identical = 0;
     double sumAbs = 0, maxAbs = 0;
     for (const TokenSample& t : ts) {
@@ -354,6 +390,7 @@ void DrillDown::fillScatter(const std::vector<TokenSample>& ts) {
             continue;
         }
         pts << QPointF(pr, pt);
+        scatterTokens_.push_back(t);
         const double d = std::abs(t.lp_train - t.lp_roll);
         sumAbs += d;
         maxAbs = std::max(maxAbs, d);
@@ -470,100 +507,31 @@ void DrillDown::fillBuckets(const std::vector<std::pair<std::string, double>>& s
 
 // ---- (d) -------------------------------------------------------------------------
 void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
-    QString h;
-    h += QStringLiteral("<html><body style='font-family:sans-serif'>");
-    // legend
-    h += QStringLiteral("<p style='margin:2px'><b>%1</b> ").arg(tr("|lp_train \u2212 lp_roll|:"));
-    const double stops[] = {0, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1};
-    const char* names[] = {"\u2264 1e-6", "1e-5", "1e-4", "1e-3", "0.01", "0.1", "\u2265 1"};
-    for (int i = 0; i < 7; ++i) {
-        const QColor c = palette::mismatchHeat(stops[i]);
-        h += QStringLiteral("<span style='background-color:%1; color:%2; font-family:monospace'>&nbsp;%3&nbsp;</span> ")
-                 .arg(c.name(), palette::inkOn(c).name(), QString::fromUtf8(names[i]));
-    }
-    h += QStringLiteral(
-             " &nbsp; <span style='text-decoration:underline'>%1</span><span "
-             "style='color:%3; font-weight:bold'>\u207F</span> = %2</p>")
-             .arg(tr("token"), tr("n router flips (MoE)"), palette::routerFlip().name());
-    h += QStringLiteral("<hr/>");
-
-    if (ts.empty())
-        h += QStringLiteral("<p style='color:%2'>%1</p>")
-                 .arg(tr("No text samples stored for this step."), palette::secondaryText().name());
-
-    for (const TextSample& s : ts) {
-        h += QStringLiteral("<p style='margin-top:8px; margin-bottom:2px'><b>%1</b> &nbsp; %2 <b>%3</b></p>")
-                 .arg(tr("Sample %1").arg(s.idx), tr("reward"),
-                      std::isfinite(s.reward) ? QString::number(s.reward, 'f', 2) : num(s.reward));
-        h += QStringLiteral(
-                 "<p style='margin:2px'>%1 <span style='font-family:monospace; background-color:%3'>"
-                 "%2</span></p>")
-                 .arg(tr("Prompt:"), qs(s.prompt).toHtmlEscaped(), palette::codeBackground().name());
-        nlohmann::json toks;
-        bool ok = true;
-        try {
-            toks = nlohmann::json::parse(s.tokens_json.empty() ? std::string("[]") : s.tokens_json);
-            ok = toks.is_array();
-        } catch (const nlohmann::json::exception&) {
-            ok = false;
-        }
-        h += QStringLiteral("<p style='margin:2px'>%1 <span style='font-family:monospace; font-size:14pt'>")
-                 .arg(tr("Response:"));
-        if (!ok || toks.empty()) {
-            h += QStringLiteral("<span>%1</span></span>").arg(qs(s.response).toHtmlEscaped());
-            if (!ok)
-                h += QStringLiteral(" <span style='color:%2; font-size:9pt'>%1</span>")
-                         .arg(tr("(per-token data unreadable)"), palette::errorTone().ink.name());
-            h += QStringLiteral("</p>");
-            continue;
-        }
-        int nFlipTokens = 0;
-        double maxD = 0;
-        for (const auto& t : toks) {
-            auto numOf = [&](const char* k) {
-                auto it = t.find(k);
-                return it != t.end() && it->is_number() ? it->get<double>() : std::numeric_limits<double>::quiet_NaN();
-            };
-            const double lr = numOf("lp_roll"), lt = numOf("lp_train");
-            const int flips = t.contains("flips") && t["flips"].is_number() ? t["flips"].get<int>() : 0;
-            const QString text =
-                t.contains("text") && t["text"].is_string() ? qs(t["text"].get<std::string>()) : QStringLiteral("?");
-            // Tool output a multi-turn environment inserted: context, no mismatch of the policy's.
-            const bool env = t.contains("env") && t["env"].is_boolean() && t["env"].get<bool>();
-            const double d = std::abs(lt - lr);
-            if (std::isfinite(d) && !env) maxD = std::max(maxD, d);
-            const QColor bg = env ? palette::codeBackground() : palette::mismatchHeat(d);
-            QString tip = tr("token \u201C%1\u201D (id %2)\nlp_roll = %3\nlp_train = %4\nlp_train \u2212 lp_roll = %5")
-                              .arg(text)
-                              .arg(t.contains("id") ? QString::fromStdString(t["id"].dump()) : QStringLiteral("?"))
-                              .arg(num(lr, 8), num(lt, 8), num(lt - lr, 4));
-            if (flips > 0) tip += tr("\nrouter flips: %1").arg(flips);
-            if (env) tip += tr("\ninserted by the environment: excluded from the loss and every metric");
-            QString style = QStringLiteral("background-color:%1; color:%2").arg(bg.name(), palette::inkOn(bg).name());
-            if (env) style += QStringLiteral("; font-style:italic");
-            if (flips > 0) style += QStringLiteral("; text-decoration:underline");
-            QString shown = text.toHtmlEscaped();
-            if (text == QLatin1String(" ")) shown = QStringLiteral("&#x2423;");
-            h += QStringLiteral("<span title=\"%1\" style='%2'>%3</span>").arg(tip.toHtmlEscaped(), style, shown);
-            if (flips > 0) {
-                ++nFlipTokens;
-                h += QStringLiteral("<span class='flip' style='color:%2; font-weight:bold'>%1</span>")
-                         .arg(superscript(flips), palette::routerFlip().name());
-            }
-            h += QStringLiteral("&#x200A;");  // hair space between chips
-        }
-        h += QStringLiteral("</span></p><p style='margin:2px; color:%2; font-size:9pt'>%1</p>")
-                 .arg(tr("%1 tokens \u00B7 max |\u0394 log p| = %2 \u00B7 %3 with router flips")
-                          .arg(toks.size())
-                          .arg(num(maxD, 3))
-                          .arg(nFlipTokens),
-                      palette::secondaryText().name());
-    }
-    h += QStringLiteral("</body></html>");
+    const QString h = mlk::samplesHtml(ts, samplesPerPrompt_, samplePicks_);
     samplesHtml_ = h;
     const int scroll = samples_->verticalScrollBar()->value();
     samples_->setHtml(h);
     samples_->verticalScrollBar()->setValue(scroll);
+}
+
+void DrillDown::explainToken(const TokenPick& pick) {
+    TokenPick p = pick;
+    for (const TokenPick& s : samplePicks_)  // a dot of the scatter: its flips, if the samples hold it
+        if (p.flips < 0 && s.seq == p.seq && s.pos == p.pos) p.flips = s.flips;
+    why_->showToken(p);
+    tabs_->setCurrentWidget(why_);
+}
+
+// Rings around the step's worst tokens in the scatter, the explained one filled.
+void DrillDown::markWorst() {
+    QList<QPointF> rings, picked;
+    for (const WorstToken& t : why_->worst().tokens)
+        rings << QPointF(std::exp(static_cast<double>(t.lp_roll)), std::exp(static_cast<double>(t.lp_train)));
+    const TokenPick shown = why_->shown();
+    if (shown.seq >= 0 && std::isfinite(shown.lp_roll) && std::isfinite(shown.lp_train))
+        picked << QPointF(std::exp(shown.lp_roll), std::exp(shown.lp_train));
+    worstMarks_->replace(rings);
+    pickedMark_->replace(picked);
 }
 
 QString DrillDown::samplesText() const { return samples_->toPlainText(); }

@@ -16,6 +16,9 @@
 //   (e) "By probability": for the step's response tokens by decade of the
 //       rollout probability, the share of tokens beside the share of K3 KL,
 //       and the mean |lp_train - lp_roll| (stored step metrics).
+//   (f) "Why this token?" (token_why.h): the step's largest-|delta log p|
+//       tokens explained: alternatives, routes, rounding points, kernel
+//       paths. Clicking a dot in (a) or a token in (d) shows that token here.
 // A step selector (slider + spin box, snapping to stored steps) reloads.
 #pragma once
 
@@ -29,6 +32,7 @@
 
 #include "core/store/store.h"
 #include "widgets/charts/drilldown_plots.h"
+#include "widgets/panels/token_why.h"
 
 class QChart;
 class QChartView;
@@ -83,6 +87,11 @@ public:
     QWidget* routerView() const;
     QWidget* samplesView() const;
     QWidget* bucketsView() const { return bucketsPage_; }
+    TokenWhy* whyView() const { return why_; }
+    QScatterSeries* scatterSeries() const { return scatter_; }  // its clicked() picks a token
+    QTextBrowser* samplesBrowser() const { return samples_; }   // its anchorClicked() picks a token
+    // Shows `pick` in "Why this token?" and brings that tab forward.
+    void explainToken(const TokenPick& pick);
 
 signals:
     void stepChanged(int64_t step);
@@ -97,6 +106,7 @@ private:
     void fillBuckets(const std::vector<std::pair<std::string, double>>& stepMetrics);
     void redrawFt();
     void setStepControls();
+    void markWorst();
 
     Store* store_ = nullptr;
     int64_t runId_ = -1;
@@ -112,7 +122,9 @@ private:
     QWidget* scatterPage_ = nullptr;
     QChartView* scatterView_ = nullptr;
     QScatterSeries* scatter_ = nullptr;
+    QScatterSeries *worstMarks_ = nullptr, *pickedMark_ = nullptr;  // rings round the worst tokens; the explained one
     QLabel* scatterNote_ = nullptr;
+    std::vector<TokenSample> scatterTokens_;  // the drawn dots' tokens, in the series' order
 
     QWidget* ftPage_ = nullptr;
     QChartView* ftView_ = nullptr;
@@ -142,6 +154,10 @@ private:
     QWidget* samplesPage_ = nullptr;
     QTextBrowser* samples_ = nullptr;
     QString samplesHtml_;
+    std::vector<TokenPick> samplePicks_;  // what each token link of the samples names
+    int samplesPerPrompt_ = 1;            // the run's: a sample's sequence in the batch
+
+    TokenWhy* why_ = nullptr;
 };
 
 }  // namespace mlk

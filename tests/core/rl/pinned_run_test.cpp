@@ -140,6 +140,7 @@ json record_case(const std::string& name, const Config& cfg) {
             h = fnv1a(&t.reward, 8, h);
             h = fnv1a(t.tokens_json.data(), t.tokens_json.size(), h);
         }
+        h = fnv1a(r.worst_tokens_json.data(), r.worst_tokens_json.size(), h);
         steps.push_back({{"step", r.step}, {"metrics", metrics}, {"drilldown_fnv", std::to_string(h)}});
     }
     const auto& p = session.params();

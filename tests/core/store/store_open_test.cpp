@@ -279,3 +279,44 @@ TEST_F(StoreTest, ASecondConnectionKeepsTheFirstOnesLocks) {
     browser.list_runs();
     EXPECT_TRUE(another_process_reads(path));
 }
+
+// Schema v5 added the worst_tokens table ("why this token?"): a v4 file
+// opens, its steps simply have none, and new steps keep theirs, written,
+// replaced, truncated and deleted with the rest of the step.
+TEST_F(StoreTest, WorstTokensRoundTripAndAV4FileOpens) {
+    const auto path = file("v4.sqlite");
+    int64_t id = 0;
+    {
+        Store s = Store::open(path);
+        id = s.create_run("before v5", "", "{}", 1);
+        s.append_step(id, make_step(0));
+    }
+    {
+        // What the previous release left: everything but the v5 table.
+        Raw raw(path);
+        raw.exec("DROP TABLE worst_tokens; PRAGMA user_version = 4;");
+    }
+    Store s = Store::open(path);
+    EXPECT_EQ(s.worst_tokens(id, 0), "") << "a step from before v5 has none";
+    const std::string doc = R"({"tokens":[{"seq":3,"pos":1,"lp_roll":-0.5}],"kernels":"fast"})";
+    StepRecord rec = make_step(1);
+    rec.worst_tokens_json = doc;
+    s.append_step(id, rec);
+    EXPECT_EQ(s.worst_tokens(id, 1), doc);
+    rec.worst_tokens_json = "{}";
+    s.append_step(id, rec);  // the step written again replaces its document
+    EXPECT_EQ(s.worst_tokens(id, 1), "{}");
+    rec.worst_tokens_json.clear();
+    s.append_step(id, rec);
+    EXPECT_EQ(s.worst_tokens(id, 1), "") << "no document, no row";
+    rec = make_step(2);
+    rec.worst_tokens_json = doc;
+    s.append_step(id, rec);
+    s.truncate_after(id, 1);
+    EXPECT_EQ(s.worst_tokens(id, 2), "");
+    s.append_step(id, rec);
+    s.delete_run(id);
+    Raw raw(path);
+    EXPECT_EQ(raw.scalar("PRAGMA user_version"), std::to_string(Store::schema_version()));
+    EXPECT_EQ(raw.scalar("SELECT COUNT(*) FROM worst_tokens"), "0") << "deleted with its run";
+}

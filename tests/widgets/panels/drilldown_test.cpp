@@ -333,9 +333,7 @@ void DrillDownTest::screenshots() {
     QTest::qWait(80);
     {
         auto* view = dd.scatterView()->findChild<QChartView*>();
-        QScatterSeries* tokens = nullptr;
-        for (QAbstractSeries* s : view->chart()->series())
-            if (auto* sc = qobject_cast<QScatterSeries*>(s)) tokens = sc;
+        QScatterSeries* tokens = dd.scatterSeries();  // not the worst-token rings or the explained token's mark
         QVERIFY(tokens && tokens->count() > 0);
         const QImage image = viewImage(view);
         // Translucent dots, darker where they overlap: the token colour's hue,
