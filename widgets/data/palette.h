@@ -27,6 +27,7 @@ QColor changedSetting();   // background of a setting that differs from the base
 QColor secondaryText();    // hints, notes and empty-state text beside the primary text
 QColor routerFlip();       // a position where the two engines routed to different experts
 QColor codeBackground();   // behind token text set in a fixed-width font
+QColor lessonAccent();     // the chart a lesson says to read, and that lesson's hint
 
 // How a message reads: its text, the outline of the field it marks, and the
 // fill behind that field.
