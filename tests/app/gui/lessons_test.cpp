@@ -9,7 +9,9 @@
 // (lesson_content_test checks that), trained once into this test's cache
 // folder and shared by its slots. Prints each lesson's time and the total.
 // MLK_SCREENSHOT_DIR=<dir> saves lesson<N>_start.png and lesson<N>_result.png
-// for every lesson, and lesson1_probe.png.
+// for every lesson, and lesson1_probe.png. With MLK_LESSONS_FULL=1 each
+// lesson's result is taken after all its runs finished (minutes, not seconds):
+// the screenshots a teacher would show.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
@@ -223,6 +225,10 @@ private slots:
         const QList<int64_t> selected = w.runBrowser()->selectedRunIds();
         QVERIFY(selected.contains(first));
         QTRY_VERIFY_WITH_TIMEOUT(firstRunSteps(w) >= std::min<int64_t>(5, l.runs.front().steps), 60000);
+        if (qEnvironmentVariableIsSet("MLK_LESSONS_FULL")) {
+            QTRY_VERIFY_WITH_TIMEOUT(w.lessonRuns().size() == qsizetype(l.runs.size()) && !w.isBusy(), 900000);
+            QTRY_COMPARE_WITH_TIMEOUT(w.charts()->chartFor(read)->plottedRuns().size(), qsizetype(l.runs.size()), 5000);
+        }
         QTest::qWait(MetricChart::kRedrawDelayMs * 4);
         testing_shots::save(&w, QStringLiteral("lesson%1_result").arg(lesson + 1));
 
