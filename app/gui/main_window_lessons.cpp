@@ -131,7 +131,8 @@ void MainWindow::runLesson(int index) {
                                   : tr("Queued %1 runs").arg(jobs.size());
     if (!jobs.empty() && loaded) status += tr(", loaded %1 finished").arg(loaded);
     if (!jobs.empty() && waiting) status += tr(" (after %1 already queued or running)").arg(waiting);
-    if (!jobs.empty()) status += tr(". A model's first run warms up its base policy once (about a minute).");
+    if (!jobs.empty())
+        status += tr(". A configuration's first run warms up its base policy once (seconds to a minute).");
     lessons_->setStatus(status);
     showStatus(status, 6000);
     if (!jobs.empty() && !busy_) {
@@ -149,8 +150,8 @@ void MainWindow::probeLesson(int index) {
     probeDock_->raise();
     probe_->setConfig(lesson_probe_config(*l.probe));
     lessonProbe_ = index;
-    lessons_->setStatus(tr("Probing %1's settings: the numbers are in the Probe dock.")
-                            .arg(QString::fromStdString(l.probe->preset)));
+    lessons_->setStatus(
+        tr("Probing %1's settings: the numbers are in the Probe dock.").arg(QString::fromStdString(l.probe->preset)));
 }
 
 void MainWindow::tryLessonChange(int index, const QString& change) {

@@ -19,8 +19,7 @@ namespace {
 void only_fields(const nlohmann::json& j, std::initializer_list<const char*> allowed, const std::string& where) {
     if (!j.is_object()) throw std::logic_error(where + ": expected an object");
     for (auto it = j.begin(); it != j.end(); ++it) {
-        if (std::find_if(allowed.begin(), allowed.end(), [&](const char* a) { return it.key() == a; }) !=
-            allowed.end())
+        if (std::find_if(allowed.begin(), allowed.end(), [&](const char* a) { return it.key() == a; }) != allowed.end())
             continue;
         std::string list;
         for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
@@ -73,8 +72,8 @@ Lesson parse_lesson(const std::string& id, const std::string& text) {
         const std::string where = file + " probe";
         const nlohmann::json& p = j.at("probe");
         only_fields(p, {"preset", "set", "changes"}, where);
-        l.probe = LessonProbe{field<std::string>(p, "preset", where), strings(p, "set", where),
-                              strings(p, "changes", where)};
+        l.probe =
+            LessonProbe{field<std::string>(p, "preset", where), strings(p, "set", where), strings(p, "changes", where)};
     }
     return l;
 }

@@ -26,9 +26,9 @@ namespace mlk::probe_cli {
 // command fails (its output is then in *error).
 inline nlohmann::json cliProbe(const Config& cfg, std::string* error = nullptr) {
     static int serial = 0;
-    const std::filesystem::path file = std::filesystem::temp_directory_path() /
-                                       ("mlk_probe_cli_" + std::to_string(getpid()) + "_" +
-                                        std::to_string(++serial) + ".json");
+    const std::filesystem::path file =
+        std::filesystem::temp_directory_path() /
+        ("mlk_probe_cli_" + std::to_string(getpid()) + "_" + std::to_string(++serial) + ".json");
     std::ofstream(file) << config_to_json(cfg).dump();
     const clitest::CliResult r = clitest::cli("probe --json --config " + file.string());
     std::filesystem::remove(file);

@@ -60,8 +60,9 @@ LessonsPanel::LessonsPanel(QWidget* parent) : QWidget(parent) {
 
     auto* buttons = new QHBoxLayout;
     run_ = new QPushButton(tr("Run experiment"), this);
-    run_->setToolTip(tr("Queue this lesson's runs (finished runs of the same configuration in the open database "
-                        "are loaded instead), show them side by side and point at the chart to read"));
+    run_->setToolTip(
+        tr("Queue this lesson's runs (finished runs of the same configuration in the open database "
+           "are loaded instead), show them side by side and point at the chart to read"));
     run_->setDefault(true);
     probe_ = new QPushButton(tr("Probe this lesson"), this);
     probe_->setToolTip(tr("Open the probe with this lesson's settings: one batch, no training, about a second"));
@@ -129,8 +130,8 @@ void LessonsPanel::showLesson(int index) {
     for (const std::string& change : l.probe->changes) {
         const QString c = QString::fromStdString(change);
         auto* b = new QPushButton(c, changes_);
-        b->setToolTip(tr("Change %1 in the probe and probe again; the previous numbers stay beside the new ones")
-                          .arg(c));
+        b->setToolTip(
+            tr("Change %1 in the probe and probe again; the previous numbers stay beside the new ones").arg(c));
         connect(b, &QPushButton::clicked, this, [this, index, c] { emit changeRequested(index, c); });
         // Two a row, in order: the page keeps the height.
         changesLayout_->addWidget(b, 1 + int(changeButtons_.size()) / 2, int(changeButtons_.size()) % 2);

@@ -185,8 +185,7 @@ private slots:
 
     void everyLessonRunsToItsFirstStep_data() {
         QTest::addColumn<int>("lesson");
-        for (size_t i = 0; i < lessons().size(); ++i)
-            QTest::newRow(lessons()[i].id.c_str()) << int(i);
+        for (size_t i = 0; i < lessons().size(); ++i) QTest::newRow(lessons()[i].id.c_str()) << int(i);
     }
 
     void everyLessonRunsToItsFirstStep() {

@@ -36,8 +36,8 @@ TEST(LessonContent, SixLessonsInTeachingOrder) {
     ASSERT_EQ(all.size(), 6u);
     for (size_t i = 0; i < all.size(); ++i) {
         EXPECT_EQ(all[i].id.substr(0, 2), std::to_string(i + 1) + "-") << all[i].id;
-        for (const std::string* s : {&all[i].title, &all[i].question, &all[i].look_at, &all[i].explanation,
-                                     &all[i].source})
+        for (const std::string* s :
+             {&all[i].title, &all[i].question, &all[i].look_at, &all[i].explanation, &all[i].source})
             EXPECT_FALSE(s->empty()) << all[i].id;
     }
 }
