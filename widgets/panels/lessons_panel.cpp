@@ -30,7 +30,7 @@ QString runLine(const LessonRun& r) {
 }  // namespace
 
 LessonsPanel::LessonsPanel(QWidget* parent) : QWidget(parent) {
-    // Wide enough for a lesson's paragraphs and its change buttons two a row.
+    // Wide enough for a lesson's paragraphs and its longest change button.
     setMinimumWidth(340);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
@@ -74,7 +74,7 @@ LessonsPanel::LessonsPanel(QWidget* parent) : QWidget(parent) {
     changes_ = new QWidget(this);
     changesLayout_ = new QGridLayout(changes_);
     changesLayout_->setContentsMargins(0, 0, 0, 0);
-    changesLayout_->addWidget(new QLabel(tr("Then, in the probe, one click each:"), changes_), 0, 0, 1, 2);
+    changesLayout_->addWidget(new QLabel(tr("Then, in the probe, one click each:"), changes_), 0, 0);
     layout->addWidget(changes_);
 
     status_ = new QLabel(this);
@@ -133,8 +133,8 @@ void LessonsPanel::showLesson(int index) {
         b->setToolTip(
             tr("Change %1 in the probe and probe again; the previous numbers stay beside the new ones").arg(c));
         connect(b, &QPushButton::clicked, this, [this, index, c] { emit changeRequested(index, c); });
-        // Two a row, in order: the page keeps the height.
-        changesLayout_->addWidget(b, 1 + int(changeButtons_.size()) / 2, int(changeButtons_.size()) % 2);
+        // One a row, in order: two a row were cut off at the dock's minimum width.
+        changesLayout_->addWidget(b, 1 + int(changeButtons_.size()), 0);
         changeButtons_.append(b);
     }
 }
