@@ -120,6 +120,7 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
         updateRunControls();
     });
 
+    buildLessons();
     restoreSettings();
     QString err;
     const QString path =

@@ -4,11 +4,14 @@
 // its RunDatabase (one connection to the open file, shared by every panel).
 #pragma once
 
+#include <QList>
 #include <QMainWindow>
 #include <QPointer>
+#include <QStringList>
 #include <QThread>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/config/sweep.h"
@@ -28,6 +31,7 @@ class ChartGrid;
 class ConfigForm;
 class DrillDown;
 class Glossary;
+class LessonsPanel;
 class ProbePanel;
 class RunBrowser;
 class RunDatabase;
@@ -93,6 +97,19 @@ public:
     void setPresentationMode(bool on);
     bool presentationMode() const;
 
+    // Lessons (main_window_lessons.cpp): View > Lessons (Ctrl+Shift+L), the
+    // guided path. runLesson launches or loads a lesson's runs, shows them
+    // side by side on its charts and frames the chart to read; probeLesson
+    // opens the probe at the lesson's settings, tryLessonChange applies one
+    // of its changes there.
+    LessonsPanel* lessonsPanel() const { return lessons_; }
+    QDockWidget* lessonsDock() const { return lessonsDock_; }
+    void runLesson(int index);
+    void probeLesson(int index);
+    void tryLessonChange(int index, const QString& change);
+    // The current lesson's runs: those loaded and those started so far.
+    QList<qint64> lessonRuns() const { return lessonRuns_; }
+
 signals:
     void runFinished(qint64 runId, const QString& status);
 
@@ -104,6 +121,8 @@ private:
     void buildMenus();
     void buildSweepsDock();
     void buildTeaching();
+    void buildLessons();  // after the worker: it follows the runs the worker starts
+    std::optional<qint64> finishedRunLike(const Config& cfg) const;
     void restoreSettings();
     void saveSettings();
     void addRecent(const QString& path);
@@ -138,6 +157,12 @@ private:
     ProbePanel* probe_ = nullptr;
     QDockWidget *glossaryDock_ = nullptr, *probeDock_ = nullptr;
     QAction* presentationAct_ = nullptr;
+
+    LessonsPanel* lessons_ = nullptr;
+    QDockWidget* lessonsDock_ = nullptr;
+    QList<qint64> lessonRuns_;
+    QStringList lessonPending_;  // names of the lesson's queued runs not started yet
+    int lessonProbe_ = -1;       // the lesson whose settings the probe holds
 };
 
 }  // namespace mlk

@@ -17,6 +17,7 @@
 #include "core/metrics/catalogue.h"
 #include "widgets/charts/axis_rules.h"
 #include "widgets/data/metric_help.h"
+#include "widgets/data/palette.h"
 
 namespace mlk {
 
@@ -176,6 +177,25 @@ void ChartGrid::removeChart(MetricChart* chart) {
 MetricChart* ChartGrid::chartFor(const QString& metric) const {
     const auto it = std::find_if(charts_.begin(), charts_.end(), [&](MetricChart* c) { return c->metric() == metric; });
     return it == charts_.end() ? nullptr : *it;
+}
+
+void ChartGrid::showMetrics(const QStringList& metrics) {
+    for (MetricChart* c : QList<MetricChart*>(charts_))
+        if (!metrics.contains(c->metric())) removeChart(c);
+    for (const QString& m : metrics) addChart(m);
+    QList<MetricChart*> ordered;
+    for (const QString& m : metrics) ordered.append(chartFor(m));
+    charts_ = ordered;
+    relayout();
+    setHighlightedMetric(highlighted_);  // a chart made anew gets the frame too
+    emit chartsChanged();
+}
+
+void ChartGrid::setHighlightedMetric(const QString& metric) {
+    highlighted_ = metric;
+    // A frame, not a change of the plot: the chart reads as it always does.
+    const QString frame = QStringLiteral("QChartView { border: 3px solid %1; }").arg(palette::lessonAccent().name());
+    for (MetricChart* c : charts_) c->setStyleSheet(c->metric() == metric ? frame : QString());
 }
 
 QStringList ChartGrid::availableMetrics() const {

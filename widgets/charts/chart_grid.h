@@ -43,6 +43,12 @@ public:
     QList<MetricChart*> charts() const { return charts_; }
     MetricChart* chartFor(const QString& metric) const;
     QStringList availableMetrics() const;  // what "Add chart" offers
+    // Exactly these charts, in this order (a lesson's): charts of other
+    // metrics go, missing ones are added, kept ones keep their options.
+    void showMetrics(const QStringList& metrics);
+    // Frames one chart in the accent colour, "the chart to read" (empty: none).
+    void setHighlightedMetric(const QString& metric);
+    QString highlightedMetric() const { return highlighted_; }
 
     // Runs taking part in every chart; showAllRuns() follows the store.
     void setVisibleRuns(const QList<qint64>& runIds);
@@ -86,6 +92,7 @@ private:
     bool groupSeeds_ = false;
     bool ignoreOutliers_ = true;
     int columns_ = 2;
+    QString highlighted_;
 
     QComboBox* metricChoice_ = nullptr;
     QComboBox* xAxisChoice_ = nullptr;

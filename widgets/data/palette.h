@@ -29,6 +29,7 @@ QColor routerFlip();       // a position where the two engines routed to differe
 QColor routerFlipFill();   // behind a table row whose routes flipped (routerFlip ink on it)
 QColor codeBackground();   // behind token text set in a fixed-width font
 QColor highlightMark();    // a token singled out in a plot: the step's worst ones, the one being explained
+QColor lessonAccent();     // the chart a lesson says to read, and that lesson's hint
 
 // How a message reads: its text, the outline of the field it marks, and the
 // fill behind that field.
