@@ -149,7 +149,8 @@ void MainWindow::buildUi() {
     scroll->setWidget(form_);
     scroll->setWidgetResizable(true);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    scroll->setMinimumWidth(form_->sizeHint().width() + 24);
+    // At most 350: with the probe and a lesson open the window must still fit a 1920-pixel screen.
+    scroll->setMinimumWidth(std::min(form_->sizeHint().width() + 24, 350));
     formDock_ = new QDockWidget(tr("Configuration"), this);
     formDock_->setObjectName("configurationDock");
     formDock_->setWidget(scroll);

@@ -45,7 +45,7 @@ void MainWindow::buildTeaching() {
     scroll->setWidget(probe_);
     scroll->setWidgetResizable(true);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    scroll->setMinimumWidth(probe_->sizeHint().width() + 24);
+    scroll->setMinimumWidth(probe_->minimumSizeHint().width() + 24);  // with every dock open the window still fits
     probeDock_->setWidget(scroll);
     addDockWidget(Qt::RightDockWidgetArea, probeDock_);
     probeDock_->hide();

@@ -71,7 +71,7 @@ QWidget* ChartGrid::buildToolbar() {
     row->setContentsMargins(0, 0, 0, 0);
 
     metricChoice_ = new QComboBox(bar);
-    metricChoice_->setMinimumContentsLength(18);
+    metricChoice_->setMinimumContentsLength(8);  // the popup lists names in full
     metricChoice_->setPlaceholderText(tr("every metric has a chart"));
     metricChoice_->setToolTip(tr("Every metric stored for the loaded runs"));
     auto* add = new QPushButton(tr("Add chart"), bar);
@@ -82,7 +82,9 @@ QWidget* ChartGrid::buildToolbar() {
 
     smoothingSlider_ = new QSlider(Qt::Horizontal, bar);
     smoothingSlider_->setRange(0, kSliderSteps - 1);  // 0.99 at most: 1 would freeze the line
-    smoothingSlider_->setFixedWidth(140);
+    // Narrows before the window outgrows a screen with every dock open.
+    smoothingSlider_->setMinimumWidth(40);
+    smoothingSlider_->setMaximumWidth(140);
     smoothingSlider_->setValue(static_cast<int>(std::lround(smoothing_ * kSliderSteps)));
     smoothingSlider_->setToolTip(tr("Debiased EMA weight of the smoothed lines (0 = raw data only)"));
     smoothingLabel_ = new QLabel(QString::number(smoothing_, 'f', 2), bar);

@@ -31,7 +31,7 @@ QString runLine(const LessonRun& r) {
 
 LessonsPanel::LessonsPanel(QWidget* parent) : QWidget(parent) {
     // Wide enough for a lesson's paragraphs and its longest change button.
-    setMinimumWidth(340);
+    setMinimumWidth(300);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
     list_ = new QListWidget(this);

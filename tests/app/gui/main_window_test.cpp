@@ -197,6 +197,11 @@ private slots:
         // The run table shows several rows by default, not two or three.
         QVERIFY2(w.runBrowser()->table()->height() >= 6 * w.runBrowser()->table()->verticalHeader()->defaultSectionSize(),
                  qPrintable(QString::number(w.runBrowser()->table()->height())));
+        // Every dock a lesson opens beside the charts still fits a 1920-pixel screen.
+        w.probeDock()->show();
+        w.lessonsDock()->show();
+        QTRY_VERIFY(w.lessonsDock()->isVisible());
+        QVERIFY2(w.minimumSizeHint().width() <= 1900, qPrintable(QString::number(w.minimumSizeHint().width())));
     }
 
     void pauseSingleStepAndStop() {
