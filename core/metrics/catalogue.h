@@ -32,6 +32,8 @@ struct StepMetrics {
     // by rollout-probability decade (kProbBucketEdges): p >= 0.1, 0.01, 1e-3, 1e-4, below
     double lowp_frac_e1 = kUnset, lowp_frac_e2 = kUnset, lowp_frac_e3 = kUnset, lowp_frac_e4 = kUnset;
     double lowp_frac_tail = kUnset;
+    double lowp_count_e1 = kUnset, lowp_count_e2 = kUnset, lowp_count_e3 = kUnset, lowp_count_e4 = kUnset;
+    double lowp_count_tail = kUnset;
     double lowp_abs_diff_e1 = kUnset, lowp_abs_diff_e2 = kUnset, lowp_abs_diff_e3 = kUnset;
     double lowp_abs_diff_e4 = kUnset, lowp_abs_diff_tail = kUnset;
     double lowp_k3_share_e1 = kUnset, lowp_k3_share_e2 = kUnset, lowp_k3_share_e3 = kUnset;
@@ -55,14 +57,14 @@ struct StepMetrics {
 // kProbBucketEdges), bucket by bucket: the RL step fills them and the
 // drill-down draws them side by side. Each name is a catalogue row.
 struct ProbBucketMetricNames {
-    std::string_view frac, abs_diff, k3_share;
+    std::string_view count, frac, abs_diff, k3_share;
 };
 inline constexpr ProbBucketMetricNames kProbBucketMetrics[] = {
-    {"lowp_frac@1e-1", "lowp_abs_diff@1e-1", "lowp_k3_share@1e-1"},
-    {"lowp_frac@1e-2", "lowp_abs_diff@1e-2", "lowp_k3_share@1e-2"},
-    {"lowp_frac@1e-3", "lowp_abs_diff@1e-3", "lowp_k3_share@1e-3"},
-    {"lowp_frac@1e-4", "lowp_abs_diff@1e-4", "lowp_k3_share@1e-4"},
-    {"lowp_frac@0", "lowp_abs_diff@0", "lowp_k3_share@0"},
+    {"lowp_count@1e-1", "lowp_frac@1e-1", "lowp_abs_diff@1e-1", "lowp_k3_share@1e-1"},
+    {"lowp_count@1e-2", "lowp_frac@1e-2", "lowp_abs_diff@1e-2", "lowp_k3_share@1e-2"},
+    {"lowp_count@1e-3", "lowp_frac@1e-3", "lowp_abs_diff@1e-3", "lowp_k3_share@1e-3"},
+    {"lowp_count@1e-4", "lowp_frac@1e-4", "lowp_abs_diff@1e-4", "lowp_k3_share@1e-4"},
+    {"lowp_count@0", "lowp_frac@0", "lowp_abs_diff@0", "lowp_k3_share@0"},
 };
 
 // Which way a metric should move; `none` for quantities that are neither good
@@ -78,6 +80,7 @@ enum class MetricKind {
     log_prob,    // a (signed) log-prob difference
     reward,      // task reward in [0, 1]
     length,      // tokens
+    count,       // how many (tokens), >= 0
     loss,        // signed objective value
     norm,        // >= 0
     rate,        // a learning rate
@@ -126,9 +129,9 @@ struct EnumNames<Better> {
 };
 template <>
 struct EnumNames<MetricKind> {
-    static constexpr std::string_view names[] = {"fraction", "divergence", "ratio",   "entropy",
-                                                 "log_prob", "reward",     "length",  "loss",
-                                                 "norm",     "rate",       "time_ms", "throughput"};
+    static constexpr std::string_view names[] = {"fraction", "divergence", "ratio",   "entropy", "log_prob",
+                                                 "reward",   "length",     "count",   "loss",    "norm",
+                                                 "rate",     "time_ms",    "throughput"};
 };
 template <>
 struct EnumNames<Axis> {

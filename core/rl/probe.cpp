@@ -57,6 +57,7 @@ nlohmann::json probe_summary_json(const ProbeResult& r) {
     j["tv_token"] = m.tv_token;
     j["tv_seq"] = m.tv_seq;
     for (int b = 0; b < kProbBuckets; ++b) {
+        j[std::string(kProbBucketMetrics[b].count)] = m.buckets[b].count;
         j[std::string(kProbBucketMetrics[b].frac)] = m.buckets[b].frac;
         j[std::string(kProbBucketMetrics[b].abs_diff)] = m.buckets[b].abs_diff_mean;
         j[std::string(kProbBucketMetrics[b].k3_share)] = m.buckets[b].k3_share;

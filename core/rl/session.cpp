@@ -294,6 +294,7 @@ void set_mismatch(StepMetrics& v, const MismatchMetrics& mm, const RouterDiff& r
     v.tv_token = mm.tv_token, v.tv_seq = mm.tv_seq;
     static_assert(std::size(kProbBucketMetrics) == kProbBuckets);
     for (int b = 0; b < kProbBuckets; ++b) {
+        v.*find_metric(kProbBucketMetrics[b].count)->field = (double)mm.buckets[b].count;
         v.*find_metric(kProbBucketMetrics[b].frac)->field = mm.buckets[b].frac;
         v.*find_metric(kProbBucketMetrics[b].abs_diff)->field = mm.buckets[b].abs_diff_mean;
         v.*find_metric(kProbBucketMetrics[b].k3_share)->field = mm.buckets[b].k3_share;

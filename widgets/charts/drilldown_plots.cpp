@@ -214,11 +214,16 @@ ProbBuckets probBucketsFrom(const std::vector<std::pair<std::string, double>>& s
             if (n == name) return ++found, v;
         return std::numeric_limits<double>::quiet_NaN();
     };
-    int found = 0;
-    for (const ProbBucketMetricNames& m : kProbBucketMetrics) {
+    int found = 0, counted = 0;
+    for (size_t i = 0; i < std::size(kProbBucketMetrics); ++i) {
+        const ProbBucketMetricNames& m = kProbBucketMetrics[i];
         b.tokenShare << value(m.frac, found);
         b.k3Share << value(m.k3_share, found);
         b.absDiff << value(m.abs_diff, found);
+        // Each decade's token count under its name (steps stored before the
+        // counts were recorded show the shares alone).
+        const double n = value(m.count, counted);
+        if (std::isfinite(n)) b.categories[int(i)] += QObject::tr("\n%1 tokens").arg(qint64(n));
     }
     b.stored = found == 3 * int(std::size(kProbBucketMetrics));
     return b;
@@ -280,7 +285,7 @@ QString ProbBucketPlotter::draw(const ProbBuckets& b) {
     if (!b.stored) return QObject::tr("This step has no rollout-probability buckets (recorded by an older version).");
     QString tail;
     for (int i = int(b.categories.size()) - 1; i >= 0 && tail.isEmpty(); --i)
-        if (b.tokenShare[i] > 0) tail = b.categories[i];
+        if (b.tokenShare[i] > 0) tail = b.categories[i].section(QLatin1Char('\n'), 0, 0);
     return QObject::tr(
                "Buckets by decade of the rollout probability; a bar of K3 share above its token share "
                "marks a decade that carries more than its part of the mismatch. Lowest decade with tokens: %1.")

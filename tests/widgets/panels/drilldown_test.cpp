@@ -90,6 +90,7 @@ void DrillDownTest::initTestCase() {
     r.step = 0;
     r.metrics = {{"reward_mean", 0.5}};
     for (int b = 0; b < 5; ++b) {
+        r.metrics.emplace_back(kProbBucketMetrics[b].count, std::round(1000 * frac_[b]));  // of 1000 tokens
         r.metrics.emplace_back(kProbBucketMetrics[b].frac, frac_[b]);
         r.metrics.emplace_back(kProbBucketMetrics[b].k3_share, k3_[b]);
         r.metrics.emplace_back(kProbBucketMetrics[b].abs_diff, diff_[b]);
@@ -230,8 +231,8 @@ void DrillDownTest::bucketsShowTheStepsStoredShares() {
     const ProbBuckets b = dd.probBuckets();
     QVERIFY(b.stored);
     QCOMPARE(b.categories.size(), 5);
-    QCOMPARE(b.categories.front(), QStringLiteral("[0.1, 1]"));
-    QCOMPARE(b.categories.back(), QStringLiteral("[0, 1e-4)"));
+    QCOMPARE(b.categories.front(), QStringLiteral("[0.1, 1]\n620 tokens"));  // each decade's count under its name
+    QCOMPARE(b.categories.back(), QStringLiteral("[0, 1e-4)\n10 tokens"));
     QCOMPARE(b.tokenShare, frac_);
     QCOMPARE(b.k3Share, k3_);
     QCOMPARE(b.absDiff, diff_);
