@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 
-
 #include "core/config/config_file.h"
 #include "core/config/presets.h"
 #include "core/model/params.h"

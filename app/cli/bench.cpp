@@ -31,7 +31,7 @@ int cmd_bench(const Argv& argv) {
     // A model preset benches its model with the default numerics; an RL
     // preset its model and its numerics (FP8 quantises every GEMM input).
     std::vector<std::string> names = a.all("--preset");  // default: every model preset
-    for (const auto& n : names) preset_named(n);           // every name checked before the first runs
+    for (const auto& n : names) preset_named(n);         // every name checked before the first runs
     if (names.empty()) names = model_preset_names();
     nlohmann::json all = nlohmann::json::array();
     if (!a.has("--json"))

@@ -102,12 +102,14 @@ int drive(RunController& rc, bool json, bool lines) {
 
 int stopped_in_warmup(const StoppedInWarmup& e, const std::string& db, bool json) {
     if (json)
-        std::cout << nlohmann::ordered_json{{"run_id", e.run_id}, {"status", run_status_name(RunStatus::stopped)}}.dump()
-                  << "\n";
+        std::cout
+            << nlohmann::ordered_json{{"run_id", e.run_id}, {"status", run_status_name(RunStatus::stopped)}}.dump()
+            << "\n";
     else
-        std::printf("run %lld stopped during the base-policy warm-up; `mismatch-lab-cli resume %lld --db %s` "
-                    "warms up again and runs it\n",
-                    (long long)e.run_id, (long long)e.run_id, db.c_str());
+        std::printf(
+            "run %lld stopped during the base-policy warm-up; `mismatch-lab-cli resume %lld --db %s` "
+            "warms up again and runs it\n",
+            (long long)e.run_id, (long long)e.run_id, db.c_str());
     return 0;
 }
 

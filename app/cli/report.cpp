@@ -35,7 +35,8 @@ int sweep_report(const Args& a) {
     for (const char* o : {"--step", "--metric", "--appendix"})
         if (a.has(o)) throw UsageError(std::string("--sweep: ") + o + " is for run reports; not allowed with --sweep");
     if (!a.positional.empty())
-        throw UsageError("--sweep: reports a whole sweep; RUN ids (" + a.positional.front() + ") are not allowed with it");
+        throw UsageError("--sweep: reports a whole sweep; RUN ids (" + a.positional.front() +
+                         ") are not allowed with it");
     SweepReportRequest req;
     req.sweep_id = parse_integer("--sweep", a.get("--sweep"), 1, INT64_MAX);
     req.baseline = a.get("--baseline");

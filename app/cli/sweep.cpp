@@ -29,10 +29,12 @@ int list_families(bool json) {
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
     for (const auto& f : sweep_families()) {
         if (json)
-            all.push_back({{"name", f.name}, {"description", f.description}, {"presets", f.spec.presets},
-                           {"seeds", f.spec.seeds}, {"steps", f.spec.steps}});
-        else
-            std::printf("%-18s %s\n", f.name.c_str(), f.description.c_str());
+            all.push_back({{"name", f.name},
+                           {"description", f.description},
+                           {"presets", f.spec.presets},
+                           {"seeds", f.spec.seeds},
+                           {"steps", f.spec.steps}});
+        else std::printf("%-18s %s\n", f.name.c_str(), f.description.c_str());
     }
     if (json) std::cout << all.dump() << "\n";
     return 0;
@@ -46,8 +48,8 @@ nlohmann::ordered_json interval_json(const Interval& ci) {
 // this invocation's and earlier ones'. `grid`: each configuration's grid
 // settings as the command line named them (empty for `--summary`, which
 // shows the settings in which the configurations differ).
-void print_summary(Store& store, int64_t sweep_id, const VerdictThresholds& th, const std::string& baseline,
-                   bool json, const std::map<std::string, nlohmann::ordered_json>& grid, double wall_seconds) {
+void print_summary(Store& store, int64_t sweep_id, const VerdictThresholds& th, const std::string& baseline, bool json,
+                   const std::map<std::string, nlohmann::ordered_json>& grid, double wall_seconds) {
     const SweepSummary sum = summarize_sweep(store, sweep_id, th, baseline);
     nlohmann::ordered_json out = {{"sweep_id", sweep_id},
                                   {"seeds", sum.seeds},
@@ -85,22 +87,26 @@ void print_summary(Store& store, int64_t sweep_id, const VerdictThresholds& th, 
                                   {"delta_auc", json_number(c.delta_auc)},
                                   {"delta_auc_ci", interval_json(c.delta_auc_ci)}});
         if (json) continue;
-        const std::string spread = spread_text(c.final_reward, "+-"), delta = delta_text(c.delta_final, c.delta_final_ci);
-        std::printf("%4d %5d %5d %5d %5d  %-17s %-7s %-7s %-8s %-28s %s\n", (int)c.runs.size(), c.collapsed,
-                    c.diverged, c.blown_up, c.warned, spread.empty() ? "-" : spread.c_str(), value_text(c.best_reward.mean, 3).c_str(),
-                    value_text(c.auc.mean, 3).c_str(),
+        const std::string spread = spread_text(c.final_reward, "+-"),
+                          delta = delta_text(c.delta_final, c.delta_final_ci);
+        std::printf("%4d %5d %5d %5d %5d  %-17s %-7s %-7s %-8s %-28s %s\n", (int)c.runs.size(), c.collapsed, c.diverged,
+                    c.blown_up, c.warned, spread.empty() ? "-" : spread.c_str(),
+                    value_text(c.best_reward.mean, 3).c_str(), value_text(c.auc.mean, 3).c_str(),
                     std::isfinite(c.median_collapse_step) ? value_text(c.median_collapse_step, 4).c_str() : "-",
-                    c.baseline ? "(baseline)" : delta.empty() ? "-" : delta.c_str(),
+                    c.baseline      ? "(baseline)"
+                    : delta.empty() ? "-"
+                                    : delta.c_str(),
                     info.name.c_str());
     }
     if (json) {
         std::cout << out.dump() << "\n";
         return;
     }
-    std::printf("final reward: mean +- sd over seeds of each run's last-%d-step mean; best: the highest %d-step mean;\n"
-                "AUC: mean reward over all steps; coll. at: median step where the collapses began; warn: runs with\n"
-                "an R3 early warning; delta: against the baseline, with a %d-resample bootstrap interval.\n",
-                th.window, th.window, kBootstrapResamples);
+    std::printf(
+        "final reward: mean +- sd over seeds of each run's last-%d-step mean; best: the highest %d-step mean;\n"
+        "AUC: mean reward over all steps; coll. at: median step where the collapses began; warn: runs with\n"
+        "an R3 early warning; delta: against the baseline, with a %d-resample bootstrap interval.\n",
+        th.window, th.window, kBootstrapResamples);
     std::printf("%s\n%s\n%s\n%s\n", collapse_rule_text(th).c_str(), divergence_rule_text().c_str(),
                 blowup_rule_text(th).c_str(), warning_rule_text(th).c_str());
     if (std::isfinite(wall_seconds)) std::printf("wall time: %s\n", eta_text(wall_seconds).c_str());
@@ -110,7 +116,7 @@ void print_summary(Store& store, int64_t sweep_id, const VerdictThresholds& th, 
 
 int cmd_sweep(const Argv& argv) {
     Spec spec_opts;
-    spec_opts.values = {"--db",     "--preset",   "--grid",    "--seeds",  "--steps",
+    spec_opts.values = {"--db",        "--preset", "--grid",    "--seeds",    "--steps",
                         "--cache-dir", "--family", "--verdict", "--baseline", "--summary"};
     spec_opts.repeatable = {"--preset", "--grid", "--verdict"};
     spec_opts.flags = {"--json", "--list"};
@@ -121,10 +127,12 @@ int cmd_sweep(const Argv& argv) {
     const std::string baseline = a.has("--baseline") ? a.get("--baseline") : std::string();
     if (a.has("--summary")) {
         for (const char* o : {"--preset", "--grid", "--family", "--seeds", "--steps"})
-            if (a.has(o)) throw UsageError(std::string("--summary: reads a stored sweep; ") + o + " is not allowed with it");
+            if (a.has(o))
+                throw UsageError(std::string("--summary: reads a stored sweep; ") + o + " is not allowed with it");
         const int64_t id = parse_integer("--summary", a.get("--summary"), 1, INT64_MAX);
         Store store = open_existing_store(a);
-        if (!store.sweep_spec_json(id)) throw UsageError("--summary: sweep " + std::to_string(id) + " is not in " + store.path());
+        if (!store.sweep_spec_json(id))
+            throw UsageError("--summary: sweep " + std::to_string(id) + " is not in " + store.path());
         try {
             print_summary(store, id, th, baseline, json, {}, NAN);
         } catch (const std::invalid_argument& e) {
@@ -149,8 +157,8 @@ int cmd_sweep(const Argv& argv) {
         std::none_of(configs.begin(), configs.end(), [&](const SweepConfig& c) { return c.name == baseline; })) {
         std::string names;
         for (const auto& c : configs) names += (names.empty() ? "" : ", ") + c.name;
-        throw UsageError("--baseline: '" + baseline + "' is not a configuration of this sweep; its configurations: " +
-                         names);
+        throw UsageError("--baseline: '" + baseline +
+                         "' is not a configuration of this sweep; its configurations: " + names);
     }
     const nlohmann::json identity = sweep_identity(configs, spec);
     const std::string hash = sweep_hash(identity);
@@ -184,8 +192,7 @@ int cmd_sweep(const Argv& argv) {
                 id = slot->second;
                 const std::optional<RunInfo> info = store.run_info(id);
                 if (info && sweep_slot_ended(info->status)) action = "skipped (" + info->status + " before)";
-                else if (info && run_status_live(info->status))
-                    action = "skipped (another process is writing it)";
+                else if (info && run_status_live(info->status)) action = "skipped (another process is writing it)";
                 else if (!info) id = 0;  // deleted since: run it anew
             }
             const auto t0 = Clock::now();
@@ -198,9 +205,9 @@ int cmd_sweep(const Argv& argv) {
                         action = from < 0 ? "restarted (no step checkpoint)"
                                           : "resumed from the checkpoint of step " + std::to_string(from + 1);
                     } else {
-                        rc.emplace(RunController::create(store, cfg, sc.preset, name, cache, cb, 0,
-                                                         SweepRun{sweep_id, 0, sc.name, seed,
-                                                                  sweep_run_tags(sc.name, seed)}));
+                        rc.emplace(
+                            RunController::create(store, cfg, sc.preset, name, cache, cb, 0,
+                                                  SweepRun{sweep_id, 0, sc.name, seed, sweep_run_tags(sc.name, seed)}));
                         id = rc->run_id();
                         action = "ran";
                     }
@@ -211,8 +218,8 @@ int cmd_sweep(const Argv& argv) {
                 } catch (const WarmupCancelled&) {
                     action = "stopped in the warm-up";
                 } catch (const std::exception& e) {
-                    std::fprintf(stderr, "error: %s %s: %s\n", sc.name.c_str(), ("seed=" + std::to_string(seed)).c_str(),
-                                 e.what());
+                    std::fprintf(stderr, "error: %s %s: %s\n", sc.name.c_str(),
+                                 ("seed=" + std::to_string(seed)).c_str(), e.what());
                     action = "failed";
                 }
                 run_seconds += std::chrono::duration<double>(Clock::now() - t0).count();

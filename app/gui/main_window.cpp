@@ -213,8 +213,9 @@ void MainWindow::buildUi() {
     queueAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
     queueAct_->setToolTip(tr("Add the configuration to the queue; queued runs start one after another (Ctrl+Shift+R)"));
     sweepAct_ = bar->addAction(tr("Queue sweep…"), this, &MainWindow::queueSweep);
-    sweepAct_->setToolTip(tr("Queue a sweep over the configuration: settings × values × seeds, each run "
-                             "stored in its sweep"));
+    sweepAct_->setToolTip(
+        tr("Queue a sweep over the configuration: settings × values × seeds, each run "
+           "stored in its sweep"));
     pauseAct_ = bar->addAction(tr("Pause"), this, &MainWindow::togglePause);
     pauseAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
     pauseAct_->setToolTip(tr("Pause or resume the running run between steps (Ctrl+P)"));
@@ -308,8 +309,8 @@ QString MainWindow::progressText() const { return progress_->text(); }
 // is whole in the bar's tooltip.
 void MainWindow::showStatus(const QString& message, int timeoutMs) {
     int taken = 0;
-    for (QWidget* w : {static_cast<QWidget*>(dbLabel_), static_cast<QWidget*>(queueLabel_),
-                       static_cast<QWidget*>(progress_)})
+    for (QWidget* w :
+         {static_cast<QWidget*>(dbLabel_), static_cast<QWidget*>(queueLabel_), static_cast<QWidget*>(progress_)})
         if (w && w->isVisible()) taken += w->width() + 12;
     const int room = std::max(80, statusBar()->width() - taken - 24);
     statusBar()->showMessage(statusBar()->fontMetrics().elidedText(message, Qt::ElideRight, room), timeoutMs);

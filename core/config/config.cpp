@@ -399,8 +399,9 @@ std::vector<std::string> config_warnings(const Config& c) {
             "correction.is_level / rs_level / veto_threshold have no effect with rl.old_policy=recompute "
             "(its weights are 1); use rl.old_policy=decoupled or bypass");
     if (c.moe.routing_replay == RoutingReplay::R2 && c.rl.mini_steps == 1)
-        w.push_back("moe.routing_replay=R2 has no effect with rl.mini_steps=1: it replays the old-policy routes in the "
-                    "mini-steps after the first");
+        w.push_back(
+            "moe.routing_replay=R2 has no effect with rl.mini_steps=1: it replays the old-policy routes in the "
+            "mini-steps after the first");
     if (k.batch_normalize && k.is_level == IsLevel::off)
         w.push_back("correction.batch_normalize has no effect with correction.is_level=off");
     if (k.is_lower > 0 && k.is_mode == IsMode::truncate)
@@ -409,9 +410,10 @@ std::vector<std::string> config_warnings(const Config& c) {
         w.push_back("correction.veto_kind has no effect with correction.veto_threshold=0 (veto off)");
     const Config defaults;
     if (c.rollout.profile != NumericsProfile::simple && c.rollout.precision != defaults.rollout.precision)
-        w.push_back("rollout.precision has no effect with rollout.profile=" +
-                    std::string(enum_name(c.rollout.profile)) + " (it is the simple profile's); set "
-                    "rollout.matmul_dtype and the other rounding points instead");
+        w.push_back(
+            "rollout.precision has no effect with rollout.profile=" + std::string(enum_name(c.rollout.profile)) +
+            " (it is the simple profile's); set "
+            "rollout.matmul_dtype and the other rounding points instead");
     if (c.train.profile != NumericsProfile::simple && c.train.precision != defaults.train.precision)
         w.push_back("train.precision has no effect with train.profile=" + std::string(enum_name(c.train.profile)) +
                     " (it is the simple profile's); set train.matmul_dtype and the other rounding points instead");

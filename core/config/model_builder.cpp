@@ -245,7 +245,8 @@ std::vector<std::string> model_rule_violations(const Config& c) {
                     ", task.length=" + std::to_string(c.task.length) + ") + " + std::to_string(tail) +
                     (c.rollout.max_new_tokens >= tb.answer_tokens + 1 ? " (rollout.max_new_tokens)"
                                                                       : " (the answer and eos of the warm-up)") +
-                    "; set model.max_position_embeddings to at least " + std::to_string(longest) + " or shorten the task");
+                    "; set model.max_position_embeddings to at least " + std::to_string(longest) +
+                    " or shorten the task");
     return e;
 }
 
@@ -303,7 +304,8 @@ TaskBounds task_bounds(TaskName task, int length) {
     switch (task) {
         case TaskName::addition: return {1 + 2 * length + 2, length + 1};  // bos a + b =, a + b has one more digit
         case TaskName::sort: return {1 + length + 1, length};              // bos digits :
-        case TaskName::reverse: return {1 + length + 1, length};           // bos letters |
+        case TaskName::reverse:
+            return {1 + length + 1, length};  // bos letters |
         // bos a + b =, both zero-padded to `length` digits; one "a+b+c=ks," per
         // column, then "|" and the zero-padded sum of length + 1 digits.
         case TaskName::long_addition: return {1 + 2 * length + 2, 9 * length + 1 + length + 1};

@@ -33,9 +33,9 @@ std::string preset_group(const Preset& p) { return p.group.empty() ? kOtherPrese
 std::vector<std::string> preset_groups() {
     // A student meets the basics first, then what each engine does, then the
     // recipes of each source; the order is a teaching choice, kept here.
-    static const std::vector<std::string> order = {"Basics", "Batch invariance", "Production engines", "FP8",
-                                                   "R3 paper and R2", "Miles", "verl", "ms-swift", "Tasks",
-                                                   "Stability lab"};
+    static const std::vector<std::string> order = {
+        "Basics", "Batch invariance", "Production engines", "FP8", "R3 paper and R2", "Miles", "verl", "ms-swift",
+        "Tasks",  "Stability lab"};
     std::set<std::string> present;
     for (const auto& p : presets()) present.insert(preset_group(p));
     std::vector<std::string> out;

@@ -96,7 +96,7 @@ void add_point_entries(std::vector<Entry>& t, const std::string& section, const 
     };
     for (const Point& p : points) {
         const auto f = p.field;
-        Entry e = field((engine + "." + p.name).c_str(), [sec, f](auto& c) -> auto& { return sec(c).*f; });
+        Entry e = field((engine + "." + p.name).c_str(), [ sec, f ](auto& c) -> auto& { return sec(c).*f; });
         e.label(p.label).desc(p.desc);
         e.meta.key = engine + "." + p.name;  // the key outlives this function
         e.meta.section = section;
@@ -114,7 +114,9 @@ std::vector<Entry> build_schema() {
         e.meta.default_value = e.get(defaults);
         t.push_back(std::move(e));
     };
-    auto add_points = [&](const std::string& engine, auto sec) { add_point_entries(t, section, defaults, engine, sec); };
+    auto add_points = [&](const std::string& engine, auto sec) {
+        add_point_entries(t, section, defaults, engine, sec);
+    };
 
     section = "Task";
     add(field(F(task.name))
@@ -237,10 +239,9 @@ std::vector<Entry> build_schema() {
                   "residual stream and LM head (accumulation is always fp32); fp8_e4m3 / fp8_e5m2 mean W8A8 GEMMs "
                   "with bf16 activations. A precision different from train.precision is a source of mismatch.")
             .names("actor_rollout_ref.rollout.dtype"));
-    add(field(F(rollout.profile))
-            .label("Rollout numerics")
-            .desc(kProfileDesc));
-    add_points("rollout", [](auto& c) -> auto& { return c.rollout; });
+    add(field(F(rollout.profile)).label("Rollout numerics").desc(kProfileDesc));
+    add_points(
+        "rollout", [](auto& c) -> auto& { return c.rollout; });
     add(field(F(rollout.kv_cache_dtype))
             .label("KV cache")
             .desc("How the rollout's KV cache stores keys and values: auto = as the activations; fp8_e4m3 / "
@@ -295,10 +296,9 @@ std::vector<Entry> build_schema() {
                   "residual stream and LM head (accumulation is always fp32); set it equal to rollout.precision "
                   "to remove precision mismatch. fp8_e4m3 / fp8_e5m2: unified FP8 (W8A8 forward, as Miles' "
                   "unified FP8 training)."));
-    add(field(F(train.profile))
-            .label("Training numerics")
-            .desc(kProfileDesc));
-    add_points("train", [](auto& c) -> auto& { return c.train; });
+    add(field(F(train.profile)).label("Training numerics").desc(kProfileDesc));
+    add_points(
+        "train", [](auto& c) -> auto& { return c.train; });
     add(field(F(kernels.threads))
             .label("CPU threads")
             .range(0, 64)

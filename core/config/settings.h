@@ -132,7 +132,7 @@ struct RoundingPoints {
     bool operator==(const RoundingPoints&) const = default;
 };
 struct RolloutSettings : RoundingPoints {
-    Dtype precision = Dtype::bf16;  // the simple profile's one precision
+    Dtype precision = Dtype::bf16;                  // the simple profile's one precision
     PointDtype kv_cache_dtype = PointDtype::auto_;  // auto = the activations' storage precision
     double temperature = 1.0;
     int top_k = 0;  // 0 = off

@@ -32,13 +32,15 @@ std::vector<std::string> split_values(const std::string& text) {
 void add_grid_option(SweepSpec& spec, const std::string& key_eq_values) {
     const size_t eq = key_eq_values.find('=');
     if (eq == std::string::npos || eq == 0)
-        throw ConfigError("--grid: '" + key_eq_values + "' is not key=v1,v2,...; allowed: a config key and values, "
+        throw ConfigError("--grid: '" + key_eq_values +
+                          "' is not key=v1,v2,...; allowed: a config key and values, "
                           "e.g. correction.is_upper=1.5,2,5");
     const std::string key = key_eq_values.substr(0, eq), values = key_eq_values.substr(eq + 1);
     if (key == "seed") throw ConfigError("--grid: seed is set by --seeds (seeds 1..N); allowed: any other config key");
     if (values.empty()) throw ConfigError("--grid: " + key + " has an empty value list; allowed: v1,v2,...");
     for (const auto& [k, v] : spec.grid)
-        if (k == key) throw ConfigError("--grid: " + key + " is given twice; allowed: each key once, values joined by ','");
+        if (k == key)
+            throw ConfigError("--grid: " + key + " is given twice; allowed: each key once, values joined by ','");
     std::vector<std::string> list = split_values(values);
     std::set<std::string> seen;
     for (const auto& v : list) {
@@ -52,8 +54,7 @@ namespace {
 
 // The one expansion both entry points share: `bases` (name, configuration)
 // outermost, then the grid's odometer.
-std::vector<SweepConfig> expand_over(const SweepSpec& spec,
-                                     const std::vector<std::pair<std::string, Config>>& bases) {
+std::vector<SweepConfig> expand_over(const SweepSpec& spec, const std::vector<std::pair<std::string, Config>>& bases) {
     if (spec.seeds < 1 || spec.seeds > kMaxSweepSeeds)
         throw ConfigError("--seeds: " + std::to_string(spec.seeds) + " is out of range; allowed: 1 to " +
                           std::to_string(kMaxSweepSeeds));
@@ -84,7 +85,8 @@ std::vector<SweepConfig> expand_over(const SweepSpec& spec,
                 for (const auto& [k, v] : sc.settings) sc.name += " " + k + "=" + v;
             }
             if (!names.insert(sc.name).second)
-                throw ConfigError("--grid: two configurations are the same (" + sc.name + "); allowed: distinct values");
+                throw ConfigError("--grid: two configurations are the same (" + sc.name +
+                                  "); allowed: distinct values");
             out.push_back(std::move(sc));
             size_t k = spec.grid.size();
             while (k > 0 && ++at[k - 1] == spec.grid[k - 1].second.size()) at[--k] = 0;

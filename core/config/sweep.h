@@ -28,10 +28,10 @@ struct SweepSpec {
 inline constexpr int kMaxSweepSeeds = 1000;
 
 struct SweepConfig {
-    std::string name;    // default_run_name of the preset and the grid settings
-    std::string preset;  // as stored with each run
+    std::string name;                                           // default_run_name of the preset and the grid settings
+    std::string preset;                                         // as stored with each run
     std::vector<std::pair<std::string, std::string>> settings;  // the grid's key=value of this configuration
-    Config config;       // seed not yet set
+    Config config;                                              // seed not yet set
 };
 
 // Parses one `--grid key=v1,v2,...` into `spec.grid`. ConfigError naming the

@@ -140,9 +140,8 @@ void top_alternatives(const float* lp, int V, std::vector<TokenAlternative>& out
     std::vector<int32_t> order(V);
     std::iota(order.begin(), order.end(), 0);
     const int n = std::min(kTopAlternatives, V);
-    std::partial_sort(order.begin(), order.begin() + n, order.end(), [&](int a, int b) {
-        return key(a) > key(b) || (key(a) == key(b) && a < b);
-    });
+    std::partial_sort(order.begin(), order.begin() + n, order.end(),
+                      [&](int a, int b) { return key(a) > key(b) || (key(a) == key(b) && a < b); });
     for (int i = 0; i < n; ++i) out.push_back({order[i], lp[order[i]]});
     for (int i = n; i < kTopAlternatives; ++i) out.push_back({-1, -std::numeric_limits<float>::infinity()});
 }
@@ -159,8 +158,8 @@ struct RolloutEngine::Seq {
 };
 
 RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vector<int32_t>>& prompts,
-                                      int max_new_tokens, const SamplingParams& sampling, uint64_t seed,
-                                      int max_batch, const Environment& environment) {
+                                      int max_new_tokens, const SamplingParams& sampling, uint64_t seed, int max_batch,
+                                      const Environment& environment) {
     if (params_.empty()) throw std::logic_error("rollout generate before load_weights");
     const int N = (int)prompts.size(), V = cfg_.vocab_size, L = cfg_.num_layers, k = cfg_.num_experts_per_tok;
     const int Lm = (int)moe_layers_.size();

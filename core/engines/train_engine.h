@@ -63,7 +63,7 @@ private:
     };
     ModelConfig cfg_;
     ParamLayout layout_;
-    std::vector<int> moe_layers_;                // cfg_.moe_layers()
+    std::vector<int> moe_layers_;               // cfg_.moe_layers()
     std::vector<float> compute_params_, head_;  // head_: [D, V] at the profile's lm_head
     Weights w_;
     const SeqBatch* batch_ = nullptr;

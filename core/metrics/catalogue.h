@@ -129,8 +129,8 @@ struct EnumNames<Better> {
 };
 template <>
 struct EnumNames<MetricKind> {
-    static constexpr std::string_view names[] = {"fraction", "divergence", "ratio",   "entropy", "log_prob",
-                                                 "reward",   "length",     "count",   "loss",    "norm",
+    static constexpr std::string_view names[] = {"fraction", "divergence", "ratio",     "entropy", "log_prob",
+                                                 "reward",   "length",     "count",     "loss",    "norm",
                                                  "rate",     "time_ms",    "throughput"};
 };
 template <>

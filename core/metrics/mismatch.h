@@ -107,16 +107,16 @@ struct MismatchMetrics {
     // so this estimates the TV between the two engines' response distributions,
     // which bounds the bias of any sequence-level objective left uncorrected
     // (|E_roll f - E_train f| <= 2 TV max|f|); it grows ~T times tv_token.
-    double tv_seq = 0;              // mean_i 0.5 |1 - exp(clamp20(sum_t r))|
-    double training_ppl = 0;        // mean_i exp(-mean_t lp_train)
-    double rollout_ppl = 0;         // mean_i exp(-mean_t lp_roll)
-    double training_log_ppl = 0;    // mean_i (-mean_t lp_train)
-    double rollout_log_ppl = 0;     // mean_i (-mean_t lp_roll)
-    double log_ppl_diff = 0;        // mean_i (mean_t lp_roll - mean_t lp_train)
-    double log_ppl_abs_diff = 0;    // mean_i |...|
-    double log_ppl_diff_max = 0;    // max_i
-    double log_ppl_diff_min = 0;    // min_i
-    double ppl_ratio = 0;           // mean_i exp(seq log_ppl_diff) = PPL_train / PPL_roll
+    double tv_seq = 0;            // mean_i 0.5 |1 - exp(clamp20(sum_t r))|
+    double training_ppl = 0;      // mean_i exp(-mean_t lp_train)
+    double rollout_ppl = 0;       // mean_i exp(-mean_t lp_roll)
+    double training_log_ppl = 0;  // mean_i (-mean_t lp_train)
+    double rollout_log_ppl = 0;   // mean_i (-mean_t lp_roll)
+    double log_ppl_diff = 0;      // mean_i (mean_t lp_roll - mean_t lp_train)
+    double log_ppl_abs_diff = 0;  // mean_i |...|
+    double log_ppl_diff_max = 0;  // max_i
+    double log_ppl_diff_min = 0;  // min_i
+    double ppl_ratio = 0;         // mean_i exp(seq log_ppl_diff) = PPL_train / PPL_roll
 };
 
 // Entropy is not computed here (it needs the full distribution): the training

@@ -24,7 +24,7 @@ struct RunOutcome {
     // Reward figures, each over windows so one lucky step decides nothing:
     double final_reward = RunStats::kNone;  // mean reward of the last `window` steps
     double best_reward = RunStats::kNone;   // highest `window`-step mean
-    double auc = RunStats::kNone;  // area under the reward curve per step: the mean reward over all steps
+    double auc = RunStats::kNone;           // area under the reward curve per step: the mean reward over all steps
     RunVerdicts verdicts;
     bool warned() const { return verdicts.f2_warning.detected || verdicts.grad_fall.detected; }
 };

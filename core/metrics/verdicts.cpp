@@ -23,17 +23,16 @@ const std::vector<ThresholdField>& threshold_fields() {
     static const std::vector<ThresholdField> f = {
         {{"window", "steps per window mean (every rule reads window means)", 2, 1000, true}, nullptr, &T::window},
         {{"min_finite", "finite values a window needs to count", 1, 1000, true}, nullptr, &T::min_finite},
-        {{"collapse_min_best", "the best reward window mean must exceed this before a fall counts", -1e9, 1e9,
-          false},
+        {{"collapse_min_best", "the best reward window mean must exceed this before a fall counts", -1e9, 1e9, false},
          &T::collapse_min_best},
         {{"collapse_drop", "collapse: the reward window mean below this share of its best", 0, 1, false},
          &T::collapse_drop},
-        {{"early_steps", "at most this many first steps make a metric's early level", 1, 1000, true}, nullptr,
+        {{"early_steps", "at most this many first steps make a metric's early level", 1, 1000, true},
+         nullptr,
          &T::early_steps},
         {{"blowup_factor", "blow-up: k3_kl or F@2 window mean above this multiple of its early level", 1, 1e9, false},
          &T::blowup_factor},
-        {{"f2_warning", "early warning: F@2 window mean above this (the R3 paper's 0.1)", 0, 1, false},
-         &T::f2_warning},
+        {{"f2_warning", "early warning: F@2 window mean above this (the R3 paper's 0.1)", 0, 1, false}, &T::f2_warning},
         {{"grad_fall", "early warning: grad_norm window mean below this share of its highest", 0, 1, false},
          &T::grad_fall},
     };
@@ -108,25 +107,22 @@ void set_verdict_threshold(VerdictThresholds& t, const std::string& key, const s
                               number_text(f.info.min) + " to " + number_text(f.info.max);
     char* end = nullptr;
     const double parsed = value.empty() ? NAN : std::strtod(value.c_str(), &end);
-    const std::optional<double> v =
-        end && *end == '\0' ? std::optional<double>(parsed) : std::nullopt;
+    const std::optional<double> v = end && *end == '\0' ? std::optional<double>(parsed) : std::nullopt;
     if (!v || !std::isfinite(*v) || *v < f.info.min || *v > f.info.max || (f.info.integer && *v != std::floor(*v)))
-        throw std::invalid_argument("verdict threshold '" + key + "': '" + value + "' is not allowed; allowed: " +
-                                    range);
+        throw std::invalid_argument("verdict threshold '" + key + "': '" + value +
+                                    "' is not allowed; allowed: " + range);
     VerdictThresholds next = t;
     if (f.real) next.*f.real = *v;
     else next.*f.whole = (int)*v;
     if (next.min_finite > next.window)
-        throw std::invalid_argument("verdict threshold '" + key + "': min_finite (" +
-                                    std::to_string(next.min_finite) + ") must not exceed window (" +
-                                    std::to_string(next.window) + ")");
+        throw std::invalid_argument("verdict threshold '" + key + "': min_finite (" + std::to_string(next.min_finite) +
+                                    ") must not exceed window (" + std::to_string(next.window) + ")");
     t = next;
 }
 
 void set_verdict_option(VerdictThresholds& t, const std::string& key_eq_value) {
     const size_t eq = key_eq_value.find('=');
-    if (eq == std::string::npos)
-        throw std::invalid_argument("--verdict '" + key_eq_value + "': expected key=value");
+    if (eq == std::string::npos) throw std::invalid_argument("--verdict '" + key_eq_value + "': expected key=value");
     set_verdict_threshold(t, key_eq_value.substr(0, eq), key_eq_value.substr(eq + 1));
 }
 
@@ -168,10 +164,9 @@ Verdict detect_collapse(std::span<const MetricPoint> r, const VerdictThresholds&
     }
     if (recovered_dips) *recovered_dips = dips;
     const double last = m.back().second;
-    const std::string dip_text =
-        dips ? "; " + std::to_string(dips) + " earlier fall(s) recovered (last at step " +
-                   std::to_string(last_recovery) + ")"
-             : "";
+    const std::string dip_text = dips ? "; " + std::to_string(dips) + " earlier fall(s) recovered (last at step " +
+                                            std::to_string(last_recovery) + ")"
+                                      : "";
     if (fall_start >= 0) {
         d.detected = true;
         d.step = fall_start;
@@ -180,8 +175,8 @@ Verdict detect_collapse(std::span<const MetricPoint> r, const VerdictThresholds&
                    " and did not recover (last " + value_text(last) + " at step " + std::to_string(m.back().first) +
                    ")" + dip_text;
     } else if (best <= t.collapse_min_best) {
-        d.detail = "the " + window + " never exceeded " + value_text(t.collapse_min_best) + " (best " +
-                   value_text(best) + ")";
+        d.detail =
+            "the " + window + " never exceeded " + value_text(t.collapse_min_best) + " (best " + value_text(best) + ")";
     } else {
         d.detail = "last " + window + " " + value_text(last) + ", best " + value_text(best) + " (ending at step " +
                    std::to_string(best_end) + ")" + dip_text;
@@ -237,8 +232,8 @@ Verdict detect_blowup(std::span<const MetricPoint> s, const std::string& name, c
         if (v > t.blowup_factor * level) {
             d.detected = true;
             d.step = step;
-            d.detail = "at step " + std::to_string(step) + " the " + name + " " + window_text(t) + " " +
-                       value_text(v) + " is " + value_text(v / level, 3) + "x its early level " + value_text(level);
+            d.detail = "at step " + std::to_string(step) + " the " + name + " " + window_text(t) + " " + value_text(v) +
+                       " is " + value_text(v / level, 3) + "x its early level " + value_text(level);
             return d;
         }
     }
@@ -331,9 +326,9 @@ std::string collapse_rule_text(const VerdictThresholds& t) {
 std::string divergence_rule_text() { return "Divergence: grad_norm or k3_kl NaN or infinite."; }
 
 std::string blowup_rule_text(const VerdictThresholds& t) {
-    return "Mismatch blow-up: the " + window_text(t) + " of k3_kl or F@2 rises above " +
-           value_text(t.blowup_factor) + "\u00d7 its early level (median of the first min(" +
-           std::to_string(t.early_steps) + ", n/2) steps; skipped when that level is 0).";
+    return "Mismatch blow-up: the " + window_text(t) + " of k3_kl or F@2 rises above " + value_text(t.blowup_factor) +
+           "\u00d7 its early level (median of the first min(" + std::to_string(t.early_steps) +
+           ", n/2) steps; skipped when that level is 0).";
 }
 
 std::string warning_rule_text(const VerdictThresholds& t) {

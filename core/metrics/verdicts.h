@@ -36,14 +36,14 @@
 namespace mlk {
 
 struct VerdictThresholds {
-    int window = 10;                // steps per window mean
-    int min_finite = 5;             // finite values a window needs
+    int window = 10;                 // steps per window mean
+    int min_finite = 5;              // finite values a window needs
     double collapse_min_best = 0.1;  // the best reward window mean must exceed this first
-    double collapse_drop = 0.5;     // collapse below this share of the best window mean
-    int early_steps = 10;           // at most this many first steps make the early level
-    double blowup_factor = 10;      // k3_kl / F@2 window mean above this multiple of its early level
-    double f2_warning = 0.1;        // F@2 window mean above this: the R3 paper's warning
-    double grad_fall = 0.5;         // grad_norm window mean below this share of its highest window mean
+    double collapse_drop = 0.5;      // collapse below this share of the best window mean
+    int early_steps = 10;            // at most this many first steps make the early level
+    double blowup_factor = 10;       // k3_kl / F@2 window mean above this multiple of its early level
+    double f2_warning = 0.1;         // F@2 window mean above this: the R3 paper's warning
+    double grad_fall = 0.5;          // grad_norm window mean below this share of its highest window mean
 
     bool operator==(const VerdictThresholds&) const = default;
 };

@@ -60,9 +60,9 @@ double evaluate_policy(const Config& cfg, const std::vector<float>& params, cons
     roll.load_weights(params, rollout_numerics(cfg));
     SamplingParams sp{(float)cfg.rollout.temperature, cfg.rollout.top_k, (float)cfg.rollout.top_p};
     const Family fam = cfg.kernels.batch_invariant ? Family::batch_invariant : Family::fast;
-    RolloutResult r = roll.generate(fam, prompts, task.max_answer_tokens() + 1, sp,
-                                    hash_u64((uint64_t)cfg.seed, 0xe7a1), cfg.rollout.max_batch,
-                                    task_environment(task, eval, 1));
+    RolloutResult r =
+        roll.generate(fam, prompts, task.max_answer_tokens() + 1, sp, hash_u64((uint64_t)cfg.seed, 0xe7a1),
+                      cfg.rollout.max_batch, task_environment(task, eval, 1));
     double sum = 0;
     for (size_t i = 0; i < eval.size(); ++i) {
         const auto& s = r.sequences[i];
@@ -138,7 +138,8 @@ BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
         if (cancel && cancel->load()) throw WarmupCancelled();
         const SftBatch sb = sft_batch(*task, stream, step, bs);
         const SeqBatch& b = sb.batch;
-        const TrainForward& f = train.forward(Family::fast, EngineNumerics::simple(Dtype::f32), out.params, b, 1.0f, nullptr);
+        const TrainForward& f =
+            train.forward(Family::fast, EngineNumerics::simple(Dtype::f32), out.params, b, 1.0f, nullptr);
         std::vector<float> dlogp((size_t)bs * b.T, 0.0f);
         double loss = 0;
         for (size_t at = 0; at < dlogp.size(); ++at)

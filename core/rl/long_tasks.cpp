@@ -191,10 +191,10 @@ public:
         const Content c = content_of(response);
         const std::string_view ref = prompt.answer;
         const std::string_view final_answer = ref.substr(ref.rfind('|'));
-        const bool answered = c.text.size() >= final_answer.size() &&
-                              c.text.compare(c.text.size() - final_answer.size(), std::string::npos,
-                                             final_answer) == 0 &&
-                              std::count(c.text.begin(), c.text.end(), '|') == 1;
+        const bool answered =
+            c.text.size() >= final_answer.size() &&
+            c.text.compare(c.text.size() - final_answer.size(), std::string::npos, final_answer) == 0 &&
+            std::count(c.text.begin(), c.text.end(), '|') == 1;
         const bool exact = answered && c.has_eos;
         if (exact || !partial_credit) return exact ? 1.0 : 0.0;
         const std::vector<std::string> want = trace_tools(ref).calls, got = trace_tools(c.text).calls;

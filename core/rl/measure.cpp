@@ -88,8 +88,8 @@ Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& trai
     auto t0 = Clock::now();
     rollout.load_weights(params, rollout_numerics(cfg));
     const SamplingParams sp{(float)cfg.rollout.temperature, cfg.rollout.top_k, (float)cfg.rollout.top_p};
-    m.roll = rollout.generate(fam, inputs, cfg.rollout.max_new_tokens, sp, sample_seed, cfg.rollout.max_batch,
-                               environment);
+    m.roll =
+        rollout.generate(fam, inputs, cfg.rollout.max_new_tokens, sp, sample_seed, cfg.rollout.max_batch, environment);
     m.rollout_ms = ms_since(t0);
 
     if (on_phase) on_phase(MeasurePhase::recompute);

@@ -117,10 +117,10 @@ StepRecord RlSession::step(const std::function<void(Phase)>& on_phase) {
     std::vector<std::vector<int32_t>> inputs;
     for (const Prompt& p : prompts)
         for (int j = 0; j < cfg_.rl.samples_per_prompt; ++j) inputs.push_back(p.tokens);
-    const Measurement m =
-        measure(cfg_, rollout_, train_, params_, inputs, hash_u64((uint64_t)cfg_.seed, 0x9a0be, (uint64_t)step),
-                [&](MeasurePhase p) { phase(p == MeasurePhase::rollout ? Phase::rollout : Phase::recompute); },
-                task_environment(*task_, prompts, cfg_.rl.samples_per_prompt));
+    const Measurement m = measure(
+        cfg_, rollout_, train_, params_, inputs, hash_u64((uint64_t)cfg_.seed, 0x9a0be, (uint64_t)step),
+        [&](MeasurePhase p) { phase(p == MeasurePhase::rollout ? Phase::rollout : Phase::recompute); },
+        task_environment(*task_, prompts, cfg_.rl.samples_per_prompt));
     const Scores scores = score(prompts, m.roll);
     // recompute = standard PPO: no correction applied; the ratios are still reported.
     const CorrectionResult corr = compute_correction(correction_settings(), m.tokens.lp_train, m.tokens.lp_roll,

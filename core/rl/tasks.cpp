@@ -198,8 +198,9 @@ std::vector<uint8_t> Task::environment_mask(const Prompt& prompt, std::span<cons
     return mask;
 }
 
-std::function<std::vector<int32_t>(int, std::span<const int32_t>)> task_environment(
-    const Task& task, std::vector<Prompt> prompts, int samples_per_prompt) {
+std::function<std::vector<int32_t>(int, std::span<const int32_t>)> task_environment(const Task& task,
+                                                                                    std::vector<Prompt> prompts,
+                                                                                    int samples_per_prompt) {
     if (!task.multi_turn()) return {};
     return [&task, prompts = std::move(prompts), samples_per_prompt](int seq, std::span<const int32_t> response) {
         return task.environment_reply(prompts.at((size_t)(seq / samples_per_prompt)), response);

@@ -66,9 +66,9 @@ struct Prompt {
     std::string task;  // task name
     uint64_t seed = 0;
     uint64_t index = 0;
-    bool eval = false;                   // drawn by eval_set()
-    std::string text;                    // prompt text without bos, e.g. "12+7="
-    std::string answer;                  // reference response text, e.g. "19" (long tasks: the whole scratchpad / tool dialogue)
+    bool eval = false;   // drawn by eval_set()
+    std::string text;    // prompt text without bos, e.g. "12+7="
+    std::string answer;  // reference response text, e.g. "19" (long tasks: the whole scratchpad / tool dialogue)
     std::vector<int32_t> tokens;         // Vocab::bos followed by encode(text)
     std::vector<int32_t> answer_tokens;  // encode(answer), no eos
 };
@@ -154,8 +154,9 @@ std::vector<std::string> task_names();
 // The rollout environment (core/engines/rollout_engine.h, Environment) of a
 // batch whose sequence i answers prompts[i / samples_per_prompt]; empty for a
 // single-turn task, so its rollout never calls one. `task` must outlive it.
-std::function<std::vector<int32_t>(int, std::span<const int32_t>)> task_environment(
-    const Task& task, std::vector<Prompt> prompts, int samples_per_prompt);
+std::function<std::vector<int32_t>(int, std::span<const int32_t>)> task_environment(const Task& task,
+                                                                                    std::vector<Prompt> prompts,
+                                                                                    int samples_per_prompt);
 
 // Exact-match helper shared by tasks and tests: see the header comment.
 double score_response(const std::vector<int32_t>& answer_tokens, const std::vector<int32_t>& response_tokens,

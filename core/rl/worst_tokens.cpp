@@ -39,8 +39,8 @@ namespace {
 
 RoundingPointNames rounding_points(const EngineNumerics& n, bool with_kv) {
     const auto name = [](Dtype d) { return std::string(dtype_name(d)); };
-    return {name(n.matmul),  name(n.residual), name(n.attn_probs),
-            name(n.stats),   name(n.lm_head),  with_kv ? name(n.kv_cache) : std::string()};
+    return {name(n.matmul), name(n.residual), name(n.attn_probs),
+            name(n.stats),  name(n.lm_head),  with_kv ? name(n.kv_cache) : std::string()};
 }
 
 }  // namespace
@@ -132,8 +132,11 @@ std::vector<TokenAlternative> alts_of(const json& j) {
 }
 
 json points_json(const RoundingPointNames& p) {
-    json o = {{"matmul", p.matmul}, {"residual", p.residual}, {"attn_probs", p.attn_probs},
-              {"stats", p.stats},   {"lm_head", p.lm_head}};
+    json o = {{"matmul", p.matmul},
+              {"residual", p.residual},
+              {"attn_probs", p.attn_probs},
+              {"stats", p.stats},
+              {"lm_head", p.lm_head}};
     if (!p.kv_cache.empty()) o["kv_cache"] = p.kv_cache;
     return o;
 }

@@ -24,18 +24,18 @@ int64_t Store::create_run(const std::string& name, const std::string& preset, co
     Transaction tx(*impl_, true);
     const std::string now = now_iso();
     {
-    Query q(*impl_,
-            "INSERT INTO runs(name, created, status, preset, config_json, seed, app_version, notes, updated) "
-            "VALUES(?, ?, ?, ?, ?, ?, ?, '', ?)");
-    q.bind(1, name)
-        .bind(2, now)
-        .bind(3, run_status_name(status))
-        .bind(4, preset)
-        .bind(5, config_json)
-        .bind(6, static_cast<int64_t>(seed))
-        .bind(7, MLK_VERSION)
-        .bind(8, now)
-        .run();
+        Query q(*impl_,
+                "INSERT INTO runs(name, created, status, preset, config_json, seed, app_version, notes, updated) "
+                "VALUES(?, ?, ?, ?, ?, ?, ?, '', ?)");
+        q.bind(1, name)
+            .bind(2, now)
+            .bind(3, run_status_name(status))
+            .bind(4, preset)
+            .bind(5, config_json)
+            .bind(6, static_cast<int64_t>(seed))
+            .bind(7, MLK_VERSION)
+            .bind(8, now)
+            .run();
     }
     const int64_t id = sqlite3_last_insert_rowid(impl_->db.get());
     if (sweep_slot) {
@@ -52,7 +52,8 @@ namespace {
 // interrupted (killed, crashed): readers are told so. (In-memory stores have
 // one process, which is the writer.)
 std::string reader_status(const std::string& db_path, int64_t run_id, const std::string& stored) {
-    if (!run_status_live(stored) || db_path.empty() || db_path == ":memory:" || run_writer_alive(db_path, run_id)) return stored;
+    if (!run_status_live(stored) || db_path.empty() || db_path == ":memory:" || run_writer_alive(db_path, run_id))
+        return stored;
     return kInterruptedStatus;
 }
 

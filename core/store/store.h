@@ -214,7 +214,7 @@ public:
 
     // Checkpoints. Paths come back absolute whichever way they were stored.
     void add_checkpoint(int64_t run_id, int64_t step, const std::string& path);
-    void remove_checkpoint(int64_t run_id, int64_t step);  // the row only; no-op if absent
+    void remove_checkpoint(int64_t run_id, int64_t step);       // the row only; no-op if absent
     std::optional<Checkpoint> last_checkpoint(int64_t run_id);  // highest step
     std::vector<Checkpoint> checkpoints(int64_t run_id);        // ascending step
 

@@ -124,11 +124,7 @@ static_assert(Store::kApplicationId == 1296845617, "kSchemaV1 spells the applica
 
 const std::vector<Migration>& migrations() {
     static const std::vector<Migration> m = {
-        {1, kSchemaV1},
-        {2, kSchemaV2},
-        {3, kSchemaV3},
-        {4, kSchemaV4},
-        {5, kSchemaV5},
+        {1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}, {4, kSchemaV4}, {5, kSchemaV5},
     };
     return m;
 }

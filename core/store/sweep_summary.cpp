@@ -18,8 +18,7 @@ RunSeries read_run_series(Store& store, int64_t run_id) {
 RunOutcome stored_run_outcome(Store& store, int64_t run_id, const VerdictThresholds& t) {
     const std::optional<RunInfo> info = store.run_info(run_id);
     if (!info) throw StoreError("run " + std::to_string(run_id) + " does not exist");
-    RunOutcome o = run_outcome(read_run_series(store, run_id), t,
-                               info->status == run_status_name(RunStatus::diverged));
+    RunOutcome o = run_outcome(read_run_series(store, run_id), t, info->status == run_status_name(RunStatus::diverged));
     o.run_id = run_id;
     o.seed = (int64_t)info->seed;
     o.status = info->status;
@@ -32,8 +31,7 @@ int SweepSummary::runs_stored() const {
     return n;
 }
 
-SweepSummary summarize_sweep(Store& store, int64_t sweep_id, const VerdictThresholds& t,
-                             const std::string& baseline) {
+SweepSummary summarize_sweep(Store& store, int64_t sweep_id, const VerdictThresholds& t, const std::string& baseline) {
     const std::optional<std::string> spec_text = store.sweep_spec_json(sweep_id);
     if (!spec_text) throw StoreError("sweep " + std::to_string(sweep_id) + " does not exist");
     const nlohmann::json spec = nlohmann::json::parse(*spec_text);

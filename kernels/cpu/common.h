@@ -179,8 +179,8 @@ struct AttnQuery {
     float scale = 1.0f;
     float* out = nullptr;  // [D], rounded to dt
     Dtype dt = Dtype::f32;
-    Dtype pdt = Dtype::f32;  // P rounded to this before P.V (Exec::probs)
-    Dtype sdt = Dtype::f32;  // the softmax normaliser rounded to this (Exec::stats)
+    Dtype pdt = Dtype::f32;    // P rounded to this before P.V (Exec::probs)
+    Dtype sdt = Dtype::f32;    // the softmax normaliser rounded to this (Exec::stats)
     float* att = nullptr;      // optional [len] probabilities
     float* scratch = nullptr;  // own scratch: >= ldk (bi) / 2*ldk + 2*(ldk/16) + 1 (fast prefill) floats
     int nsplit = 1;            // fast decode: number of KV splits

@@ -71,13 +71,15 @@ uint8_t f32_to_fp8_bits(float x, Dtype fmt) {
     const uint32_t u = float_bits(x);
     const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80u);
     const uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return fmt == Dtype::fp8_e4m3 ? static_cast<uint8_t>(sign | 0x7f) : static_cast<uint8_t>(sign | 0x7e);
-    if (a == 0x7f800000u) return fmt == Dtype::fp8_e4m3 ? static_cast<uint8_t>(sign | f.max_finite) : static_cast<uint8_t>(sign | 0x7c);
+    if (a > 0x7f800000u)
+        return fmt == Dtype::fp8_e4m3 ? static_cast<uint8_t>(sign | 0x7f) : static_cast<uint8_t>(sign | 0x7e);
+    if (a == 0x7f800000u)
+        return fmt == Dtype::fp8_e4m3 ? static_cast<uint8_t>(sign | f.max_finite) : static_cast<uint8_t>(sign | 0x7c);
     if (a == 0) return sign;
     // |x| = sig * 2^(e - 150), sig a 24-bit integer (subnormal fp32: e = 1, no hidden bit)
     const int e = static_cast<int>(a >> 23);
     const uint64_t sig = (a & 0x7fffffu) | (e ? 0x800000u : 0u);
-    const int e2 = (e ? e : 1) - 150;           // |x| = sig * 2^e2
+    const int e2 = (e ? e : 1) - 150;  // |x| = sig * 2^e2
     // Binade of |x| in the format: exponent E with 2^E <= |x| < 2^(E+1), at least the
     // smallest normal exponent (below it the spacing stays that of the subnormals).
     int E = 31 - __builtin_clz(static_cast<uint32_t>(sig)) + e2;
@@ -149,8 +151,7 @@ namespace {
 struct ScaleDivide {
     float s, inv;
     bool exact;
-    explicit ScaleDivide(float scale)
-        : s(scale), inv(1.0f / scale), exact(scale >= 0x1p-126f && scale <= 0x1p126f) {}
+    explicit ScaleDivide(float scale) : s(scale), inv(1.0f / scale), exact(scale >= 0x1p-126f && scale <= 0x1p126f) {}
     float operator()(float x) const { return exact ? x * inv : x / s; }
 };
 
@@ -178,10 +179,8 @@ void quantize_rows(float* out, float* scale, const float* inp, int M, int K, Dty
     cpu::parallel_for(
         M,
         [&](int b, int e) {
-            if (fmt == Dtype::fp8_e4m3)
-                quantize_rows_as<true>(out, scale, inp, b, e, K);
-            else
-                quantize_rows_as<false>(out, scale, inp, b, e, K);
+            if (fmt == Dtype::fp8_e4m3) quantize_rows_as<true>(out, scale, inp, b, e, K);
+            else quantize_rows_as<false>(out, scale, inp, b, e, K);
         },
         (int64_t)M * K >= (1 << 15));
 }

@@ -79,7 +79,8 @@ void logsoftmax_forward(const Exec& ex, float* lp, const float* logits, float in
     if (M <= 0 || V <= 0) return;
     const IsaTable& I = isa_table();
     const Plan plan = plan_for(ex, M);
-    for_rows(M, 20.0 * V, [&](int m0, int m1) { I.logsoftmax_rows(plan, lp, logits, inv_temp, V, ex.dtype, ex.stats, m0, m1); });
+    for_rows(M, 20.0 * V,
+             [&](int m0, int m1) { I.logsoftmax_rows(plan, lp, logits, inv_temp, V, ex.dtype, ex.stats, m0, m1); });
 }
 
 // logsoftmax_backward: s = bi16 sum of dlp over the row; dlogits += inv_temp *

@@ -199,8 +199,7 @@ TEST(KernelsInvariance, DecodeEqualsPrefillAtEveryPosition) {
             SCOPED_TRACE(testing::Message() << cpu::isa_name(c.isa) << " threads " << c.threads);
             std::vector<float> pre(nq);
             const Exec bi{Family::batch_invariant, s.dt, s.pdt, s.sdt};
-            attention_forward(bi, pre.data(), nullptr, q.data(), k.data(), v.data(), s.B,
-                              s.T, s.H, s.Hkv, s.D);
+            attention_forward(bi, pre.data(), nullptr, q.data(), k.data(), v.data(), s.B, s.T, s.H, s.Hkv, s.D);
             if (base.empty()) base = pre;
             else ASSERT_TRUE(bits_equal(pre, base));
             // decode: sequence b is at position (t + 7*b) % T, so lengths differ inside a step
@@ -215,8 +214,8 @@ TEST(KernelsInvariance, DecodeEqualsPrefillAtEveryPosition) {
                     std::copy_n(q.begin() + off, s.H * s.D, qt.begin() + (size_t)b * s.H * s.D);
                     std::copy_n(pre.begin() + off, s.H * s.D, want.begin() + (size_t)b * s.H * s.D);
                 }
-                attention_decode(bi, ot.data(), qt.data(), kc.data(), vc.data(),
-                                 slot.data(), len.data(), cs, s.B, s.H, s.Hkv, s.D);
+                attention_decode(bi, ot.data(), qt.data(), kc.data(), vc.data(), slot.data(), len.data(), cs, s.B, s.H,
+                                 s.Hkv, s.D);
                 ASSERT_TRUE(bits_equal(ot, want)) << "t " << t;
             }
         }

@@ -135,7 +135,7 @@ TEST(KernelsFp8, PowerOfTwoScalesPerRowAndPerColumn) {
         EXPECT_EQ(fp8_scale((float)f.max / 8, f.dt), 0.125f);
         const int M = 5, K = 37;
         auto x = testdata::uniform((size_t)M * K, 3, -3.0f, 3.0f);
-        for (int k = 0; k < K; ++k) x[(size_t)2 * K + k] *= 1e-4f;  // a quiet row gets its own small scale
+        for (int k = 0; k < K; ++k) x[(size_t)2 * K + k] *= 1e-4f;   // a quiet row gets its own small scale
         for (int k = 0; k < K; ++k) x[(size_t)3 * K + k] *= 1e-40f;  // subnormal: the scale has no float inverse
         for (int k = 0; k < K; ++k) x[(size_t)4 * K + k] = 0.0f;
         std::vector<float> q(x.size()), scale(M);
@@ -253,7 +253,8 @@ TEST(KernelsNumerics, AttentionProbsAndNormaliserAreRoundedWhereTheProfileSaysSo
             attention_decode(ex, out.data(), qd.data(), k.data(), v.data(), slot.data(), len.data(), cs, B, H, Hkv, D);
             return out;
         };
-        for (auto run : {std::function<std::vector<float>(Exec)>(prefill), std::function<std::vector<float>(Exec)>(decode)}) {
+        for (auto run :
+             {std::function<std::vector<float>(Exec)>(prefill), std::function<std::vector<float>(Exec)>(decode)}) {
             const auto base = run({fam, Dtype::f32});
             const auto again = run({fam, Dtype::f32, Dtype::f32, Dtype::f32});
             const auto probs = run({fam, Dtype::f32, Dtype::bf16, Dtype::f32});

@@ -54,8 +54,7 @@ inline int64_t add_sweep_seed(Store& s, int64_t sweep_id, size_t config, int see
     c.seed = seed;
     const nlohmann::json tags = {kConfigs[config], "seed=" + std::to_string(seed)};
     const int64_t id = s.create_run("default " + kConfigs[config], "default", config_to_json(c).dump(), seed,
-                                    RunStatus::running,
-                                    SweepRun{sweep_id, 0, kConfigs[config], seed, tags.dump()});
+                                    RunStatus::running, SweepRun{sweep_id, 0, kConfigs[config], seed, tags.dump()});
     for (int k = 0; k < kSteps; ++k) {
         StepRecord r;
         r.step = k;

@@ -38,7 +38,6 @@ double smallestPositive(std::span<const double> ys);  // +inf when none
 std::size_t clampForLog(QList<QPointF>& points, double floor);
 std::size_t countNonPositive(std::span<const double> ys);
 
-
 // --- Robust y range -----------------------------------------------------------
 
 struct YRange {

@@ -44,9 +44,10 @@ void askYRange(MetricChart& chart) {
     bool a = false, b = false;
     const double lo = parts.size() == 2 ? parts[0].toDouble(&a) : 0, hi = parts.size() == 2 ? parts[1].toDouble(&b) : 0;
     if (!a || !b || !(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi) || (chart.logScale() && lo <= 0)) {
-        QMessageBox::warning(&chart, QObject::tr("Y range"),
-                             QObject::tr("\"%1\" is not a range: give two numbers, the lower first%2.")
-                                 .arg(text, chart.logScale() ? QObject::tr(", both above 0 on a log scale") : QString()));
+        QMessageBox::warning(
+            &chart, QObject::tr("Y range"),
+            QObject::tr("\"%1\" is not a range: give two numbers, the lower first%2.")
+                .arg(text, chart.logScale() ? QObject::tr(", both above 0 on a log scale") : QString()));
         return;
     }
     chart.setManualYRange(YRange{lo, hi});
@@ -61,20 +62,20 @@ void askSave(MetricChart& chart, bool svg) {
     if (!svg) {
         const QSize now = chart.size();
         const QList<QSize> sizes = {now, now * 2, QSize(1600, 600), QSize(2400, 900)};
-        const QStringList labels = {QObject::tr("As on screen (%1 \u00D7 %2 px)").arg(now.width()).arg(now.height()),
-                                    QObject::tr("Twice the screen (%1 \u00D7 %2 px)").arg(now.width() * 2).arg(now.height() * 2),
-                                    QObject::tr("Slide (1600 \u00D7 600 px)"),
-                                    QObject::tr("Print (2400 \u00D7 900 px)")};
+        const QStringList labels = {
+            QObject::tr("As on screen (%1 \u00D7 %2 px)").arg(now.width()).arg(now.height()),
+            QObject::tr("Twice the screen (%1 \u00D7 %2 px)").arg(now.width() * 2).arg(now.height() * 2),
+            QObject::tr("Slide (1600 \u00D7 600 px)"), QObject::tr("Print (2400 \u00D7 900 px)")};
         bool ok = false;
         const QString pick = QInputDialog::getItem(&chart, QObject::tr("Save chart as PNG"), QObject::tr("Size:"),
                                                    labels, 1, false, &ok);
         if (!ok) return;
         size = sizes[labels.indexOf(pick)];
     }
-    const QString path = QFileDialog::getSaveFileName(
-        &chart, svg ? QObject::tr("Save chart as SVG") : QObject::tr("Save chart as PNG"),
-        exportPath(base + (svg ? ".svg" : ".png")),
-        svg ? QObject::tr("SVG images (*.svg)") : QObject::tr("PNG images (*.png)"));
+    const QString path =
+        QFileDialog::getSaveFileName(&chart, svg ? QObject::tr("Save chart as SVG") : QObject::tr("Save chart as PNG"),
+                                     exportPath(base + (svg ? ".svg" : ".png")),
+                                     svg ? QObject::tr("SVG images (*.svg)") : QObject::tr("PNG images (*.png)"));
     if (path.isEmpty()) return;
     if (!(svg ? chart.saveSvg(path) : chart.savePng(path, size))) {
         QMessageBox::warning(&chart, QObject::tr("Save chart"), QObject::tr("Could not write %1.").arg(path));
@@ -99,8 +100,8 @@ QMenu* createChartMenu(MetricChart& chart, QWidget* parent) {
     QObject::connect(log, &QAction::toggled, &chart, &MetricChart::setLogScale);
     menu->addAction(QObject::tr("Smoothing\u2026"), &chart, [&chart] { askSmoothing(chart); });
     menu->addAction(QObject::tr("Y range\u2026"), &chart, [&chart] { askYRange(chart); });
-    QAction* autoY = menu->addAction(QObject::tr("Automatic y range"), &chart,
-                                     [&chart] { chart.setManualYRange(std::nullopt); });
+    QAction* autoY =
+        menu->addAction(QObject::tr("Automatic y range"), &chart, [&chart] { chart.setManualYRange(std::nullopt); });
     autoY->setEnabled(chart.manualYRange().has_value());
     QAction* reset = menu->addAction(QObject::tr("Reset zoom"), &chart, &MetricChart::resetXRange);
     reset->setEnabled(chart.zoomedXRange().has_value());

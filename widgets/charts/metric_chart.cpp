@@ -476,7 +476,8 @@ bool MetricChart::savePng(const QString& path, QSize size) {
     twin.setIgnoreOutliers(ignoreOutliers_);
     twin.setManualYRange(manualY_);
     twin.setPointBudget(pointBudget_);
-    if (const auto& filter = traces_.visibleFilter()) twin.setVisibleRuns(QList<qint64>(filter->begin(), filter->end()));
+    if (const auto& filter = traces_.visibleFilter())
+        twin.setVisibleRuns(QList<qint64>(filter->begin(), filter->end()));
     for (qint64 id : traces_.hiddenRuns()) twin.setRunHidden(id, true);
     if (zoom_) twin.setXRange(zoom_->lo, zoom_->hi);
     twin.resize(size);

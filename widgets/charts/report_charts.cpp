@@ -52,7 +52,6 @@ QChart* new_chart(const ChartSpec& spec) {
     return chart;
 }
 
-
 // Renders the chart (owned by the scene from here on) into PNG bytes.
 QByteArray render_png(QChart* chart, QSize size, qreal ratio) {
     if (!qobject_cast<QApplication*>(QCoreApplication::instance()))
@@ -191,7 +190,7 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
     };
     for (const auto& r : runs) {
         if (!r.lo.empty() && r.lo.size() == r.hi.size()) {
-            auto* upper = new QLineSeries, *lower = new QLineSeries;
+            auto *upper = new QLineSeries, *lower = new QLineSeries;
             upper->replace(onAxis(r.hi));
             lower->replace(onAxis(r.lo));
             auto* band = new QAreaSeries(upper, lower);
@@ -309,7 +308,8 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
                                       logY ? QStringLiteral("top (+inf) / floor (-inf)")
                                            : QStringLiteral("top (+inf) / bottom (-inf)"));
         }
-        if (r.points.empty() && r.smooth.empty()) out.notes << QStringLiteral("%1: no data for this chart.").arg(r.name);
+        if (r.points.empty() && r.smooth.empty())
+            out.notes << QStringLiteral("%1: no data for this chart.").arg(r.name);
     }
 
     if (spec.diagonal) {

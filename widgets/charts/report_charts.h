@@ -49,9 +49,9 @@ struct ChartSpec {
     QString yLabel;
     Scale xScale = Scale::linear;  // log x: x must be > 0
     Scale yScale = Scale::linear;
-    bool lines = true;      // false: scatter only
-    bool diagonal = false;  // draw y = x over the x range (probability scatter)
-    bool integerX = true;   // x labels as integers (steps)
+    bool lines = true;         // false: scatter only
+    bool diagonal = false;     // draw y = x over the x range (probability scatter)
+    bool integerX = true;      // x labels as integers (steps)
     bool nonNegative = false;  // the values cannot be < 0: a linear axis starts at 0 (axis_rules.h)
     // Fixed ranges (both ends) instead of the data's; NaN = from the data.
     double xMin = std::numeric_limits<double>::quiet_NaN(), xMax = std::numeric_limits<double>::quiet_NaN();

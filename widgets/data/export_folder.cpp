@@ -15,9 +15,7 @@ QString exportFolder() {
     return !saved.isEmpty() && QFileInfo(saved).isDir() ? saved : QDir::homePath();
 }
 
-void rememberExportFolder(const QString& savedFile) {
-    QSettings().setValue(kKey, QFileInfo(savedFile).absolutePath());
-}
+void rememberExportFolder(const QString& savedFile) { QSettings().setValue(kKey, QFileInfo(savedFile).absolutePath()); }
 
 QString exportPath(const QString& fileName) { return QDir(exportFolder()).filePath(fileName); }
 

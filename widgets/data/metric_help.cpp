@@ -31,8 +31,9 @@ QString metricHelpHtml(const QString& name) {
     if (!info)
         return QObject::tr("<p><b>%1</b><br>Not in this version's metric catalogue (stored by another version).</p>")
             .arg(name.toHtmlEscaped());
-    QString html = QStringLiteral("<p><b>%1</b> &nbsp;<code>%2</code><br>%3")
-                       .arg(text(info->title).toHtmlEscaped(), name.toHtmlEscaped(), text(info->meaning).toHtmlEscaped());
+    QString html =
+        QStringLiteral("<p><b>%1</b> &nbsp;<code>%2</code><br>%3")
+            .arg(text(info->title).toHtmlEscaped(), name.toHtmlEscaped(), text(info->meaning).toHtmlEscaped());
     if (!info->formula.empty())
         html += QObject::tr("<br><i>Formula:</i> <code>%1</code>").arg(text(info->formula).toHtmlEscaped());
     html += QObject::tr("<br><i>Good:</i> %1").arg(metricDirectionText(*info));

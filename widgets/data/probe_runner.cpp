@@ -34,7 +34,8 @@ ProbeOutcome ProbeRunner::probe(const Config& cfg, quint64 serial) {
         const size_t n = t.lp_roll.size();
         const size_t stride = std::max<size_t>(1, (n + kMaxPoints - 1) / kMaxPoints);
         for (size_t i = 0; i < n; i += stride)
-            if (t.valid.empty() || t.valid[i]) out.points.append(QPointF(std::exp(t.lp_roll[i]), std::exp(t.lp_train[i])));
+            if (t.valid.empty() || t.valid[i])
+                out.points.append(QPointF(std::exp(t.lp_roll[i]), std::exp(t.lp_train[i])));
     } catch (const std::exception& e) {
         out.error = QString::fromUtf8(e.what());
         out.summary = nlohmann::json();

@@ -25,8 +25,6 @@
 
 namespace mlk {
 
-
-
 struct RunMeta {
     qint64 id = 0;
     QString name;

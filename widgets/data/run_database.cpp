@@ -78,9 +78,7 @@ Store& RunDatabase::openStore() const {
 
 std::vector<RunSummary> RunDatabase::runs() const { return store_ ? store_->list_runs() : std::vector<RunSummary>{}; }
 
-std::vector<SweepInfo> RunDatabase::sweeps() const {
-    return store_ ? store_->list_sweeps() : std::vector<SweepInfo>{};
-}
+std::vector<SweepInfo> RunDatabase::sweeps() const { return store_ ? store_->list_sweeps() : std::vector<SweepInfo>{}; }
 
 std::vector<SweepRun> RunDatabase::sweepRuns() const {
     return store_ ? store_->all_sweep_runs() : std::vector<SweepRun>{};

@@ -47,7 +47,7 @@ public:
     std::vector<std::string> metricNames(int64_t runId) const;  // sorted
     std::optional<int64_t> lastStep(int64_t runId) const;
     std::vector<StoredStep> stepsSince(int64_t runId, int64_t afterStep) const;
-    std::vector<SweepInfo> sweeps() const;     // by id
+    std::vector<SweepInfo> sweeps() const;    // by id
     std::vector<SweepRun> sweepRuns() const;  // every run's slot, of every sweep
 
     // Edits; each emits runsEdited() when it changed the store. Throw

@@ -19,13 +19,10 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 bool isFinished(const std::string& status) { return status == run_status_name(RunStatus::finished); }
 
 // "1 seed", "5 seeds": without a translation loaded, tr's %n leaves "(s)" as it is.
-QString count(int n, const char* one, const char* many) {
-    return QObject::tr(n == 1 ? one : many).arg(n);
-}
+QString count(int n, const char* one, const char* many) { return QObject::tr(n == 1 ? one : many).arg(n); }
 
 QString runsText(const RunGroup& g) {
-    return count(static_cast<int>(g.runs.size()), "%1 run", "%1 runs") +
-           QObject::tr(", %1 finished").arg(g.finished);
+    return count(static_cast<int>(g.runs.size()), "%1 run", "%1 runs") + QObject::tr(", %1 finished").arg(g.finished);
 }
 
 }  // namespace

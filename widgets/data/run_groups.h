@@ -21,13 +21,13 @@ struct GroupedRun {
 };
 
 struct RunGroup {
-    QString key;    // stable across refreshes (keeps a group open or closed)
-    QString label;  // "Sweep 3: 2 configurations × 5 seeds, 7/10 finished"
+    QString key;      // stable across refreshes (keeps a group open or closed)
+    QString label;    // "Sweep 3: 2 configurations × 5 seeds, 7/10 finished"
     QString created;  // ISO time of a sweep; empty otherwise
     std::vector<RunGroup> children;
     std::vector<int64_t> runs;  // runs directly under this group
-    int finished = 0;  // of the runs under it, children's included
-    int total = 0;     // a sweep: configurations x seeds (its planned runs); else its runs
+    int finished = 0;           // of the runs under it, children's included
+    int total = 0;              // a sweep: configurations x seeds (its planned runs); else its runs
 };
 
 // Sweeps newest first, each with its configurations in the sweep's order and

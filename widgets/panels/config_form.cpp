@@ -390,9 +390,10 @@ void ConfigForm::applyMarks() {
         if (f.state.isEmpty() || f.state == QLatin1String("ignored")) {
             f.marker->clear();
             f.marker->setToolTip(f.message);
-            f.editor->setToolTip(f.message.isEmpty() ? f.baseTooltip
-                                                     : QStringLiteral("<p><i>%1</i></p><hr/>%2")
-                                                           .arg(f.message.toHtmlEscaped(), f.baseTooltip));
+            f.editor->setToolTip(
+                f.message.isEmpty()
+                    ? f.baseTooltip
+                    : QStringLiteral("<p><i>%1</i></p><hr/>%2").arg(f.message.toHtmlEscaped(), f.baseTooltip));
         } else {
             f.marker->setPixmap(f.state == QLatin1String("error") ? err : warn);
             const QString color =
@@ -581,7 +582,8 @@ void ConfigForm::showBanner(const QString& text, bool error) {
     banner_->setText(text);
     const palette::Tone t = error ? palette::errorTone() : palette::infoTone();
     bannerRow_->setStyleSheet(
-        QStringLiteral("QFrame#banner { background: %1; border: 1px solid %2; border-radius: 3px; } QLabel { color: %3; }")
+        QStringLiteral(
+            "QFrame#banner { background: %1; border: 1px solid %2; border-radius: 3px; } QLabel { color: %3; }")
             .arg(t.fill.name(), t.border.name(), t.ink.name()));
     bannerRow_->show();
 }

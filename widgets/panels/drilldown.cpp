@@ -147,7 +147,8 @@ void DrillDown::buildUi() {
         auto* l = new QVBoxLayout(scatterPage_);
         l->setContentsMargins(0, 0, 0, 0);
         scatterView_ = makeView(new QChart, scatterPage_);
-        const ProbabilityPlot plot = buildProbabilityPlot(scatterView_->chart());  // after makeView: it fits the margins
+        const ProbabilityPlot plot =
+            buildProbabilityPlot(scatterView_->chart());  // after makeView: it fits the margins
         scatter_ = plot.tokens, worstMarks_ = plot.worst, pickedMark_ = plot.picked;
         connect(scatter_, &QScatterSeries::hovered, this, [this](const QPointF& p, bool state) {
             if (!state) {
@@ -174,7 +175,8 @@ void DrillDown::buildUi() {
             }
             if (hit) explainToken({hit->seq, hit->pos, hit->token, hit->lp_roll, hit->lp_train, -1});
         };
-        for (QScatterSeries* s : {scatter_, worstMarks_, pickedMark_}) connect(s, &QScatterSeries::clicked, this, pickDot);
+        for (QScatterSeries* s : {scatter_, worstMarks_, pickedMark_})
+            connect(s, &QScatterSeries::clicked, this, pickDot);
         scatterNote_ = makeNote(scatterPage_);
         l->addWidget(scatterView_, 1);
         l->addWidget(scatterNote_);
@@ -267,7 +269,8 @@ void DrillDown::buildUi() {
     tabs_->setTabToolTip(1, metricToolTip("F@2", tr("The curve F(t) over every t; at t = 2:")));
     tabs_->setTabToolTip(2, metricToolTip("router_diff_router"));
     tabs_->setTabToolTip(4, metricToolTip("lowp_k3_share@0", tr("The K3 KL share of each decade; the lowest:")));
-    tabs_->setTabToolTip(5, metricToolTip("logp_abs_diff_max", tr("The step's largest mismatches, explained; the largest:")));
+    tabs_->setTabToolTip(
+        5, metricToolTip("logp_abs_diff_max", tr("The step's largest mismatches, explained; the largest:")));
 
     clear();
 }

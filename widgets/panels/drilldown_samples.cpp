@@ -117,7 +117,8 @@ QString samplesHtml(const std::vector<TextSample>& ts, int samplesPerPrompt, std
             // A link per token: clicking it asks "why this token?" (picks[n]).
             const int32_t id = t.contains("id") && t["id"].is_number_integer() ? t["id"].get<int32_t>() : -1;
             picks.push_back({s.idx * samplesPerPrompt, pos++, id, lr, lt, flips});
-            h += QStringLiteral("<a href=\"tok:%4\" style='text-decoration:none'><span title=\"%1\" style='%2'>%3</span>")
+            h += QStringLiteral(
+                     "<a href=\"tok:%4\" style='text-decoration:none'><span title=\"%1\" style='%2'>%3</span>")
                      .arg(tip.toHtmlEscaped(), style, shown)
                      .arg(picks.size() - 1);
             if (flips > 0) {

@@ -84,9 +84,9 @@ void fillPresetPicker(QComboBox* combo) {
             auto* item = new QStandardItem(qs(p.name));
             item->setData(qs(p.name), Qt::UserRole);
             item->setData(qs(p.description), kDescriptionRole);
-            item->setToolTip(QStringLiteral("<qt><b>%1</b> (%2)<br>%3</qt>")
-                                 .arg(qs(p.name).toHtmlEscaped(), qs(group).toHtmlEscaped(),
-                                      qs(p.description).toHtmlEscaped()));
+            item->setToolTip(
+                QStringLiteral("<qt><b>%1</b> (%2)<br>%3</qt>")
+                    .arg(qs(p.name).toHtmlEscaped(), qs(group).toHtmlEscaped(), qs(p.description).toHtmlEscaped()));
             model->appendRow(item);
         }
     }

@@ -36,25 +36,40 @@ QString text(const nlohmann::json& summary, const QString& metric) {
 }  // namespace
 
 QStringList ProbePanel::keys() {
-    return {"model.kind",      "model.size",    "rollout.precision",       "rollout.profile",
-            "train.precision", "train.profile", "kernels.batch_invariant", "moe.routing_replay",
+    return {"model.kind",
+            "model.size",
+            "rollout.precision",
+            "rollout.profile",
+            "train.precision",
+            "train.profile",
+            "kernels.batch_invariant",
+            "moe.routing_replay",
             "rollout.kv_cache_dtype"};
 }
 
 QStringList ProbePanel::metrics() {
-    return {"k3_kl",  "F@1.1",          "F@1.5",    "F@2", "F@5", "F@10", "logp_abs_diff_max", "tv_token",
-            "tv_seq", "router_diff_token", "router_diff_router"};
+    return {"k3_kl",
+            "F@1.1",
+            "F@1.5",
+            "F@2",
+            "F@5",
+            "F@10",
+            "logp_abs_diff_max",
+            "tv_token",
+            "tv_seq",
+            "router_diff_token",
+            "router_diff_router"};
 }
 
 ProbePanel::ProbePanel(QWidget* parent) : QWidget(parent) {
     runner_ = new ProbeRunner(this);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
-    auto* intro = new QLabel(
-        tr("One rollout batch of the configuration's task and the training forward on it, no training: "
-           "what <code>mismatch-lab-cli probe --json</code> measures. Change a setting and compare with the "
-           "previous probe (grey)."),
-        this);
+    auto* intro =
+        new QLabel(tr("One rollout batch of the configuration's task and the training forward on it, no training: "
+                      "what <code>mismatch-lab-cli probe --json</code> measures. Change a setting and compare with the "
+                      "previous probe (grey)."),
+                   this);
     intro->setWordWrap(true);
     intro->setStyleSheet(QStringLiteral("color: %1;").arg(palette::secondaryText().name()));
     layout->addWidget(intro);
@@ -120,9 +135,7 @@ ProbePanel::ProbePanel(QWidget* parent) : QWidget(parent) {
     scatter_ = std::make_unique<LogProbabilityScatter>(chart);
     layout->addWidget(view_, 1);
 
-    connect(runner_, &ProbeRunner::started, this, [this] {
-        status_->setText(tr("Probing\u2026"));
-    });
+    connect(runner_, &ProbeRunner::started, this, [this] { status_->setText(tr("Probing\u2026")); });
     connect(runner_, &ProbeRunner::finished, this, &ProbePanel::showOutcome);
     fillTable();
 }
@@ -182,13 +195,13 @@ void ProbePanel::showOutcome(const ProbeOutcome& outcome) {
     fillTable();
     scatter_->draw(now_.points, before_.points);
     const ModelConfig model = model_config_of(now_.config);
-    status_->setText(tr("%1 \u00B7 %2 parameters \u00B7 %3 tokens compared\n%4 \u00B7 probed in %5 ms")
-                         .arg(QString::fromStdString(model.preset_name()))
-                         .arg(now_.summary.value("params", 0))
-                         .arg(now_.tokens)
-                         .arg(now_.summary.value("bitwise_equal", false) ? tr("bitwise equal")
-                                                                          : tr("not bitwise equal"))
-                         .arg(qRound(now_.ms)));
+    status_->setText(
+        tr("%1 \u00B7 %2 parameters \u00B7 %3 tokens compared\n%4 \u00B7 probed in %5 ms")
+            .arg(QString::fromStdString(model.preset_name()))
+            .arg(now_.summary.value("params", 0))
+            .arg(now_.tokens)
+            .arg(now_.summary.value("bitwise_equal", false) ? tr("bitwise equal") : tr("not bitwise equal"))
+            .arg(qRound(now_.ms)));
     emit probed(now_);
 }
 
@@ -220,9 +233,7 @@ void ProbePanel::fillTable() {
 }
 
 QString ProbePanel::valueText(const QString& metric) const { return table_->item(row(metric), ColNow)->text(); }
-QString ProbePanel::previousText(const QString& metric) const {
-    return table_->item(row(metric), ColBefore)->text();
-}
+QString ProbePanel::previousText(const QString& metric) const { return table_->item(row(metric), ColBefore)->text(); }
 QString ProbePanel::changeText(const QString& metric) const { return table_->item(row(metric), ColChange)->text(); }
 
 }  // namespace mlk

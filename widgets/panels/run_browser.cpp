@@ -80,8 +80,9 @@ void RunBrowser::buildUi() {
     groupCombo_ = new QComboBox(this);
     groupCombo_->setObjectName(QStringLiteral("groupBy"));
     groupCombo_->addItems({tr("No grouping"), tr("Group by sweep"), tr("Group by configuration")});
-    groupCombo_->setToolTip(tr("Show the runs as one list, by sweep (then configuration), or by configuration "
-                               "(runs that differ in the seed only); selecting a group selects its runs"));
+    groupCombo_->setToolTip(
+        tr("Show the runs as one list, by sweep (then configuration), or by configuration "
+           "(runs that differ in the seed only); selecting a group selects its runs"));
     top->addWidget(filter_, 1);
     top->addWidget(groupCombo_);
     top->addWidget(pinBtn);
@@ -504,8 +505,7 @@ void RunBrowser::updateDiff() {
     QList<ConfigDiffView::Column> cols;
     const auto column = [&](int64_t id, const QString& role) {
         const Row& row = rows_.at(id);
-        return ConfigDiffView::Column{role + runLabel(id, qs(row.summary.name)),
-                                      runColour(id), row.configJson};
+        return ConfigDiffView::Column{role + runLabel(id, qs(row.summary.name)), runColour(id), row.configJson};
     };
     QString title;
     if (ref && rows_.count(*ref)) {

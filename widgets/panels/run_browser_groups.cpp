@@ -82,8 +82,7 @@ void RunBrowser::populateTree() {
     QSignalBlocker block(tree_);
     tree_->clear();
     // A parent spans the row: its label says what the columns would.
-    const std::function<void(QTreeWidgetItem*, const RunGroup&)> add = [&](QTreeWidgetItem* parent,
-                                                                            const RunGroup& g) {
+    const std::function<void(QTreeWidgetItem*, const RunGroup&)> add = [&](QTreeWidgetItem* parent, const RunGroup& g) {
         auto* item = parent ? new QTreeWidgetItem(parent) : new QTreeWidgetItem(tree_);
         QString label = g.label;
         if (!g.created.isEmpty()) label += tr(" \u2014 created %1").arg(created(g.created));

@@ -185,9 +185,9 @@ void SweepDialog::recheck() {
         for (const SettingRow& r : rows_) {
             const QString key = r.key->currentText().trimmed(), values = r.values->text().trimmed();
             if (key.isEmpty() && values.isEmpty()) continue;  // a row not filled in yet
-            if (key.isEmpty()) throw ConfigError(tr("values '%1' have no setting key; allowed: a key from the list")
-                                                     .arg(values)
-                                                     .toStdString());
+            if (key.isEmpty())
+                throw ConfigError(
+                    tr("values '%1' have no setting key; allowed: a key from the list").arg(values).toStdString());
             if (!find_config_key(key.toStdString()) && key != QLatin1String("seed")) {
                 // apply_set names the key and suggests the nearest ones.
                 Config probe = base_;

@@ -27,7 +27,7 @@ namespace mlk {
 
 namespace {
 
-constexpr int kRunIdRole = Qt::UserRole + 1;  // a seed row's run id
+constexpr int kRunIdRole = Qt::UserRole + 1;   // a seed row's run id
 constexpr int kConfigRole = Qt::UserRole + 2;  // a configuration row's index
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
@@ -43,7 +43,11 @@ QString sweepLabel(const SweepInfo& s) {
     }
     QString created = qs(s.created.substr(0, 16));
     created.replace(QLatin1Char('T'), QLatin1Char(' '));
-    return QObject::tr("Sweep %1: %2 configurations \u00d7 %3 seeds, %4").arg(s.id).arg(configs).arg(seeds).arg(created);
+    return QObject::tr("Sweep %1: %2 configurations \u00d7 %3 seeds, %4")
+        .arg(s.id)
+        .arg(configs)
+        .arg(seeds)
+        .arg(created);
 }
 
 QString settingsTooltip(const SweepConfigInfo& c) {

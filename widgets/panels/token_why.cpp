@@ -72,8 +72,9 @@ TokenWhy::TokenWhy(QWidget* parent) : QWidget(parent) {
     top->addWidget(new QLabel(tr("Largest |\u0394 log p| at this step:"), this));
     chooser_ = new QComboBox(this);
     chooser_->setObjectName(QStringLiteral("worstTokenChooser"));
-    chooser_->setToolTip(tr("The step's tokens of largest |lp_train \u2212 lp_roll|, largest first; "
-                            "also pick a dot in Probabilities or a token in Samples"));
+    chooser_->setToolTip(
+        tr("The step's tokens of largest |lp_train \u2212 lp_roll|, largest first; "
+           "also pick a dot in Probabilities or a token in Samples"));
     top->addWidget(chooser_, 1);
     l->addLayout(top);
     connect(chooser_, &QComboBox::currentIndexChanged, this, [this](int i) {
@@ -170,24 +171,25 @@ void TokenWhy::showToken(const TokenPick& pick) {
 static QString numbersHtml(const QString& head, double lr, double lt, int flips, int moeLayers) {
     const double d = lt - lr;
     QString h = head;
-    h += QStringLiteral("<table cellspacing='0' cellpadding='3' style='margin-top:4px'>"
-                        "<tr><td></td><th align='right'>%1</th><th align='right'>%2</th></tr>")
+    h += QStringLiteral(
+             "<table cellspacing='0' cellpadding='3' style='margin-top:4px'>"
+             "<tr><td></td><th align='right'>%1</th><th align='right'>%2</th></tr>")
              .arg(QObject::tr("rollout"), QObject::tr("training"));
     h += QStringLiteral("<tr><td>p</td><td align='right'>%1</td><td align='right'>%2</td></tr>")
              .arg(num(std::exp(lr)), num(std::exp(lt)));
     h += QStringLiteral("<tr><td>log p</td><td align='right'>%1</td><td align='right'>%2</td></tr></table>")
              .arg(num(lr, 8), num(lt, 8));
     const QColor heat = palette::mismatchHeat(std::abs(d));
-    h += QStringLiteral("<p style='margin-top:4px'>\u0394 log p = lp_train \u2212 lp_roll = "
-                        "<span style='background-color:%1; color:%2'>&nbsp;<b>%3</b>&nbsp;</span>"
-                        " \u00B7 ratio p_train / p_roll = <b>%4</b>")
+    h += QStringLiteral(
+             "<p style='margin-top:4px'>\u0394 log p = lp_train \u2212 lp_roll = "
+             "<span style='background-color:%1; color:%2'>&nbsp;<b>%3</b>&nbsp;</span>"
+             " \u00B7 ratio p_train / p_roll = <b>%4</b>")
              .arg(heat.name(), palette::inkOn(heat).name(), num(d, 5), num(std::exp(d), 4));
     if (flips >= 0 && moeLayers > 0)
         h += QStringLiteral(" \u00B7 <span style='color:%1'>%2</span>")
                  .arg(palette::routerFlip().name(),
                       QObject::tr("router flips: %1 over %2 MoE layer(s)").arg(flips).arg(moeLayers));
-    else if (moeLayers > 0)
-        h += QObject::tr(" \u00B7 router flips: not stored for this token");
+    else if (moeLayers > 0) h += QObject::tr(" \u00B7 router flips: not stored for this token");
     return h + QStringLiteral("</p>");
 }
 
@@ -257,7 +259,8 @@ void TokenWhy::showDetail(const WorstToken& t) {
             for (int32_t e : v) {
                 const bool flipped = !other.count(e);
                 if (flipped) ++flippedShown_;
-                out << (flipped ? QStringLiteral("<b style='color:%1'>%2</b>").arg(flipInk).arg(e) : QString::number(e));
+                out << (flipped ? QStringLiteral("<b style='color:%1'>%2</b>").arg(flipInk).arg(e)
+                                : QString::number(e));
             }
             return out.join(QStringLiteral(", "));
         };
@@ -265,10 +268,11 @@ void TokenWhy::showDetail(const WorstToken& t) {
         for (int32_t e : a) missing += sb.count(e) ? 0 : 1;
         if (missing) ++flippedLayers;
         const QColor fill = missing ? palette::routerFlipFill() : QColor(Qt::white);
-        const int layer = l < static_cast<int>(worst_.moe_layers.size()) ? worst_.moe_layers[static_cast<size_t>(l)] : l;
-        const QStringList cells = {QString::number(layer), ids(a, sb), ids(b, sa),
-                                   missing ? QStringLiteral("<b style='color:%1'>%2</b>").arg(flipInk).arg(missing)
-                                           : QStringLiteral("0")};
+        const int layer =
+            l < static_cast<int>(worst_.moe_layers.size()) ? worst_.moe_layers[static_cast<size_t>(l)] : l;
+        const QStringList cells = {
+            QString::number(layer), ids(a, sb), ids(b, sa),
+            missing ? QStringLiteral("<b style='color:%1'>%2</b>").arg(flipInk).arg(missing) : QStringLiteral("0")};
         for (int c = 0; c < 4; ++c) {
             auto* under = new QTableWidgetItem;  // the row's fill, under a transparent rich-text label
             under->setBackground(fill);
@@ -281,13 +285,12 @@ void TokenWhy::showDetail(const WorstToken& t) {
         }
     }
     fitRows(routes_);
-    routesTitle_->setText(
-        layers ? tr("<b>Router</b>: experts that routed the position before this token \u00B7 "
-                    "<b style='color:%1'>flipped</b> in %2 of %3 MoE layer(s)")
-                     .arg(flipInk)
-                     .arg(flippedLayers)
-                     .arg(layers)
-               : tr("<b>Router</b>: dense model, no experts"));
+    routesTitle_->setText(layers ? tr("<b>Router</b>: experts that routed the position before this token \u00B7 "
+                                      "<b style='color:%1'>flipped</b> in %2 of %3 MoE layer(s)")
+                                       .arg(flipInk)
+                                       .arg(flippedLayers)
+                                       .arg(layers)
+                                 : tr("<b>Router</b>: dense model, no experts"));
 
     // ---- path ----
     const RoundingPointNames &ro = worst_.rollout, &tp = worst_.train;
@@ -298,12 +301,10 @@ void TokenWhy::showDetail(const WorstToken& t) {
         std::string roll, train;
         bool both;  // a point of both engines (the KV cache is the rollout's only)
     };
-    const Point points[] = {{tr("matmul"), ro.matmul, tp.matmul, true},
-                            {tr("residual"), ro.residual, tp.residual, true},
-                            {tr("attn P"), ro.attn_probs, tp.attn_probs, true},
-                            {tr("stats"), ro.stats, tp.stats, true},
-                            {tr("LM head"), ro.lm_head, tp.lm_head, true},
-                            {tr("KV cache"), ro.kv_cache, "\u2014", false}};
+    const Point points[] = {
+        {tr("matmul"), ro.matmul, tp.matmul, true},         {tr("residual"), ro.residual, tp.residual, true},
+        {tr("attn P"), ro.attn_probs, tp.attn_probs, true}, {tr("stats"), ro.stats, tp.stats, true},
+        {tr("LM head"), ro.lm_head, tp.lm_head, true},      {tr("KV cache"), ro.kv_cache, "\u2014", false}};
     for (const Point& p : points) h += QStringLiteral("<th>&nbsp;%1&nbsp;</th>").arg(p.name);
     for (int side = 0; side < 2; ++side) {
         h += QStringLiteral("</tr><tr><td><b>%1</b></td>").arg(side ? tr("training") : tr("rollout"));
@@ -343,12 +344,12 @@ void TokenWhy::showKnown(const TokenPick& pick) {
     filling_ = true;
     chooser_->setCurrentIndex(-1);
     filling_ = false;
-    summary_->setText(numbersHtml(tr("<b>Token \u201C%1\u201D</b>%2 \u00B7 sequence %3, response position %4")
-                                      .arg(tokenText(pick.token).toHtmlEscaped(),
-                                           pick.token >= 0 ? tr(" (id %1)").arg(pick.token) : QString())
-                                      .arg(pick.seq)
-                                      .arg(pick.pos),
-                                  pick.lp_roll, pick.lp_train, pick.flips, static_cast<int>(worst_.moe_layers.size())));
+    summary_->setText(numbersHtml(
+        tr("<b>Token \u201C%1\u201D</b>%2 \u00B7 sequence %3, response position %4")
+            .arg(tokenText(pick.token).toHtmlEscaped(), pick.token >= 0 ? tr(" (id %1)").arg(pick.token) : QString())
+            .arg(pick.seq)
+            .arg(pick.pos),
+        pick.lp_roll, pick.lp_train, pick.flips, static_cast<int>(worst_.moe_layers.size())));
     note_->setText(tr("Alternatives, routes and path are kept for the step's %1 largest-|\u0394 log p| tokens "
                       "(the list above); this token is not one of them.")
                        .arg(worst_.tokens.empty() ? kWorstTokens : static_cast<int>(worst_.tokens.size())));

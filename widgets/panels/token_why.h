@@ -57,8 +57,8 @@ public:
     QComboBox* chooser() const { return chooser_; }
     QTableWidget* alternativesTable() const { return alts_; }
     QTableWidget* routerTable() const { return routes_; }
-    QString summaryText() const;  // plain text of the numbers shown
-    QString pathText() const;     // plain text of the path
+    QString summaryText() const;                          // plain text of the numbers shown
+    QString pathText() const;                             // plain text of the path
     int flippedExperts() const { return flippedShown_; }  // experts marked as flipped
 
 signals:

@@ -30,8 +30,7 @@ void saveVerdictThresholds(const VerdictThresholds& t) {
     QSettings().setValue(kSettingsKey, QString::fromStdString(verdict_thresholds_json(t).dump()));
 }
 
-VerdictThresholdsDialog::VerdictThresholdsDialog(const VerdictThresholds& current, QWidget* parent)
-    : QDialog(parent) {
+VerdictThresholdsDialog::VerdictThresholdsDialog(const VerdictThresholds& current, QWidget* parent) : QDialog(parent) {
     setWindowTitle(tr("Verdict thresholds"));
     auto* layout = new QVBoxLayout(this);
     auto* intro = new QLabel(tr("The same rules for every run and sweep; hover a key for what it means."), this);
@@ -47,17 +46,15 @@ VerdictThresholdsDialog::VerdictThresholdsDialog(const VerdictThresholds& curren
         box->setRange(info.min, info.max);
         box->setDecimals(info.integer ? 0 : 3);
         box->setSingleStep(info.integer ? 1 : (info.max - info.min <= 1 ? 0.05 : 0.5));
-        box->setToolTip(QString::fromUtf8(info.meaning) +
-                        tr(" (%1 to %2)").arg(info.min).arg(info.max));
+        box->setToolTip(QString::fromUtf8(info.meaning) + tr(" (%1 to %2)").arg(info.min).arg(info.max));
         auto* label = new QLabel(key, this);
         label->setToolTip(box->toolTip());
         form->addRow(label, box);
         editors_.insert(key, box);
     }
     layout->addLayout(form);
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel |
-                                             QDialogButtonBox::RestoreDefaults,
-                                         this);
+    auto* buttons =
+        new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel | QDialogButtonBox::RestoreDefaults, this);
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     connect(buttons->button(QDialogButtonBox::RestoreDefaults), &QPushButton::clicked, this,
@@ -71,8 +68,9 @@ VerdictThresholds VerdictThresholdsDialog::thresholds() const {
     for (const VerdictThresholdInfo& info : verdict_threshold_infos()) {
         const double v = editors_.value(QString::fromLatin1(info.key))->value();
         // Through the one setter `--verdict` uses, so its checks hold here too.
-        set_verdict_threshold(t, info.key, info.integer ? std::to_string((long long)std::llround(v))
-                                                        : QString::number(v, 'g', 10).toStdString());
+        set_verdict_threshold(
+            t, info.key,
+            info.integer ? std::to_string((long long)std::llround(v)) : QString::number(v, 'g', 10).toStdString());
     }
     return t;
 }

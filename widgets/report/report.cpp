@@ -22,8 +22,8 @@ Report build_report(Store& store, const ReportRequest& req) {
     report_detail::Builder b(store, req);
     b.resolve();
     b.attachments();
-    QString body = b.head() + b.runs_section() + b.files_marker() + b.summary_section() + b.charts_section() + b.drill_section() +
-                   b.config_section() + b.environment_section();
+    QString body = b.head() + b.runs_section() + b.files_marker() + b.summary_section() + b.charts_section() +
+                   b.drill_section() + b.config_section() + b.environment_section();
     if (req.appendix) body += b.appendix_section();
     return b.finish(std::move(body));
 }

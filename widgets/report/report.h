@@ -46,10 +46,10 @@ public:
 // How the workbench shows the runs; a report made from the window draws
 // them the same way (the CLI's report: the defaults).
 struct ReportView {
-    std::map<int64_t, QColor> colours;   // run colours the user changed (the others: palette::runColour)
-    double smoothing = 0;                // EMA weight of a smoothed line over the faint raw one; 0 = raw only
-    bool group_seeds = false;            // seeds of one configuration: a mean line in a min-max band
-    std::vector<std::string> charts;     // the charts on screen, in order; empty = the catalogue's key charts
+    std::map<int64_t, QColor> colours;    // run colours the user changed (the others: palette::runColour)
+    double smoothing = 0;                 // EMA weight of a smoothed line over the faint raw one; 0 = raw only
+    bool group_seeds = false;             // seeds of one configuration: a mean line in a min-max band
+    std::vector<std::string> charts;      // the charts on screen, in order; empty = the catalogue's key charts
     std::vector<std::string> log_charts;  // of those, the ones on a log axis
 };
 

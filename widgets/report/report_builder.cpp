@@ -213,7 +213,7 @@ QString Builder::head() {
     h += QStringLiteral("<h1>%1</h1>\n").arg(esc(out.title));
     h += QStringLiteral("<p class=\"meta\">Generated %1 by Mismatch Lab %2 from %3. %4</p>\n")
              .arg(esc(date.toString(Qt::ISODate)), esc(QStringLiteral(MLK_VERSION)), esc(store.path()),
-                  meta_note        ? esc(*meta_note)
+                  meta_note         ? esc(*meta_note)
                   : runs.size() > 1 ? QStringLiteral("Baseline: %1; %2 run(s) compared against it.")
                                           .arg(esc(runs[0].label), QString::number(runs.size() - 1))
                                     : QString());
@@ -252,9 +252,9 @@ QString Builder::runs_section() {
 
 QString Builder::summary_section() {
     QString h = QStringLiteral("<h2>Summary</h2>\n");
-    h += table_open() +
-         QStringLiteral("<tr><th>run</th><th>collapse</th><th>divergence</th><th>mismatch blow-up</th>"
-                        "<th>early warnings</th></tr>\n");
+    h += table_open() + QStringLiteral(
+                            "<tr><th>run</th><th>collapse</th><th>divergence</th><th>mismatch blow-up</th>"
+                            "<th>early warnings</th></tr>\n");
     auto verdict = [](const Verdict& d) {
         const QString cls = !d.evaluated ? QStringLiteral("na")
                             : d.detected ? QStringLiteral("yes")
@@ -272,7 +272,8 @@ QString Builder::summary_section() {
         s.k3_kl = series_of(r, "k3_kl");
         s.f_at_2 = series_of(r, "F@2");
         const RunVerdicts v = judge_run(s, th, r.info.status == run_status_name(RunStatus::diverged));
-        h += QStringLiteral("<tr><td>%1&#160;%2</td><td>%3</td><td>%4</td><td>%5</td><td>F@2 %6<br/>grad_norm %7</td></tr>\n")
+        h += QStringLiteral(
+                 "<tr><td>%1&#160;%2</td><td>%3</td><td>%4</td><td>%5</td><td>F@2 %6<br/>grad_norm %7</td></tr>\n")
                  .arg(swatch(r.color), esc(r.label), verdict(v.collapse), verdict(v.divergence), verdict(v.blowup),
                       verdict(v.f2_warning), verdict(v.grad_fall));
     }
@@ -294,8 +295,7 @@ QString Builder::summary_section() {
             const std::vector<MetricPoint>& s = series_of(r, m);
             h += QStringLiteral("<tr>");
             if (i == 0)
-                h += QStringLiteral(
-                         "<td rowspan=\"%1\"><b>%2</b><br/>%3<br/><span class=\"na\">%4</span></td>")
+                h += QStringLiteral("<td rowspan=\"%1\"><b>%2</b><br/>%3<br/><span class=\"na\">%4</span></td>")
                          .arg(runs.size())
                          .arg(esc(m), info ? esc(QString::fromUtf8(info->title.data(), info->title.size())) : QString(),
                               direction_text(info));

@@ -54,9 +54,9 @@ struct RunData {
     RunInfo info;
     std::optional<Config> cfg;
     std::string cfg_error;
-    QColor color;   // the colour the GUI gives the run (ReportView::colours, else palette::runColour)
-    QString label;  // runLabel: "#id name"
-    QString seed_group;  // seedGroupOf(config): runs that differ in the seed only share it
+    QColor color;         // the colour the GUI gives the run (ReportView::colours, else palette::runColour)
+    QString label;        // runLabel: "#id name"
+    QString seed_group;   // seedGroupOf(config): runs that differ in the seed only share it
     QString group_label;  // what a seed group is named after (seedGroupLabel); empty: its first run's label
     std::vector<int64_t> steps;
     std::map<std::string, std::vector<MetricPoint>> series;
@@ -66,11 +66,11 @@ struct RunData {
 struct Builder {
     Store& store;
     const ReportRequest& req;
-    std::vector<RunData> runs;         // baseline first
-    std::vector<std::string> metrics;  // summary metrics: the key ones, then the requested ones
+    std::vector<RunData> runs;               // baseline first
+    std::vector<std::string> metrics;        // summary metrics: the key ones, then the requested ones
     std::vector<std::string> chart_metrics;  // the charts: the screen's (ReportView::charts), else `metrics`
     Report out;
-    QString files_html, files_pdf;  // the data-files paragraph of each flavour
+    QString files_html, files_pdf;     // the data-files paragraph of each flavour
     std::optional<QString> meta_note;  // after the generation line; default: the baseline and the compared runs
 
     Builder(Store& s, const ReportRequest& r) : store(s), req(r) {}

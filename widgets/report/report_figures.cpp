@@ -24,7 +24,8 @@ std::vector<report::ChartRun> Builder::chart_runs(const std::string& m) {
     std::map<QString, std::vector<size_t>> groups;
     if (req.view.group_seeds)
         for (size_t i = 0; i < runs.size(); ++i)
-            if (!runs[i].seed_group.isEmpty() && !series_of(runs[i], m).empty()) groups[runs[i].seed_group].push_back(i);
+            if (!runs[i].seed_group.isEmpty() && !series_of(runs[i], m).empty())
+                groups[runs[i].seed_group].push_back(i);
     std::vector<report::ChartRun> out;
     std::set<size_t> drawn;
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -77,21 +78,22 @@ std::vector<report::ChartRun> Builder::chart_runs(const std::string& m) {
 QString Builder::charts_section() {
     QString h = QStringLiteral("<h2 style=\"page-break-before: always\">%1</h2>\n")
                     .arg(req.view.charts.empty() ? QStringLiteral("Key charts") : QStringLiteral("Charts"));
-    QString how = QStringLiteral("Every run overlaid in its own colour, the one the workbench gives it (see the legend)");
+    QString how =
+        QStringLiteral("Every run overlaid in its own colour, the one the workbench gives it (see the legend)");
     if (req.view.smoothing > 0)
         how += QStringLiteral(", a smoothed line (debiased EMA, weight %1, as on screen) over the faint raw one")
                    .arg(req.view.smoothing);
-    if (req.view.group_seeds) how += QStringLiteral("; seeds of one configuration as their mean in a min\u2013max band");
+    if (req.view.group_seeds)
+        how += QStringLiteral("; seeds of one configuration as their mean in a min\u2013max band");
     h += QStringLiteral(
              "<p class=\"note\">%1. NaN/Inf values are drawn as triangles at the plot edge; on log scales values "
              "&lt;= 0 are drawn as open circles at a floor. Both are listed under the chart.</p>\n")
              .arg(esc(how));
     for (const auto& m : chart_metrics) {
         std::vector<report::ChartRun> cr = chart_runs(m);
-        const bool log = req.view.charts.empty()
-                             ? metric_log_axis(m)
-                             : std::find(req.view.log_charts.begin(), req.view.log_charts.end(), m) !=
-                                   req.view.log_charts.end();
+        const bool log = req.view.charts.empty() ? metric_log_axis(m)
+                                                 : std::find(req.view.log_charts.begin(), req.view.log_charts.end(),
+                                                             m) != req.view.log_charts.end();
         report::ChartSpec spec;
         spec.title = metric_chart_title(m, log);
         spec.yLabel = qs(m);
@@ -100,7 +102,8 @@ QString Builder::charts_section() {
         spec.size = QSize(kPageWidth, 250);
         report::RenderedChart c = report::render_xy_chart(spec, cr);
         h += QStringLiteral("<p class=\"chart\" align=\"center\">%1</p>\n")
-                 .arg(img_tag(c, QStringLiteral("chart of ") + qs(m) + (log ? QStringLiteral(" (log scale)") : QString())));
+                 .arg(img_tag(
+                     c, QStringLiteral("chart of ") + qs(m) + (log ? QStringLiteral(" (log scale)") : QString())));
         h += notes_html(c.notes);
         ++out.images;
     }

@@ -55,8 +55,9 @@ public:
         : sum_(sum), info_(info), views_(std::move(views)) {}
 
     QString spec() const {
-        QString h = QStringLiteral("<h2>Sweep</h2>\n<p>Sweep %1 (spec %2, created %3): %4 configuration(s) \u00d7 %5 "
-                                   "seed(s) \u00d7 %6 steps; %7 of %8 runs stored.</p>\n")
+        QString h = QStringLiteral(
+                        "<h2>Sweep</h2>\n<p>Sweep %1 (spec %2, created %3): %4 configuration(s) \u00d7 %5 "
+                        "seed(s) \u00d7 %6 steps; %7 of %8 runs stored.</p>\n")
                         .arg(sum_.sweep_id)
                         .arg(esc(info_.spec_hash), esc(info_.created.substr(0, 19)))
                         .arg(sum_.configs.size())
@@ -64,12 +65,13 @@ public:
                         .arg(sum_.steps)
                         .arg(sum_.runs_stored())
                         .arg(sum_.runs_expected());
-        h += report_detail::table_open() +
-             QStringLiteral("<tr><th></th><th>configuration</th><th>role</th><th>preset</th>"
-                            "<th>settings that tell it apart</th><th>runs</th></tr>\n");
+        h += report_detail::table_open() + QStringLiteral(
+                                               "<tr><th></th><th>configuration</th><th>role</th><th>preset</th>"
+                                               "<th>settings that tell it apart</th><th>runs</th></tr>\n");
         for (size_t i = 0; i < sum_.configs.size(); ++i) {
             const SweepConfigInfo& c = sum_.configs[i];
-            h += QStringLiteral("<tr><td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td class=\"num\">%6/%7</td></tr>\n")
+            h += QStringLiteral(
+                     "<tr><td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td class=\"num\">%6/%7</td></tr>\n")
                      .arg(report_detail::swatch(views_[i].colour), esc(c.name),
                           i == sum_.baseline ? QStringLiteral("baseline") : QStringLiteral("compared"), esc(c.preset),
                           esc(settings_text(c.differs)))
@@ -124,11 +126,13 @@ public:
                           two_lines(esc(sweepSpreadText(c.best_reward)), QStringLiteral(" \u00b1 ")),
                           two_lines(esc(sweepSpreadText(c.auc)), QStringLiteral(" \u00b1 ")),
                           std::isfinite(c.median_collapse_step) ? num(c.median_collapse_step, 4) : kDash);
-            h += delta(c.delta_final, c.delta_final_ci) + delta(c.delta_auc, c.delta_auc_ci) + QStringLiteral("</tr>\n");
+            h +=
+                delta(c.delta_final, c.delta_final_ci) + delta(c.delta_auc, c.delta_auc_ci) + QStringLiteral("</tr>\n");
         }
         h += QStringLiteral("</table>\n");
         h += QStringLiteral(
-                 "<p class=\"note\">Runs: stored of the seeds; coll.: collapsed; div.: diverged; final: the final reward, "
+                 "<p class=\"note\">Runs: stored of the seeds; coll.: collapsed; div.: diverged; final: the final "
+                 "reward, "
                  "mean \u00b1 sd over seeds of each run's last-%1-step mean; best: "
                  "the highest %1-step mean; AUC: the mean reward over all steps; coll. at: the median step "
                  "where the collapses began; warned: runs with an R3 early warning; \u0394: against the baseline "
@@ -139,8 +143,7 @@ public:
                  .arg(kBootstrapResamples);
         QStringList thresholds;
         const nlohmann::json in_force = verdict_thresholds_json(th);  // items() does not keep a temporary alive
-        for (const auto& [k, v] : in_force.items())
-            thresholds << qs(k) + QStringLiteral("=") + qs(v.dump());
+        for (const auto& [k, v] : in_force.items()) thresholds << qs(k) + QStringLiteral("=") + qs(v.dump());
         h += QStringLiteral("<p class=\"note\">%1<br/>%2<br/>%3<br/>%4<br/>Thresholds in force: %5.</p>\n")
                  .arg(esc(collapse_rule_text(th)), esc(divergence_rule_text()), esc(blowup_rule_text(th)),
                       esc(warning_rule_text(th)), esc(thresholds.join(QStringLiteral(", "))));
@@ -157,7 +160,8 @@ public:
         for (size_t i = 0; i < sum_.configs.size(); ++i) {
             const ConfigSummary& c = sum_.stats[i];
             if (c.runs.empty())
-                h += QStringLiteral("<tr><td>%1</td><td colspan=\"11\"><span class=\"na\">no run stored</span></td></tr>\n")
+                h += QStringLiteral(
+                         "<tr><td>%1</td><td colspan=\"11\"><span class=\"na\">no run stored</span></td></tr>\n")
                          .arg(esc(sum_.configs[i].name));
             for (size_t k = 0; k < c.runs.size(); ++k) {
                 const RunOutcome& o = c.runs[k];
@@ -178,8 +182,9 @@ public:
                      verdict_td(v.f2_warning) + verdict_td(v.grad_fall) + QStringLiteral("</tr>\n");
             }
         }
-        h += QStringLiteral("</table>\n<p class=\"note\">A verdict's step is where its rule first held (a collapse: "
-                            "where the unrecovered fall began); in the HTML each cell's tooltip holds the evidence.</p>\n");
+        h += QStringLiteral(
+            "</table>\n<p class=\"note\">A verdict's step is where its rule first held (a collapse: "
+            "where the unrecovered fall began); in the HTML each cell's tooltip holds the evidence.</p>\n");
         return h;
     }
 
@@ -232,9 +237,9 @@ Report build_sweep_report(Store& store, const SweepReportRequest& req) {
     } else {
         std::string others;
         for (size_t k = 1; k < order.size(); ++k) others += (k > 1 ? ", " : "") + sum.configs[order[k]].name;
-        rr.title = "Sweep " + std::to_string(sum.sweep_id) + ": " +
-                   (others.empty() ? sum.configs[order[0]].name
-                                   : "baseline " + sum.configs[order[0]].name + " vs " + others);
+        rr.title =
+            "Sweep " + std::to_string(sum.sweep_id) + ": " +
+            (others.empty() ? sum.configs[order[0]].name : "baseline " + sum.configs[order[0]].name + " vs " + others);
     }
 
     report_detail::Builder b(store, rr);

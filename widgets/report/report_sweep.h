@@ -34,8 +34,8 @@ struct SweepReportRequest {
     int64_t sweep_id = 0;
     std::string baseline;  // a configuration's name; empty: the first configuration
     VerdictThresholds thresholds;
-    ReportView view;  // colours, smoothing, charts; seeds are always grouped by configuration
-    std::string title;  // default "Sweep N: A vs B, C"
+    ReportView view;                // colours, smoothing, charts; seeds are always grouped by configuration
+    std::string title;              // default "Sweep N: A vs B, C"
     std::optional<QDateTime> date;  // default now
 };
 

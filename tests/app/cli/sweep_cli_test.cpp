@@ -34,8 +34,9 @@ std::string fresh(const std::string& name) { return testing_scratch::fresh_db(sc
 std::string cache() { return " --cache-dir " + testing_scratch::shared_cache_dir(); }
 
 // Tiny runs: a short warm-up (cached), small batches, a checkpoint every step.
-const std::string kTiny = " --grid base.sft_steps=300 --grid rl.prompts_per_step=4 --grid rl.samples_per_prompt=2"
-                          " --grid run.checkpoint_every=1";
+const std::string kTiny =
+    " --grid base.sft_steps=300 --grid rl.prompts_per_step=4 --grid rl.samples_per_prompt=2"
+    " --grid run.checkpoint_every=1";
 
 int64_t count(const std::string& db, const char* sql) {
     sqlite3* h = nullptr;
@@ -60,7 +61,8 @@ std::vector<nlohmann::json> json_lines(const std::string& out) {
 void expect_refused(const std::string& db, const std::string& args, const std::vector<const char*>& words) {
     const auto r = cli("sweep --db " + db + args + cache());
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
-    for (const char* w : words) EXPECT_NE(r.out.find(w), std::string::npos) << args << ": no '" << w << "' in\n" << r.out;
+    for (const char* w : words)
+        EXPECT_NE(r.out.find(w), std::string::npos) << args << ": no '" << w << "' in\n" << r.out;
 }
 
 const std::vector<std::pair<std::string, std::vector<const char*>>> kBad = {
@@ -122,7 +124,8 @@ TEST(CliSweep, ListNamesTheFamiliesAndAFamilyRunsItsPresets) {
 
 TEST(CliSweep, AKilledSweepResumesAndSkipsFinishedRuns) {
     const std::string db = fresh("killed");
-    const std::string args = "sweep --db " + db + kTiny + " --grid correction.is_upper=1.5,2 --steps 3 --seeds 3" + cache();
+    const std::string args =
+        "sweep --db " + db + kTiny + " --grid correction.is_upper=1.5,2 --steps 3 --seeds 3" + cache();
     const std::string log = db + ".log";
     const pid_t pid = fork();
     if (pid == 0) {
@@ -176,8 +179,8 @@ TEST(CliSweep, AKilledSweepResumesAndSkipsFinishedRuns) {
 
 TEST(CliSweep, JsonEndsWithOneSummaryPerConfigurationWithTheCountsRight) {
     const std::string db = fresh("json");
-    const auto r = cli("sweep --db " + db + kTiny + " --grid correction.is_upper=1.5,5 --steps 2 --seeds 2 --json" +
-                       cache());
+    const auto r =
+        cli("sweep --db " + db + kTiny + " --grid correction.is_upper=1.5,5 --steps 2 --seeds 2 --json" + cache());
     ASSERT_EQ(r.code, 0) << r.out;
     const auto lines = json_lines(r.out);
     ASSERT_EQ(lines.size(), 5u) << r.out;

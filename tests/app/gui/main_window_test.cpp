@@ -64,7 +64,8 @@ private slots:
         QApplication::setOrganizationName("MismatchLabTest");
         // One data folder per process: two checkouts testing at once on one
         // machine must not share (and delete) each other's default database.
-        QApplication::setApplicationName(QStringLiteral("Mismatch Lab Test %1").arg(QCoreApplication::applicationPid()));
+        QApplication::setApplicationName(
+            QStringLiteral("Mismatch Lab Test %1").arg(QCoreApplication::applicationPid()));
         QSettings().clear();
         // Test mode points the data folder at a scratch location: start empty.
         for (const char* suffix : {"", "-wal", "-shm"}) QFile::remove(MainWindow::defaultDatabasePath() + suffix);
@@ -187,7 +188,8 @@ private slots:
         bringBack->trigger();
         QTRY_VERIFY(runsDock->isVisible());
         // A long status message stops short of the database label.
-        const QString longMessage = QString("Run failed: run store %1: disk I/O error ").arg(w.databasePath()).repeated(4);
+        const QString longMessage =
+            QString("Run failed: run store %1: disk I/O error ").arg(w.databasePath()).repeated(4);
         w.showStatus(longMessage);
         const QString shown = w.statusBar()->currentMessage();
         QVERIFY(shown.endsWith(QChar(0x2026)));
@@ -195,8 +197,9 @@ private slots:
                 w.statusBar()->width() - w.findChild<QProgressBar*>()->width());
         QCOMPARE(w.statusBar()->toolTip(), longMessage);
         // The run table shows several rows by default, not two or three.
-        QVERIFY2(w.runBrowser()->table()->height() >= 6 * w.runBrowser()->table()->verticalHeader()->defaultSectionSize(),
-                 qPrintable(QString::number(w.runBrowser()->table()->height())));
+        QVERIFY2(
+            w.runBrowser()->table()->height() >= 6 * w.runBrowser()->table()->verticalHeader()->defaultSectionSize(),
+            qPrintable(QString::number(w.runBrowser()->table()->height())));
         // Every dock a lesson opens beside the charts still fits a 1920-pixel screen.
         w.probeDock()->show();
         w.lessonsDock()->show();

@@ -67,7 +67,8 @@ private slots:
     void initTestCase() {
         QStandardPaths::setTestModeEnabled(true);
         QApplication::setOrganizationName("MismatchLabTest");
-        QApplication::setApplicationName(QStringLiteral("Mismatch Lab Sweep Test %1").arg(QCoreApplication::applicationPid()));
+        QApplication::setApplicationName(
+            QStringLiteral("Mismatch Lab Sweep Test %1").arg(QCoreApplication::applicationPid()));
         QSettings().clear();
         // The CLI tests' shared base-policy cache: the tiny warm-up is trained once per machine.
         qputenv("MLK_CACHE_DIR", QByteArray::fromStdString(testing_scratch::shared_cache_dir()));

@@ -29,7 +29,8 @@ private slots:
     void initTestCase() {
         QStandardPaths::setTestModeEnabled(true);
         QApplication::setOrganizationName("MismatchLabTest");
-        QApplication::setApplicationName(QStringLiteral("Sweeps Window Test %1").arg(QCoreApplication::applicationPid()));
+        QApplication::setApplicationName(
+            QStringLiteral("Sweeps Window Test %1").arg(QCoreApplication::applicationPid()));
         QSettings().clear();
     }
     void cleanupTestCase() { QFile::remove(QSettings().fileName()); }

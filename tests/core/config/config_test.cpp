@@ -223,7 +223,9 @@ TEST(Config, ErrorsNameTheKeyAndTheAllowedValues) {
         config_from_json({{"rollout", {{"precision", "bf17"}}}});
         FAIL();
     } catch (const ConfigError& e) {
-        EXPECT_STREQ(e.what(), "rollout.precision: \"bf17\" is not allowed; allowed values: fp32, bf16, fp16, fp8_e4m3, fp8_e5m2");
+        EXPECT_STREQ(
+            e.what(),
+            "rollout.precision: \"bf17\" is not allowed; allowed values: fp32, bf16, fp16, fp8_e4m3, fp8_e5m2");
     }
     static_assert(std::is_base_of_v<std::invalid_argument, ConfigError>);
     expect_error({{"moe.routing_replay", "r3"}}, {"moe.routing_replay", "off, R2, R3", "did you mean \"R3\""});
@@ -277,8 +279,10 @@ TEST(Config, CrossFieldValidation) {
     for (const char* key : {"rollout.residual_dtype", "rollout.attn_probs_dtype", "rollout.stats_dtype",
                             "rollout.lm_head_dtype", "train.residual_dtype", "train.lm_head_dtype"})
         expect_error({{key, "fp8_e4m3"}}, {key, "auto, fp32, bf16, fp16"});
-    EXPECT_NO_THROW(config_from_json({{"rollout.matmul_dtype", "fp8_e5m2"}, {"rollout.kv_cache_dtype", "fp8_e4m3"},
-                                      {"train.matmul_dtype", "fp8_e4m3"}, {"rollout.precision", "fp8_e4m3"}}));
+    EXPECT_NO_THROW(config_from_json({{"rollout.matmul_dtype", "fp8_e5m2"},
+                                      {"rollout.kv_cache_dtype", "fp8_e4m3"},
+                                      {"train.matmul_dtype", "fp8_e4m3"},
+                                      {"rollout.precision", "fp8_e4m3"}}));
     expect_error({{"rollout.profile", "vllm"}}, {"rollout.profile", "vllm-bf16", "fsdp-bf16"});
 
     Config c;

@@ -43,8 +43,8 @@ TEST(Sweep, CrossProductOfPresetsAndGridFirstKeyOutermost) {
     EXPECT_DOUBLE_EQ(c[2].config.correction.is_upper, 1.5);
     EXPECT_DOUBLE_EQ(c[3].config.correction.is_upper, 5);
     EXPECT_DOUBLE_EQ(config_get(c[1].config, "optim.lr").get<double>(), 0.01);
-    EXPECT_EQ(c[4].settings, (std::vector<std::pair<std::string, std::string>>{{"correction.is_upper", "5"},
-                                                                             {"optim.lr", "0.01"}}));
+    EXPECT_EQ(c[4].settings,
+              (std::vector<std::pair<std::string, std::string>>{{"correction.is_upper", "5"}, {"optim.lr", "0.01"}}));
     std::set<std::string> names;
     for (const auto& x : c) names.insert(x.name);
     EXPECT_EQ(names.size(), c.size());
@@ -135,7 +135,9 @@ TEST(Sweep, ShippedFamiliesExpandToTheirPresets) {
     EXPECT_EQ(moe.spec.presets, (std::vector<std::string>{"miles-moe-tis1.5", "miles-moe-tis1.5-mis",
                                                           "miles-moe-tis1.5-mis-bn", "miles-moe-tis2-mis-bn"}));
     EXPECT_EQ(expand(sweep_family("is-does-no-harm").spec).size(), 4u);
-    EXPECT_NE(error_of([] { sweep_family("nope"); }).find("is-does-no-harm, long-horizon-corrections, miles-moe, r3-paper"), std::string::npos);
+    EXPECT_NE(
+        error_of([] { sweep_family("nope"); }).find("is-does-no-harm, long-horizon-corrections, miles-moe, r3-paper"),
+        std::string::npos);
 }
 
 TEST(Sweep, FromABaseConfigurationIsThePresetsExpansionOverThatBase) {
@@ -159,9 +161,9 @@ TEST(Sweep, FromABaseConfigurationIsThePresetsExpansionOverThatBase) {
     const auto b = expand_sweep(s, "r3-tis", preset_config("r3-tis"));
     EXPECT_EQ(sweep_hash(sweep_identity(q, p)), sweep_hash(sweep_identity(b, s)));
     // The checks are the preset path's: a bad value names the key, bad seeds the range.
-    EXPECT_NE(error_of([&] { expand_sweep(grid({"correction.is_upper=abc"}), "r3-tis", base); })
-                  .find("correction.is_upper"),
-              std::string::npos);
+    EXPECT_NE(
+        error_of([&] { expand_sweep(grid({"correction.is_upper=abc"}), "r3-tis", base); }).find("correction.is_upper"),
+        std::string::npos);
     SweepSpec bad;
     bad.seeds = 0;
     EXPECT_NE(error_of([&] { expand_sweep(bad, "r3-tis", base); }).find("1 to 1000"), std::string::npos);

@@ -58,8 +58,8 @@ Pair run_pair(const std::string& preset, Family fam, const EngineNumerics& roll_
 // Both engines with the simple profile of one precision each.
 Pair run_pair(const std::string& preset, Family fam, Dtype roll_dt, Dtype train_dt, float temp, bool r3,
               int max_batch = 0, int n = 24) {
-    return run_pair(preset, fam, EngineNumerics::simple(roll_dt), EngineNumerics::simple(train_dt), temp, r3,
-                    max_batch, n);
+    return run_pair(preset, fam, EngineNumerics::simple(roll_dt), EngineNumerics::simple(train_dt), temp, r3, max_batch,
+                    n);
 }
 
 // Calls f(rollout lp, training lp) for every response token.

@@ -137,11 +137,12 @@ TEST(Glossary, NamesTheKeyTermsOnceEachWithADefinition) {
         EXPECT_TRUE(terms.insert(t.term).second) << t.term;
         EXPECT_GT(t.definition.size(), 40u) << t.term;
         // A "see" names a metric or a setting that exists.
-        if (!t.see.empty() && t.see.find('.') == std::string_view::npos) EXPECT_NE(find_metric(t.see), nullptr) << t.see;
+        if (!t.see.empty() && t.see.find('.') == std::string_view::npos)
+            EXPECT_NE(find_metric(t.see), nullptr) << t.see;
     }
-    for (std::string_view must : {"K3 KL", "F(t)", "TIS (truncated importance sampling)", "MIS (masked importance sampling)",
-                                  "Geometric rejection", "IcePop", "R3 (Rollout Routing Replay)",
-                                  "R2 (routing replay of the old policy)", "Batch-invariant kernels", "Rounding point",
-                                  "Numerics profile", "FP8"})
+    for (std::string_view must :
+         {"K3 KL", "F(t)", "TIS (truncated importance sampling)", "MIS (masked importance sampling)",
+          "Geometric rejection", "IcePop", "R3 (Rollout Routing Replay)", "R2 (routing replay of the old policy)",
+          "Batch-invariant kernels", "Rounding point", "Numerics profile", "FP8"})
         EXPECT_TRUE(terms.count(must)) << must;
 }

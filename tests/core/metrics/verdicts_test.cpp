@@ -173,7 +173,8 @@ TEST(Divergence, AStoredDivergedStatusCountsAtTheLastStep) {
 }
 
 TEST(Blowup, TheWindowMeanAboveTenTimesTheEarlyLevel) {
-    // k3_kl at 1e-4 for 20 steps, then 2e-3 (20x): the 10-step mean passes 1e-3 once 5 high values are in (steps 20..24).
+    // k3_kl at 1e-4 for 20 steps, then 2e-3 (20x): the 10-step mean passes 1e-3 once 5 high values are in
+    // (steps 20..24).
     const Series k = constant_then(40, 20, 1e-4, 2e-3);
     const Verdict v = detect_blowup(k, "k3_kl");
     EXPECT_TRUE(v.evaluated);
@@ -261,7 +262,7 @@ TEST(Thresholds, BadKeysAndValuesAreRefusedNamingThem) {
     }
     EXPECT_THROW(set_verdict_option(t, "window"), std::invalid_argument);
     EXPECT_THROW(set_verdict_option(t, "min_finite=20"), std::invalid_argument);  // more than the window
-    EXPECT_EQ(t, VerdictThresholds{});  // nothing half-applied
+    EXPECT_EQ(t, VerdictThresholds{});                                            // nothing half-applied
 }
 
 TEST(Thresholds, JsonRoundTripsAndRefusesUnknownKeys) {

@@ -39,8 +39,9 @@ std::string fresh(const std::string& name) { return testing_scratch::fresh_db(sc
 
 // A small run: a short warm-up of its own (cached in the suite's folder),
 // small batches, a checkpoint every two steps.
-const std::string kRun = " --preset default --set base.sft_steps=300 --set rl.prompts_per_step=4"
-                         " --set rl.samples_per_prompt=2 --set run.checkpoint_every=2";
+const std::string kRun =
+    " --preset default --set base.sft_steps=300 --set rl.prompts_per_step=4"
+    " --set rl.samples_per_prompt=2 --set run.checkpoint_every=2";
 std::string cache() { return testing_scratch::shared_cache_dir(); }
 
 struct Child {
@@ -124,7 +125,8 @@ const std::map<int64_t, std::map<std::string, double>>& reference(int steps) {
     static std::map<int, std::map<int64_t, std::map<std::string, double>>> done;
     if (!done.count(steps)) {
         const std::string db = fresh("reference" + std::to_string(steps) + ".sqlite");
-        const auto r = cli("run" + kRun + " --steps " + std::to_string(steps) + " --db " + db + " --cache-dir " + cache());
+        const auto r =
+            cli("run" + kRun + " --steps " + std::to_string(steps) + " --db " + db + " --cache-dir " + cache());
         EXPECT_EQ(r.code, 0) << r.out;
         done[steps] = metrics_of(db);
     }
@@ -149,8 +151,7 @@ TEST_F(Fault, SigtermDuringTheWarmupStopsAndResumeWarmsUpAgain) {
     const std::string own_cache = (scratch() / "cold_cache").string();
     fs::remove_all(own_cache);
     Child c = spawn("run" + kRun + " --steps 10 --db " + db + " --cache-dir " + own_cache, db + ".log");
-    ASSERT_TRUE(wait_for([&] { return c.output().find("base policy: step 100/") != std::string::npos; }))
-        << c.output();
+    ASSERT_TRUE(wait_for([&] { return c.output().find("base policy: step 100/") != std::string::npos; })) << c.output();
     kill(c.pid, SIGTERM);
     EXPECT_EQ(c.wait(), 0) << c.output();
     EXPECT_NE(c.output().find("stopped during the base-policy warm-up"), std::string::npos) << c.output();
@@ -234,8 +235,8 @@ TEST_F(Fault, AFullDiskFailsTheRunWithTheRealErrorAndResumeContinues) {
     const auto last = s.last_checkpoint(info.id);
     ASSERT_TRUE(last && last->step >= 1) << "a checkpoint before the failure";
     const int64_t steps = info.steps + 2;
-    const auto r = cli("resume " + std::to_string(info.id) + " --db " + db + " --steps " +
-                       std::to_string(steps - last->step - 1));
+    const auto r =
+        cli("resume " + std::to_string(info.id) + " --db " + db + " --steps " + std::to_string(steps - last->step - 1));
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("from the checkpoint of step " + std::to_string(last->step + 1)), std::string::npos) << r.out;
     EXPECT_EQ(only_run(db).steps, steps);
@@ -286,7 +287,8 @@ TEST_F(Fault, ADivergingRunStopsAsDivergedAndKeepsItsSteps) {
     const std::string db = fresh("diverge.sqlite");
     const auto r = cli("run" + kRun +
                        " --steps 60 --set optim.lr=1 --set optim.grad_clip=0 --set train.precision=fp16"
-                       " --set rollout.precision=fp16 --db " + db + " --cache-dir " + cache());
+                       " --set rollout.precision=fp16 --db " +
+                       db + " --cache-dir " + cache());
     EXPECT_EQ(r.code, 1) << r.out;
     EXPECT_NE(r.out.find("diverged at step"), std::string::npos) << r.out;
     const RunInfo info = only_run(db);
@@ -316,8 +318,10 @@ TEST_F(Fault, ARunResumesFromAnyWorkingDirectory) {
 
 TEST_F(Fault, RetentionKeepsTheNewestAndEveryMthAndResumeTidiesLeftovers) {
     const std::string db = fresh("retain.sqlite");
-    ASSERT_EQ(cli("run" + kRun + " --set run.checkpoint_every=1 --set run.keep_last=2 --set run.keep_every=5"
-                  " --steps 12 --db " + db + " --cache-dir " + cache())
+    ASSERT_EQ(cli("run" + kRun +
+                  " --set run.checkpoint_every=1 --set run.keep_last=2 --set run.keep_every=5"
+                  " --steps 12 --db " +
+                  db + " --cache-dir " + cache())
                   .code,
               0);
     Store s = Store::open(db);

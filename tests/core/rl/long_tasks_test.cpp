@@ -34,8 +34,8 @@ TEST(LongTasks, LongAdditionScratchpadIsColumnArithmetic) {
             int carry = 0;
             for (int c = n - 1; c >= 0; --c) {
                 const int s = (a[c] - '0') + (b[c] - '0') + carry;
-                want += std::string{a[c], '+', b[c], '+', char('0' + carry), '=', char('0' + s / 10),
-                                    char('0' + s % 10), ','};
+                want += std::string{
+                    a[c], '+', b[c], '+', char('0' + carry), '=', char('0' + s / 10), char('0' + s % 10), ','};
                 carry = s / 10;
             }
             std::string sum = std::to_string(std::stoull(a) + std::stoull(b));
@@ -93,12 +93,12 @@ TEST(LongTasks, LongAdditionRewardsByHand) {
     };
     const std::vector<Case> cases = {
         {"2+3+0=05,8+7+0=15,4+9+1=14,|1455", true, 1, 1},
-        {"2+3+0=05,8+7+0=15,4+9+1=14,|1445", true, 0, 3.0 / 4},   // wrong answer
-        {"2+3+0=05,8+7+0=16,4+9+1=14,|1455", true, 0, 3.0 / 4},   // one wrong column
-        {"2+3+0=05,8+7+0=15,4+9+1=14,|1455", false, 0, 3.0 / 4},  // no eos: cut by max_new_tokens
-        {"2+3+0=05,8+7+", false, 0, 1.0 / 4},                     // truncated scratchpad
-        {"2+3+0=05,8+7+0=15,", true, 0, 2.0 / 4},                 // stops before the last column
-        {"2+3+0=05,8+7+0=15,4+9+1=14,|1455,", true, 0, 3.0 / 4},  // garbage after the answer
+        {"2+3+0=05,8+7+0=15,4+9+1=14,|1445", true, 0, 3.0 / 4},           // wrong answer
+        {"2+3+0=05,8+7+0=16,4+9+1=14,|1455", true, 0, 3.0 / 4},           // one wrong column
+        {"2+3+0=05,8+7+0=15,4+9+1=14,|1455", false, 0, 3.0 / 4},          // no eos: cut by max_new_tokens
+        {"2+3+0=05,8+7+", false, 0, 1.0 / 4},                             // truncated scratchpad
+        {"2+3+0=05,8+7+0=15,", true, 0, 2.0 / 4},                         // stops before the last column
+        {"2+3+0=05,8+7+0=15,4+9+1=14,|1455,", true, 0, 3.0 / 4},          // garbage after the answer
         {"2+3+0=05,8+7+0=15,4+9+1=14,0+0+1=01,|1455", true, 0, 3.0 / 4},  // an extra column
         {"abc;;x", true, 0, 0},                                           // garbage
         {"", true, 0, 0},
@@ -128,14 +128,14 @@ TEST(LongTasks, CalculatorRewardsByHand) {
     // Steps: two product calls, the sum call, the answer followed by eos.
     const std::vector<Case> cases = {
         {"c:37*48;1776;c:12*95;1140;c:1776+1140;2916;|2916", true, 1, 1},
-        {"c:37*48+12*95;2916;|2916", true, 1, 1},                         // another route to the answer
-        {"c:37*48;1776;c:12*95;1140;c:1776+1140;2916;|2917", true, 0, 3.0 / 4},  // miscopied answer
+        {"c:37*48+12*95;2916;|2916", true, 1, 1},                                 // another route to the answer
+        {"c:37*48;1776;c:12*95;1140;c:1776+1140;2916;|2917", true, 0, 3.0 / 4},   // miscopied answer
         {"c:37*48;1776;c:12*95;1140;c:1776+1140;2916;|2916", false, 0, 3.0 / 4},  // no eos
         {"c:37*48;1776;c:12*59;708;c:1776+708;2484;|2484", true, 0, 1.0 / 4},     // one wrong call
-        {"c:37*48;1776;c:12", false, 0, 1.0 / 4},                                  // truncated
+        {"c:37*48;1776;c:12", false, 0, 1.0 / 4},                                 // truncated
         {"c:37*48;1776;|2916|2916", true, 0, 1.0 / 4},                            // two answers
-        {"2916", true, 0, 0},                                                      // no "|"
-        {"zz::;;c", true, 0, 0},                                                   // garbage
+        {"2916", true, 0, 0},                                                     // no "|"
+        {"zz::;;c", true, 0, 0},                                                  // garbage
         {"", false, 0, 0},
     };
     for (size_t i = 0; i < cases.size(); ++i) {

@@ -78,8 +78,8 @@ Outcome consume(const HandRollout& h) {
     cs.batch_normalize = true;
     o.corr = compute_correction(cs, tv.lp_train, tv.lp_roll, tv.valid, tv.seq_offsets);
     const std::vector<double> adv{1.0, -0.5};
-    o.loss = policy_loss(PolicyLossSettings{}, h.lp_theta, tv.lp_train, adv, o.corr.weights, o.corr.keep,
-                         tv.seq_offsets);
+    o.loss =
+        policy_loss(PolicyLossSettings{}, h.lp_theta, tv.lp_train, adv, o.corr.weights, o.corr.keep, tv.seq_offsets);
     return o;
 }
 
@@ -89,10 +89,9 @@ bool same(const Outcome& x, const Outcome& y) {
     return a.k3_kl == b.k3_kl && a.kl == b.kl && a.logp_abs_diff_max == b.logp_abs_diff_max &&
            a.chi2_token == b.chi2_token && a.chi2_seq == b.chi2_seq && a.training_ppl == b.training_ppl &&
            a.rollout_ppl == b.rollout_ppl && a.log_ppl_diff == b.log_ppl_diff && a.f_1_1 == b.f_1_1 &&
-           a.num_valid_tokens == b.num_valid_tokens && x.corr.weights == y.corr.weights &&
-           x.corr.keep == y.corr.keep && x.corr.stats.ess == y.corr.stats.ess &&
-           x.corr.stats.is_weight_mean == y.corr.stats.is_weight_mean && x.loss.loss == y.loss.loss &&
-           x.loss.grad == y.loss.grad && x.loss.ppo_kl == y.loss.ppo_kl;
+           a.num_valid_tokens == b.num_valid_tokens && x.corr.weights == y.corr.weights && x.corr.keep == y.corr.keep &&
+           x.corr.stats.ess == y.corr.stats.ess && x.corr.stats.is_weight_mean == y.corr.stats.is_weight_mean &&
+           x.loss.loss == y.loss.loss && x.loss.grad == y.loss.grad && x.loss.ppo_kl == y.loss.ppo_kl;
 }
 
 }  // namespace

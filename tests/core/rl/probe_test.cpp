@@ -239,10 +239,26 @@ TEST(ProbeCli, JsonHasEveryKey) {
     CliResult r = cli("probe --preset moe-tiny --json --set rl.prompts_per_step=4");
     ASSERT_EQ(r.code, 0) << r.out;
     auto j = nlohmann::json::parse(r.out);
-    for (const char* key :
-         {"k3_kl", "kl", "logp_abs_diff_mean", "logp_abs_diff_max", "F@1.1", "F@1.5", "F@2", "F@5", "F@10", "tv_token",
-          "tv_seq", "lowp_count@1e-2", "lowp_frac@1e-1", "lowp_abs_diff@1e-4", "lowp_k3_share@0", "router_diff_router",
-          "router_diff_token", "router_diff_sequence", "tokens", "bitwise_equal"})
+    for (const char* key : {"k3_kl",
+                            "kl",
+                            "logp_abs_diff_mean",
+                            "logp_abs_diff_max",
+                            "F@1.1",
+                            "F@1.5",
+                            "F@2",
+                            "F@5",
+                            "F@10",
+                            "tv_token",
+                            "tv_seq",
+                            "lowp_count@1e-2",
+                            "lowp_frac@1e-1",
+                            "lowp_abs_diff@1e-4",
+                            "lowp_k3_share@0",
+                            "router_diff_router",
+                            "router_diff_token",
+                            "router_diff_sequence",
+                            "tokens",
+                            "bitwise_equal"})
         EXPECT_TRUE(j.contains(key)) << key;
     EXPECT_GT(j["router_diff_router"].get<double>(), 0.0);
 }

@@ -13,9 +13,7 @@
 using namespace mlk;
 using namespace mlk::task_fixtures;
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 TEST(Tasks, SplitmixReference) {
     // First output of the reference splitmix64 generator seeded with 0.
@@ -29,8 +27,7 @@ TEST(Tasks, SplitmixReference) {
 }
 
 TEST(Tasks, FactoryNamesAndErrors) {
-    EXPECT_EQ(task_names(),
-              (std::vector<std::string>{"addition", "sort", "reverse", "long_addition", "calculator"}));
+    EXPECT_EQ(task_names(), (std::vector<std::string>{"addition", "sort", "reverse", "long_addition", "calculator"}));
     for (const auto& n : task_names()) {
         auto t = make_task(n, 3);
         EXPECT_EQ(t->name(), n);

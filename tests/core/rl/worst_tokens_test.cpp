@@ -166,17 +166,18 @@ TEST(WorstTokens, ASessionStepStoresThemAndItsScatterSampleHoldsThem) {
     const WorstTokens w = parse_worst_tokens(rec.worst_tokens_json);
     ASSERT_EQ((int)w.tokens.size(), kWorstTokens);
     for (const WorstToken& t : w.tokens) {
-        const auto it = std::find_if(rec.token_samples.begin(), rec.token_samples.end(), [&](const TokenSample& s) {
-            return s.seq == t.seq && s.pos == t.pos;
-        });
+        const auto it = std::find_if(rec.token_samples.begin(), rec.token_samples.end(),
+                                     [&](const TokenSample& s) { return s.seq == t.seq && s.pos == t.pos; });
         ASSERT_NE(it, rec.token_samples.end()) << "worst token seq " << t.seq << " pos " << t.pos << " not drawn";
         EXPECT_EQ(it->lp_roll, (double)t.lp_roll);
         EXPECT_EQ(it->lp_train, (double)t.lp_train);
         EXPECT_EQ(it->token, t.token);
     }
     double max_sampled = 0;
-    for (const TokenSample& s : rec.token_samples) max_sampled = std::max(max_sampled, std::abs(s.lp_train - s.lp_roll));
-    EXPECT_EQ(max_sampled, gap(w.tokens[0].lp_train, w.tokens[0].lp_roll)) << "the scatter's outlier is the worst token";
+    for (const TokenSample& s : rec.token_samples)
+        max_sampled = std::max(max_sampled, std::abs(s.lp_train - s.lp_roll));
+    EXPECT_EQ(max_sampled, gap(w.tokens[0].lp_train, w.tokens[0].lp_roll))
+        << "the scatter's outlier is the worst token";
     EXPECT_EQ(max_sampled, RlSession::metric(rec, "logp_abs_diff_max"));
     for (size_t i = 0; i < rec.token_samples.size(); ++i) EXPECT_EQ(rec.token_samples[i].idx, (int32_t)i);
 }

@@ -100,7 +100,8 @@ private slots:
         const QList<QPointF> points = chart.rawSeries(1)->points();
         QVERIFY(std::any_of(points.begin(), points.end(), [](QPointF p) { return p.y() == 1e6; }));
         QCOMPARE(chart.pointsOutside(), 1);
-        QVERIFY2(chart.noteText().contains(QStringLiteral("1 outlier(s) outside the axis")), qPrintable(chart.noteText()));
+        QVERIFY2(chart.noteText().contains(QStringLiteral("1 outlier(s) outside the axis")),
+                 qPrintable(chart.noteText()));
         chart.setIgnoreOutliers(false);
         chart.redrawNow();
         QVERIFY(chart.shownYRange().hi >= 1e6);
@@ -248,7 +249,8 @@ private slots:
         const QString big = dir.filePath(QStringLiteral("big.png"));
         chart.setSmoothing(0);
         QVERIFY(chart.savePng(big, QSize(1600, 600)));
-        if (!shots.isEmpty()) QFile::copy(big, QString::fromLocal8Bit(shots) + QStringLiteral("/chart_export_1600.png"));
+        if (!shots.isEmpty())
+            QFile::copy(big, QString::fromLocal8Bit(shots) + QStringLiteral("/chart_export_1600.png"));
         const QImage large(big);
         QCOMPARE(large.size(), QSize(1600, 600));
         int runPixels = 0, left = large.width(), right = 0;
@@ -257,7 +259,8 @@ private slots:
             for (int x = 0; x < large.width(); ++x) {
                 const QColor p(large.pixel(x, y));
                 if (std::abs(p.red() - colour.red()) + std::abs(p.green() - colour.green()) +
-                        std::abs(p.blue() - colour.blue()) >= 60)
+                        std::abs(p.blue() - colour.blue()) >=
+                    60)
                     continue;
                 ++runPixels;
                 if (y < large.height() - 60) left = std::min(left, x), right = std::max(right, x);  // not the legend
@@ -575,7 +578,11 @@ private slots:
     void seedBandNeverGoesBelowTheLogFloor() {
         RunDataStore data;
         for (qint64 run = 1; run <= 3; ++run) {
-            data.addRun({run, QStringLiteral("seed %1").arg(run), QStringLiteral("finished"), QString(), {},
+            data.addRun({run,
+                         QStringLiteral("seed %1").arg(run),
+                         QStringLiteral("finished"),
+                         QString(),
+                         {},
                          QStringLiteral("same")});
             std::vector<StepRecord> records;
             for (int s = 0; s < 60; ++s)
@@ -593,7 +600,8 @@ private slots:
         const YRange y = chart.shownYRange();
         for (const QList<QPointF>* line : {&bands.front().lo, &bands.front().mean, &bands.front().hi})
             for (const QPointF& p : *line) {
-                QVERIFY2(p.y() >= chart.logFloor(), qPrintable(QString("%1 below the floor %2").arg(p.y()).arg(chart.logFloor())));
+                QVERIFY2(p.y() >= chart.logFloor(),
+                         qPrintable(QString("%1 below the floor %2").arg(p.y()).arg(chart.logFloor())));
                 QVERIFY(p.y() >= y.lo && p.y() <= y.hi);
             }
     }

@@ -50,9 +50,9 @@ class RunDataTest : public QObject {
         const auto lin = [](double v) { return v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
         const double rgb[3] = {lin(c.redF()), lin(c.greenF()), lin(c.blueF())};
         double s[3];
-        for (int i = 0; i < 3; ++i)
-            s[i] = std::clamp(m[i][0] * rgb[0] + m[i][1] * rgb[1] + m[i][2] * rgb[2], 0.0, 1.0);
-        const double X = 0.4124 * s[0] + 0.3576 * s[1] + 0.1805 * s[2], Y = 0.2126 * s[0] + 0.7152 * s[1] + 0.0722 * s[2],
+        for (int i = 0; i < 3; ++i) s[i] = std::clamp(m[i][0] * rgb[0] + m[i][1] * rgb[1] + m[i][2] * rgb[2], 0.0, 1.0);
+        const double X = 0.4124 * s[0] + 0.3576 * s[1] + 0.1805 * s[2],
+                     Y = 0.2126 * s[0] + 0.7152 * s[1] + 0.0722 * s[2],
                      Z = 0.0193 * s[0] + 0.1192 * s[1] + 0.9505 * s[2];
         const auto f = [](double t) { return t > 0.008856 ? std::cbrt(t) : 7.787 * t + 16.0 / 116; };
         return {116 * f(Y) - 16, 500 * (f(X / 0.95047) - f(Y)), 200 * (f(Y) - f(Z / 1.08883))};
@@ -64,10 +64,10 @@ private slots:
     // before, had brown and red at 4.6 for protanopes).
     void runColoursSurviveColourBlindness() {
         const double normal[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
-        const double deutan[3][3] = {{0.367322, 0.860646, -0.227968}, {0.280085, 0.672501, 0.047413},
-                                     {-0.011820, 0.042940, 0.968881}};
-        const double protan[3][3] = {{0.152286, 1.052583, -0.204868}, {0.114503, 0.786281, 0.099216},
-                                     {-0.003882, -0.048116, 1.051998}};
+        const double deutan[3][3] = {
+            {0.367322, 0.860646, -0.227968}, {0.280085, 0.672501, 0.047413}, {-0.011820, 0.042940, 0.968881}};
+        const double protan[3][3] = {
+            {0.152286, 1.052583, -0.204868}, {0.114503, 0.786281, 0.099216}, {-0.003882, -0.048116, 1.051998}};
         const QList<QColor>& colours = palette::runColours();
         QVERIFY(colours.size() >= 8);
         for (const auto* m : {normal, deutan, protan})
@@ -75,7 +75,8 @@ private slots:
                 for (qsizetype j = i + 1; j < colours.size(); ++j) {
                     const auto a = seenLab(colours[i], m), b = seenLab(colours[j], m);
                     const double d = std::hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
-                    QVERIFY2(d >= 12, qPrintable(QString("%1 vs %2: %3").arg(colours[i].name(), colours[j].name()).arg(d)));
+                    QVERIFY2(d >= 12,
+                             qPrintable(QString("%1 vs %2: %3").arg(colours[i].name(), colours[j].name()).arg(d)));
                 }
     }
 

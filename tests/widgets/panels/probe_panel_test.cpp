@@ -81,7 +81,8 @@ private slots:
         QVERIFY(waitProbed(probed, 2));
         config_set(cfg, "moe.routing_replay", "R3");
         const nlohmann::json expected = cliProbe(cfg);
-        QCOMPARE(panel.valueText("router_diff_token"), QString::fromStdString(value_text(expected["router_diff_token"].get<double>())));
+        QCOMPARE(panel.valueText("router_diff_token"),
+                 QString::fromStdString(value_text(expected["router_diff_token"].get<double>())));
         QCOMPARE(panel.valueText("router_diff_token"), QString("0"));
         QCOMPARE(panel.previousText("k3_kl"), k3Before);
         QCOMPARE(panel.previousText("router_diff_token"), flipsBefore);

@@ -73,8 +73,8 @@ private slots:
         loose1_ = s.create_run("default", "default", config_to_json(d).dump(), 1, RunStatus::finished);
         d.seed = 2;
         looseSeed2_ = s.create_run("default seed=2", "default", config_to_json(d).dump(), 2, RunStatus::stopped);
-        loose2_ = s.create_run("r3-grpo", "r3-grpo", config_to_json(preset_config("r3-grpo")).dump(), 1,
-                               RunStatus::finished);
+        loose2_ =
+            s.create_run("r3-grpo", "r3-grpo", config_to_json(preset_config("r3-grpo")).dump(), 1, RunStatus::finished);
         // Sweep B: the defaults x 3 seeds, one run so far.
         SweepSpec b;
         b.seeds = 3;

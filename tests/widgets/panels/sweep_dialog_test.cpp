@@ -87,8 +87,7 @@ private slots:
         QVERIFY2(d.errorText().isEmpty(), qPrintable(d.errorText()));
         QVERIFY(queueButton(d)->isEnabled());
         QCOMPARE(d.runCount(), 24);
-        QCOMPARE(d.findChild<QLabel*>("sweepSummary")->text(),
-                 QString("6 configurations \u00D7 4 seeds = 24 runs"));
+        QCOMPARE(d.findChild<QLabel*>("sweepSummary")->text(), QString("6 configurations \u00D7 4 seeds = 24 runs"));
         // The current value is shown beside the key.
         QVERIFY(d.findChildren<QLabel*>("sweepKeyNow").front()->text().contains("now"));
         // The same expansion `sweep --preset r3-tis --grid ... --seeds 4` makes over this base.

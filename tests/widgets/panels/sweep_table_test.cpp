@@ -124,7 +124,8 @@ void SweepTableTest::rowsMatchTheSummary() {
                 const RunOutcome& o = c.runs[k];
                 QVERIFY(seed->text(SweepTable::ColConfig).contains(QStringLiteral("#%1").arg(o.run_id)));
                 QCOMPARE(seed->text(SweepTable::ColCollapsed), sweepVerdictCell(o.verdicts.collapse));
-                QCOMPARE(seed->toolTip(SweepTable::ColCollapsed), QString::fromStdString(verdict_text(o.verdicts.collapse)));
+                QCOMPARE(seed->toolTip(SweepTable::ColCollapsed),
+                         QString::fromStdString(verdict_text(o.verdicts.collapse)));
                 QCOMPARE(seed->text(SweepTable::ColFinal), QString::fromStdString(value_text(o.final_reward, 4)));
             }
         }

@@ -145,7 +145,8 @@ private slots:
             const Preset* p = find_preset(combo->itemData(i).toString().toStdString());
             QVERIFY(p);
             QCOMPARE(qs(preset_group(*p)), group);
-            QVERIFY(combo->itemData(i, Qt::ToolTipRole).toString().contains(qs(p->description).left(40).toHtmlEscaped()));
+            QVERIFY(
+                combo->itemData(i, Qt::ToolTipRole).toString().contains(qs(p->description).left(40).toHtmlEscaped()));
         }
         QCOMPARE(headers, int(preset_groups().size()));
         // Open, as the user sees it.

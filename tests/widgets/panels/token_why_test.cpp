@@ -111,8 +111,9 @@ void TokenWhyTest::choosingAWorstTokenShowsItsStoredNumbers() {
         QCOMPARE(why->routerTable()->rowCount(), int(stored.moe_layers.size()));
         QCOMPARE(why->flippedExperts(), 2 * t.flips);
         const QString path = why->pathText();
-        QVERIFY2(path.contains(QStringLiteral("fp8_e4m3")) && path.contains(QStringLiteral("M = %1").arg(t.rollout_rows)),
-                 qPrintable(path));
+        QVERIFY2(
+            path.contains(QStringLiteral("fp8_e4m3")) && path.contains(QStringLiteral("M = %1").arg(t.rollout_rows)),
+            qPrintable(path));
     }
 }
 
@@ -164,7 +165,8 @@ void TokenWhyTest::screenshotsAtTheF2Spike() {
     dd.tabs()->setCurrentWidget(dd.whyView());
     QTest::qWait(100);
     QVERIFY(testing_shots::save(&dd, QStringLiteral("why_token_f2_spike")));
-    const auto flipped = std::find_if(w.tokens.begin(), w.tokens.end(), [](const WorstToken& t) { return t.flips > 0; });
+    const auto flipped =
+        std::find_if(w.tokens.begin(), w.tokens.end(), [](const WorstToken& t) { return t.flips > 0; });
     QVERIFY2(flipped != w.tokens.end(), "an FP8 rollout of an MoE flips some route among its worst tokens");
     dd.whyView()->showWorst(int(flipped - w.tokens.begin()));
     QTest::qWait(100);

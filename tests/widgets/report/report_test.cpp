@@ -272,8 +272,8 @@ void ReportTest::htmlFromRealRun() {
     }
     QVERIFY2(images >= 6, qPrintable(QString::number(images)));  // 4 key charts + F(t) + scatter
     // The catalogue's key charts, on the catalogue's scales.
-    for (const char* alt : {"chart of reward_mean", "chart of k3_kl (log scale)", "chart of grad_norm",
-                            "chart of F@2 (log scale)"})
+    for (const char* alt :
+         {"chart of reward_mean", "chart of k3_kl (log scale)", "chart of grad_norm", "chart of F@2 (log scale)"})
         QVERIFY2(html.contains(QStringLiteral("alt=\"%1\"").arg(QLatin1String(alt))), alt);
 
     // The config table: every key with the stored value.

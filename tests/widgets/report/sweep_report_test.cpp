@@ -120,15 +120,16 @@ void SweepReportTest::htmlHoldsTheVerdictTable() {
         const QString name = QString::fromStdString(sum.configs[i].name).toHtmlEscaped();
         QVERIFY(h.contains(name));
         // The verdict table's row: name, runs, counts, spreads and delta in order.
-        QString row = QRegularExpression::escape(name) + ".*?" + QStringLiteral("%1/%2").arg(c.runs.size()).arg(sum.seeds);
+        QString row =
+            QRegularExpression::escape(name) + ".*?" + QStringLiteral("%1/%2").arg(c.runs.size()).arg(sum.seeds);
         for (int n : {c.collapsed, c.diverged, c.blown_up, c.warned}) row += QStringLiteral(".*?>%1<").arg(n);
         for (const Spread* sp : {&c.final_reward, &c.best_reward, &c.auc})
             row += ".*?" + QRegularExpression::escape(sweepSpreadText(*sp).toHtmlEscaped().replace(
                                QStringLiteral(" \u00b1 "), QStringLiteral("<br/>\u00b1 ")));
-        row += ".*?" + (c.baseline ? QStringLiteral("\\(baseline\\)")
-                                   : QRegularExpression::escape(
-                                         sweepDeltaText(c.delta_final, c.delta_final_ci)
-                                             .replace(QStringLiteral(" ["), QStringLiteral("<br/>["))));
+        row += ".*?" + (c.baseline
+                            ? QStringLiteral("\\(baseline\\)")
+                            : QRegularExpression::escape(sweepDeltaText(c.delta_final, c.delta_final_ci)
+                                                             .replace(QStringLiteral(" ["), QStringLiteral("<br/>["))));
         QVERIFY2(QRegularExpression(row).match(h).hasMatch(), qPrintable(row));
         // Each configuration in its seed group's colour: its first run's.
         int64_t first = c.runs.front().run_id;
@@ -183,12 +184,12 @@ void SweepReportTest::badInputWritesNothing() {
     const std::string out = dir_->filePath("bad.pdf").toStdString();
     const std::string db = " --db '" + db_ + "' --out '" + out + "'";
     const std::string id = std::to_string(sweep_);
-    QCOMPARE(run_cli("--sweep 99" + db), 2);                                   // no such sweep
-    QCOMPARE(run_cli("--sweep 0" + db), 2);                                    // not an id
-    QCOMPARE(run_cli("--sweep " + id + db + " --baseline nope"), 2);           // not a configuration
+    QCOMPARE(run_cli("--sweep 99" + db), 2);                                    // no such sweep
+    QCOMPARE(run_cli("--sweep 0" + db), 2);                                     // not an id
+    QCOMPARE(run_cli("--sweep " + id + db + " --baseline nope"), 2);            // not a configuration
     QCOMPARE(run_cli("--sweep " + id + db + " --verdict collapse_drop=7"), 2);  // out of range
-    QCOMPARE(run_cli("--sweep " + id + db + " --step 3"), 2);                  // a run report's option
-    QCOMPARE(run_cli("1 --sweep " + id + db), 2);                              // runs and a sweep
+    QCOMPARE(run_cli("--sweep " + id + db + " --step 3"), 2);                   // a run report's option
+    QCOMPARE(run_cli("1 --sweep " + id + db), 2);                               // runs and a sweep
     QVERIFY(!QFile::exists(QString::fromStdString(out)));
     const clitest::CliResult r = clitest::cli("report --sweep " + id + db + " --baseline nope");
     QVERIFY2(r.out.find("--baseline") != std::string::npos && r.out.find("is_upper=2") != std::string::npos,
