@@ -13,6 +13,7 @@
 
 #include "core/config/config.h"
 #include "core/model/params.h"
+#include "core/rl/probe.h"
 #include "core/rl/session.h"
 
 using namespace mlk;
@@ -29,14 +30,6 @@ Config fp8_moe() {
     return c;
 }
 
-std::vector<float> random_params(const Config& c) {
-    const ModelConfig m = model_config_of(c);
-    const ParamLayout layout = make_param_layout(m);
-    std::vector<float> params(layout.total);
-    init_params(m, layout, params.data(), (uint64_t)c.seed);
-    return params;
-}
-
 struct Measured {
     Config cfg = fp8_moe();
     ModelConfig model = model_config_of(cfg);
@@ -46,7 +39,7 @@ struct Measured {
     Measured() {
         std::vector<std::vector<int32_t>> inputs;
         for (int i = 0; i < 32; ++i) inputs.push_back({1, 3 + i % 10, 13 + i % 7, 3 + i % 5});
-        m = measure(cfg, rollout, train, random_params(cfg), inputs, 7);
+        m = measure(cfg, rollout, train, probe_initial_params(cfg), inputs, 7);
     }
 };
 
@@ -161,7 +154,7 @@ TEST(WorstTokens, ASessionStepStoresThemAndItsScatterSampleHoldsThem) {
     c.rl.prompts_per_step = 16;
     c.rl.samples_per_prompt = 4;
     validate(c);
-    RlSession session(c, random_params(c), nullptr, 1, "/nonexistent-checkpoints");
+    RlSession session(c, probe_initial_params(c), nullptr, 1, "/nonexistent-checkpoints");
     const StepRecord rec = session.step();
     const WorstTokens w = parse_worst_tokens(rec.worst_tokens_json);
     ASSERT_EQ((int)w.tokens.size(), kWorstTokens);
