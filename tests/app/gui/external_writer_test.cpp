@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "app/gui/main_window.h"
+#include "tests/app/gui/window_test_env.h"
 #include "core/store/store.h"
 #include "widgets/charts/chart_grid.h"
 #include "widgets/data/palette.h"
@@ -66,12 +67,7 @@ class ExternalWriterTest : public QObject {
     }
 
 private slots:
-    void initTestCase() {
-        QStandardPaths::setTestModeEnabled(true);
-        QApplication::setOrganizationName("MismatchLabTest");
-        QApplication::setApplicationName("Mismatch Lab External Writer Test");
-        QSettings().clear();
-    }
+    void initTestCase() { window_test::enter("Mismatch Lab External Writer Test"); }
 
     // A malformed message on refresh (an arg() without its placeholder) once
     // printed "QString::arg: Argument missing" on every poll.

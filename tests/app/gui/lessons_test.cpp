@@ -27,6 +27,7 @@
 #include <QTest>
 
 #include "app/gui/main_window.h"
+#include "tests/app/gui/window_test_env.h"
 #include "app/gui/run_worker.h"
 #include "core/config/lessons.h"
 #include "core/metrics/catalogue.h"
@@ -78,18 +79,13 @@ class LessonsTest : public QObject {
 private slots:
     void initTestCase() {
         total_.start();
-        QStandardPaths::setTestModeEnabled(true);
-        QApplication::setOrganizationName("MismatchLabTest");
-        QApplication::setApplicationName(
-            QStringLiteral("Mismatch Lab Lessons Test %1").arg(QCoreApplication::applicationPid()));
-        QSettings().clear();
+        window_test::enter("Mismatch Lab Lessons Test");
         // One cache for every slot: a base policy trained for one lesson serves the next.
         qputenv("MLK_CACHE_DIR", (dir_.path() + "/cache").toUtf8());
     }
 
     void cleanupTestCase() {
-        QDir(QFileInfo(MainWindow::defaultDatabasePath()).absolutePath()).removeRecursively();
-        QFile::remove(QSettings().fileName());
+        window_test::leave();
         qInfo("lessons_test wall time: %.1f s", total_.elapsed() / 1000.0);
     }
 

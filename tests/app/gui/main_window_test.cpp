@@ -30,6 +30,7 @@
 #include <thread>
 
 #include "app/gui/main_window.h"
+#include "tests/app/gui/window_test_env.h"
 #include "app/gui/run_worker.h"
 #include "core/store/store.h"
 #include "widgets/charts/chart_grid.h"
@@ -60,23 +61,13 @@ class MainWindowTest : public QObject {
 
 private slots:
     void initTestCase() {
-        QStandardPaths::setTestModeEnabled(true);
-        QApplication::setOrganizationName("MismatchLabTest");
-        // One data folder per process: two checkouts testing at once on one
-        // machine must not share (and delete) each other's default database.
-        QApplication::setApplicationName(
-            QStringLiteral("Mismatch Lab Test %1").arg(QCoreApplication::applicationPid()));
-        QSettings().clear();
+        window_test::enter("Mismatch Lab Test");
         // Test mode points the data folder at a scratch location: start empty.
         for (const char* suffix : {"", "-wal", "-shm"}) QFile::remove(MainWindow::defaultDatabasePath() + suffix);
         qputenv("MLK_CACHE_DIR", (dir_.path() + "/cache").toUtf8());
     }
 
-    void cleanupTestCase() {
-        QDir(QFileInfo(MainWindow::defaultDatabasePath()).absolutePath()).removeRecursively();
-        const QString settings = QSettings().fileName();
-        QFile::remove(settings);
-    }
+    void cleanupTestCase() { window_test::leave(); }
 
     void ctrlRPutsStepsInTheDefaultDatabase() {
         MainWindow w;

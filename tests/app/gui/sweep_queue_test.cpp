@@ -17,6 +17,7 @@
 #include <QTreeWidget>
 
 #include "app/gui/main_window.h"
+#include "tests/app/gui/window_test_env.h"
 #include "app/gui/run_worker.h"
 #include "core/config/presets.h"
 #include "core/store/store.h"
@@ -65,16 +66,12 @@ class SweepQueueTest : public QObject {
 
 private slots:
     void initTestCase() {
-        QStandardPaths::setTestModeEnabled(true);
-        QApplication::setOrganizationName("MismatchLabTest");
-        QApplication::setApplicationName(
-            QStringLiteral("Mismatch Lab Sweep Test %1").arg(QCoreApplication::applicationPid()));
-        QSettings().clear();
+        window_test::enter("Mismatch Lab Sweep Test");
         // The CLI tests' shared base-policy cache: the tiny warm-up is trained once per machine.
         qputenv("MLK_CACHE_DIR", QByteArray::fromStdString(testing_scratch::shared_cache_dir()));
     }
 
-    void cleanupTestCase() { QFile::remove(QSettings().fileName()); }
+    void cleanupTestCase() { window_test::leave(); }
 
     void sweepJobsCarryTheClisSlotsNamesAndHash() {
         SweepSpec spec;

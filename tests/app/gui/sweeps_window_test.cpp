@@ -16,6 +16,7 @@
 #include <QTreeWidget>
 
 #include "app/gui/main_window.h"
+#include "tests/app/gui/window_test_env.h"
 #include "tests/screenshot.h"
 #include "tests/widgets/sweep_store.h"
 #include "widgets/charts/chart_grid.h"
@@ -26,14 +27,8 @@ using namespace mlk;
 class SweepsWindowTest : public QObject {
     Q_OBJECT
 private slots:
-    void initTestCase() {
-        QStandardPaths::setTestModeEnabled(true);
-        QApplication::setOrganizationName("MismatchLabTest");
-        QApplication::setApplicationName(
-            QStringLiteral("Sweeps Window Test %1").arg(QCoreApplication::applicationPid()));
-        QSettings().clear();
-    }
-    void cleanupTestCase() { QFile::remove(QSettings().fileName()); }
+    void initTestCase() { window_test::enter("Sweeps Window Test"); }
+    void cleanupTestCase() { window_test::leave(); }
 
     void sweepsTabDrivesTheCharts() {
         QTemporaryDir d;

@@ -16,6 +16,7 @@
 #include <QTest>
 
 #include "app/gui/main_window.h"
+#include "tests/app/gui/window_test_env.h"
 #include "core/metrics/run_stats.h"
 #include "tests/screenshot.h"
 #include "widgets/charts/chart_style.h"
@@ -42,18 +43,11 @@ class TeachingWindowTest : public QObject {
 
 private slots:
     void initTestCase() {
-        QStandardPaths::setTestModeEnabled(true);
-        QApplication::setOrganizationName("MismatchLabTest");
-        QApplication::setApplicationName(
-            QStringLiteral("Mismatch Lab Teaching Test %1").arg(QCoreApplication::applicationPid()));
-        QSettings().clear();
+        window_test::enter("Mismatch Lab Teaching Test");
         qputenv("MLK_CACHE_DIR", (dir_.path() + "/cache").toUtf8());
     }
 
-    void cleanupTestCase() {
-        QDir(QFileInfo(MainWindow::defaultDatabasePath()).absolutePath()).removeRecursively();
-        QFile::remove(QSettings().fileName());
-    }
+    void cleanupTestCase() { window_test::leave(); }
 
     void menusOfferGlossaryProbeAndPresentation() {
         MainWindow w(dir_.path() + "/runs.sqlite");
