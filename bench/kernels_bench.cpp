@@ -16,15 +16,7 @@
 #include <functional>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
-
-#if defined(__x86_64__) || defined(__i386__)
-// GCC 12 reports false (maybe-)uninitialized warnings inside its AVX-512 headers.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#endif
 
 #include "kernels/cpu/features.h"
 #include "kernels/kernels.h"
@@ -48,80 +40,6 @@ double time_call(const std::function<void()>& f) {
         auto s = Clock::now();
         for (int r = 0; r < reps; ++r) f();
         best = std::min(best, std::chrono::duration<double>(Clock::now() - s).count() / reps);
-    }
-    return best;
-}
-
-// ---- FMA peak ----------------------------------------------------------------
-#define MLK_R12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-
-#if defined(__x86_64__) || defined(__i386__)
-__attribute__((target("avx512f,fma"))) float fma_loop_512(long iters) {
-#define D5(i) __m512 a##i = _mm512_set1_ps(1.0f + (i)*1e-3f);
-    MLK_R12(D5)
-    const __m512 b = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
-    for (long it = 0; it < iters; ++it) {
-#define F5(i) a##i = _mm512_fmadd_ps(a##i, b, c);
-        MLK_R12(F5)
-        __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3));
-    }
-    float s = 0;
-#define S5(i) s += _mm512_reduce_add_ps(a##i);
-    MLK_R12(S5)
-    return s;
-}
-__attribute__((target("avx2,fma"))) float fma_loop_256(long iters) {
-#define D2(i) __m256 a##i = _mm256_set1_ps(1.0f + (i)*1e-3f);
-    MLK_R12(D2)
-    const __m256 b = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
-    for (long it = 0; it < iters; ++it) {
-#define F2(i) a##i = _mm256_fmadd_ps(a##i, b, c);
-        MLK_R12(F2)
-        __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3));
-    }
-    float t[8], s = 0;
-#define S2(i) _mm256_storeu_ps(t, a##i), s += t[0];
-    MLK_R12(S2)
-    return s;
-}
-#endif
-float fma_loop_scalar(long iters) {
-#define D1(i) float a##i = 1.0f + (i)*1e-3f;
-    MLK_R12(D1)
-    const float b = 0.9999999f, c = 1e-7f;
-    for (long it = 0; it < iters; ++it) {
-#define F1(i) a##i = std::fma(a##i, b, c);
-        MLK_R12(F1)
-    }
-    float s = 0;
-#define S1(i) s += a##i;
-    MLK_R12(S1)
-    return s;
-}
-
-// GFLOP/s of `threads` threads each running 12 FMA chains for `iters` iterations.
-double fma_peak(cpu::Isa isa, int threads) {
-    const int lanes = isa == cpu::Isa::avx512 ? 16 : isa == cpu::Isa::avx2 ? 8 : 1;
-    const long iters = isa == cpu::Isa::scalar ? 2000000 : 20000000;
-    auto body = [&] {
-        volatile float sink = 0;
-#if defined(__x86_64__) || defined(__i386__)
-        if (isa == cpu::Isa::avx512) sink = fma_loop_512(iters);
-        else if (isa == cpu::Isa::avx2) sink = fma_loop_256(iters);
-        else
-#endif
-            sink = fma_loop_scalar(iters);
-        (void)sink;
-    };
-    double best = 0;
-    for (int rep = 0; rep < 3; ++rep) {
-        auto t0 = Clock::now();
-        std::vector<std::thread> ts;
-        for (int t = 1; t < threads; ++t) ts.emplace_back(body);
-        body();
-        for (auto& t : ts) t.join();
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        best = std::max(best, threads * (double)iters * 12 * lanes * 2 / s * 1e-9);
     }
     return best;
 }
@@ -159,8 +77,8 @@ int main(int argc, char** argv) {
     std::printf("mismatch-lab kernels bench: ISA %s (detected %s), %d threads\n\n", cpu::isa_name(isa),
                 cpu::isa_name(cpu::detected_isa()), T);
 
-    const double peak1 = fma_peak(isa, 1);
-    const double peakT = fma_peak(isa, T);
+    const double peak1 = fma_peak_gflops(1);
+    const double peakT = fma_peak_gflops(T);
     std::printf("FP32 FMA peak (%s, 12 independent chains/thread): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n\n",
                 cpu::isa_name(isa), peak1, T, peakT);
 

@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <tuple>
 
 #include "kernels/dtype.h"
 
@@ -52,6 +54,30 @@ struct Exec {
 // made on one thread never changes another thread's bits.
 void set_num_threads(int n);
 int num_threads();
+
+// ---- work accounting -----------------------------------------------------
+// The floating-point operations (2 per multiply-add) of the matmul and
+// attention calls the calling thread made since it started: `bench` reads the
+// difference around each phase of an RL step, so its GFLOP/s counts the work
+// the kernels did, not an estimate of it. Row ops (norms, softmax, RoPE) are
+// left out: they are under 1% of the multiply-adds at these sizes.
+double kernel_flop_count();
+// One GEMM as the matmul entry points issue it: op 'f' out[M,N] = A[M,K] @ B[K,N];
+// 'd' dinp[M,K] += dout[M,N] @ w[K,N]^T; 'w' dw[K,N] += inp[M,K]^T @ dout[M,N].
+struct GemmShape {
+    char op = 'f';
+    int M = 0, K = 0, N = 0;
+    auto operator<=>(const GemmShape&) const = default;
+};
+using GemmShapeLog = std::map<GemmShape, int64_t>;  // shape -> calls
+// While set (non-null) on a thread, its matmul calls count their shapes into
+// `log` (bench --blas times OpenBLAS at exactly these shapes).
+void set_gemm_shape_log(GemmShapeLog* log);
+
+// The FP32 FMA throughput of `threads` threads on this CPU's widest ISA,
+// GFLOP/s: 12 independent FMA chains per thread for about 0.1 s, best of 3.
+// The peak every "% of peak" figure is taken against.
+double fma_peak_gflops(int threads);
 
 // ---- matmul --------------------------------------------------------------
 // out[M,N] = inp[M,K] @ w[K,N] (+ bias[N] when non-null), rounded to ex.dtype.

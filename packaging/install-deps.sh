@@ -13,6 +13,9 @@ packages=(
   # development files, which qt6-charts-dev does not pull in), SQLite, JSON
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev
   libsqlite3-dev nlohmann-json3-dev
+  # OpenBLAS: `bench --blas` times its sgemm beside our kernels at the
+  # model's GEMM shapes (the vendor-library yardstick of the speed targets)
+  libopenblas-dev
   # tests: GoogleTest; pdftoppm reads the reports back; the validators check
   # the desktop entry and the AppStream metainfo
   libgtest-dev libgmock-dev poppler-utils desktop-file-utils appstream

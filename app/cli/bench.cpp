@@ -1,6 +1,9 @@
-// `bench`: milliseconds per RL step by phase for each model preset (or those
-// named by --preset), from random weights (the base policy does not change
-// the cost of a step).
+// `bench`: one RL step by phase for each model preset (or those named by
+// --preset), from random weights (the base policy does not change the cost of
+// a step): time, the floating-point work the kernels did (kernel_flop_count),
+// GFLOP/s and the share of this machine's FP32 FMA peak, measured in the same
+// run. `--blas` also times OpenBLAS sgemm at exactly the GEMM shapes each
+// phase issued (bench_blas.cpp).
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -8,35 +11,60 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/args.h"
+#include "app/cli/bench_blas.h"
 #include "app/cli/commands.h"
 #include "core/config/presets.h"
 #include "core/model/model.h"
-#include "kernels/kernels.h"
 #include "core/rl/session.h"
+#include "kernels/kernels.h"
 
 namespace mlk::cli {
+
+namespace {
+
+constexpr const char* kPhaseNames[3] = {"rollout", "recompute", "train"};
+
+struct PhaseTotals {
+    double ms = 0, gflop = 0;
+    GemmShapeLog shapes;  // every GEMM the phase issued, over the timed steps
+};
+
+nlohmann::json phase_json(double ms, double gflop, double peak) {
+    const double gflops = ms > 0 ? gflop / (ms * 1e-3) : 0;
+    return {{"ms", ms}, {"gflop", gflop}, {"gflops", gflops}, {"percent_of_peak", 100 * gflops / peak}};
+}
+
+}  // namespace
 
 int cmd_bench(const Argv& argv) {
     Spec spec;
     spec.values = {"--steps", "--set", "--preset"};
     spec.repeatable = {"--set", "--preset"};
-    spec.flags = {"--json"};
+    spec.flags = {"--json", "--blas"};
     const Args a = parse_args(argv, spec);
     const int steps = parse_steps(a, 5);
+    const bool blas = a.has("--blas");
     {  // every --set checked once, before the first (slow) preset runs
         Config c;
         for (const auto& kv : a.all("--set")) apply_set(c, kv);
         validate(c);
+        if (c.kernels.threads > 0) set_num_threads(c.kernels.threads);
     }
     // A model preset benches its model with the default numerics; an RL
     // preset its model and its numerics (FP8 quantises every GEMM input).
     std::vector<std::string> names = a.all("--preset");  // default: every model preset
     for (const auto& n : names) preset_named(n);         // every name checked before the first runs
     if (names.empty()) names = model_preset_names();
+    const bool json = a.has("--json");
+    const double peak = fma_peak_gflops(num_threads());
+    if (!json) {
+        std::printf("FP32 FMA peak, %d threads, measured now: %.1f GFLOP/s; %d timed steps per preset\n", num_threads(),
+                    peak, steps);
+        std::printf("%-26s %8s %8s | %-21s | %-21s | %-21s | %s\n", "preset", "params", "kernels",
+                    "rollout ms GF/s %pk", "recompute ms GF/s %pk", "train ms GF/s %pk",
+                    "step ms GFLOP GF/s %peak tok/s");
+    }
     nlohmann::json all = nlohmann::json::array();
-    if (!a.has("--json"))
-        std::printf("%-24s %8s %11s %11s %11s %11s %10s   (%d steps, %d threads)\n", "preset", "params", "rollout_ms",
-                    "recompute_ms", "train_ms", "step_ms", "tokens/s", steps, num_threads());
     for (const auto& name : names) {
         Config c = preset_named(name);
         for (const auto& kv : a.all("--set")) apply_set(c, kv);
@@ -45,30 +73,89 @@ int cmd_bench(const Argv& argv) {
         std::vector<float> params(layout.total);
         init_params(m, layout, params.data(), (uint64_t)c.seed);
         RlSession session(c, params, nullptr, 0, "", 0);
-        session.step();  // warm caches and the thread pool
-        double roll = 0, rec = 0, train = 0, tok = 0, wall = 0;
+        session.step();  // warm caches, scratch buffers and the thread pool
+
+        PhaseTotals ph[3];
+        double wall = 0, tok = 0;
         for (int i = 0; i < steps; ++i) {
-            auto t0 = std::chrono::steady_clock::now();
-            StepRecord r = session.step();
+            // Phase boundaries arrive on this thread, the one the kernels count on.
+            int cur = -1;
+            double flop0 = 0;
+            const auto close = [&] {
+                if (cur >= 0) ph[cur].gflop += (kernel_flop_count() - flop0) * 1e-9;
+                set_gemm_shape_log(nullptr);
+            };
+            const auto open = [&](int p) {
+                close();
+                cur = p;
+                flop0 = kernel_flop_count();
+                if (blas && p >= 0) set_gemm_shape_log(&ph[p].shapes);
+            };
+            const auto t0 = std::chrono::steady_clock::now();
+            const StepRecord r = session.step([&](Phase p) {
+                open(p == Phase::rollout ? 0 : p == Phase::recompute ? 1 : p == Phase::training ? 2 : -1);
+            });
+            close();
             wall += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-            roll += RlSession::metric(r, "rollout_ms");
-            rec += RlSession::metric(r, "recompute_ms");
-            train += RlSession::metric(r, "train_ms");
+            ph[0].ms += RlSession::metric(r, "rollout_ms");
+            ph[1].ms += RlSession::metric(r, "recompute_ms");
+            ph[2].ms += RlSession::metric(r, "train_ms");
             tok += RlSession::metric(r, "tokens_per_s");
         }
+        const double step_ms = wall / steps;
+        const double step_gflop = (ph[0].gflop + ph[1].gflop + ph[2].gflop) / steps;
+        const double step_gflops = step_gflop / (step_ms * 1e-3);
+        const char* family = c.kernels.batch_invariant ? "batch-invariant" : "fast";
         nlohmann::json j = {{"preset", name},
                             {"params", layout.total},
-                            {"rollout_ms", roll / steps},
-                            {"recompute_ms", rec / steps},
-                            {"train_ms", train / steps},
-                            {"step_ms", wall / steps},
+                            {"kernels", family},
+                            {"threads", num_threads()},
+                            {"step_ms", step_ms},
+                            {"step_gflop", step_gflop},
+                            {"step_gflops", step_gflops},
+                            {"peak_gflops", peak},
+                            {"percent_of_peak", 100 * step_gflops / peak},
                             {"tokens_per_s", tok / steps}};
+        for (int p = 0; p < 3; ++p) {
+            j[kPhaseNames[p]] = phase_json(ph[p].ms / steps, ph[p].gflop / steps, peak);
+            j[std::string(kPhaseNames[p]) + "_ms"] = ph[p].ms / steps;
+        }
+        if (!json) {
+            std::printf("%-26s %8lld %8s |", name.c_str(), (long long)layout.total,
+                        c.kernels.batch_invariant ? "bi" : "fast");
+            for (int p = 0; p < 3; ++p) {
+                const auto& q = j[kPhaseNames[p]];
+                std::printf(" %7.1f %6.1f %4.1f%% |", q["ms"].get<double>(), q["gflops"].get<double>(),
+                            q["percent_of_peak"].get<double>());
+            }
+            std::printf(" %7.1f %6.2f %6.1f %4.1f%% %7.0f\n", step_ms, step_gflop, step_gflops,
+                        100 * step_gflops / peak, tok / steps);
+        }
+        if (blas) {
+            const Family fam = c.kernels.batch_invariant ? Family::batch_invariant : Family::fast;
+            nlohmann::json bj;
+            for (int p = 0; p < 3; ++p) {
+                const GemmComparison g = compare_with_openblas(ph[p].shapes, fam, steps);
+                bj[kPhaseNames[p]] = {{"gemm_shapes", g.shapes},
+                                      {"gemm_gflop", g.gflop},
+                                      {"ours_ms", g.ours_ms},
+                                      {"openblas_ms", g.openblas_ms},
+                                      {"ours_gflops", g.ours_ms > 0 ? g.gflop / (g.ours_ms * 1e-3) : 0},
+                                      {"openblas_gflops", g.openblas_ms > 0 ? g.gflop / (g.openblas_ms * 1e-3) : 0}};
+                if (!json)
+                    std::printf(
+                        "  %-9s GEMMs alone (%zu shapes, %.2f GFLOP/step): ours %.1f ms (%.1f GFLOP/s), OpenBLAS "
+                        "sgemm %.1f ms (%.1f GFLOP/s), ours/OpenBLAS time %.2f\n",
+                        kPhaseNames[p], g.shapes, g.gflop, g.ours_ms, g.ours_ms > 0 ? g.gflop / (g.ours_ms * 1e-3) : 0,
+                        g.openblas_ms, g.openblas_ms > 0 ? g.gflop / (g.openblas_ms * 1e-3) : 0,
+                        g.openblas_ms > 0 ? g.ours_ms / g.openblas_ms : 0);
+            }
+            j["openblas"] = bj;
+        }
         all.push_back(j);
-        if (!a.has("--json"))
-            std::printf("%-24s %8lld %11.1f %11.1f %11.1f %11.1f %10.0f\n", name.c_str(), (long long)layout.total,
-                        roll / steps, rec / steps, train / steps, wall / steps, tok / steps);
+        std::fflush(stdout);
     }
-    if (a.has("--json")) std::cout << all.dump() << "\n";
+    if (json) std::cout << all.dump() << "\n";
     return 0;
 }
 

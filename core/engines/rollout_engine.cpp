@@ -6,12 +6,15 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "core/engines/heap.h"
 #include "core/model/vocab.h"
 
 namespace mlk {
 
 RolloutEngine::RolloutEngine(const ModelConfig& cfg)
-    : cfg_(cfg), layout_(make_param_layout(cfg)), moe_layers_(cfg.moe_layers()) {}
+    : cfg_(cfg), layout_(make_param_layout(cfg)), moe_layers_(cfg.moe_layers()) {
+    keep_step_buffers_in_heap();
+}
 
 void RolloutEngine::load_weights(const std::vector<float>& master, const EngineNumerics& numerics) {
     if ((int64_t)master.size() != layout_.total) throw std::invalid_argument("rollout load_weights: arena size");

@@ -4,12 +4,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/engines/heap.h"
 #include "core/model/vocab.h"
 
 namespace mlk {
 
 TrainEngine::TrainEngine(const ModelConfig& cfg)
-    : cfg_(cfg), layout_(make_param_layout(cfg)), moe_layers_(cfg.moe_layers()) {}
+    : cfg_(cfg), layout_(make_param_layout(cfg)), moe_layers_(cfg.moe_layers()) {
+    keep_step_buffers_in_heap();
+}
 
 SeqBatch make_seq_batch(const std::vector<std::vector<int32_t>>& seqs, const std::vector<int32_t>& prompt_lens) {
     SeqBatch b;

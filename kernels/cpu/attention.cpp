@@ -8,6 +8,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/kernels.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/work.h"
 
 namespace mlk {
 namespace cpu {
@@ -77,6 +78,7 @@ void attention_forward(const Exec& ex, float* out, float* att, const float* q, c
     const int ldk = round_up(T, 64);
     const bool bi = ex.family == Family::batch_invariant;
     const double work = 4.0 * B * H * (double)T * T * D / 2;
+    count_flops(2.0 * B * H * (double)T * (T + 1) * D);  // QK and PV over the causal triangle
     const size_t slot = bi ? (size_t)ldk + 64 : 2 * (size_t)ldk + 2 * (ldk / 16) + 64;
     parallel_for(
         B * H,
@@ -143,6 +145,7 @@ void attention_decode(const Exec& ex, float* out, const float* q, const float* k
     const float scale = 1.0f / std::sqrt((float)D);
     double work = 0;
     for (int s = 0; s < Bq; ++s) work += 4.0 * H * (double)len[s] * D;
+    count_flops(work);
     const bool threaded = work >= kParallelWork && num_threads() > 1;
     // What the query of (sequence s, head h) reads and writes in either family.
     const auto decode_query = [&](int s, int h) {
@@ -229,6 +232,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
     const float scale = 1.0f / std::sqrt((float)D);
     const int ldT = round_up(T, 64);
     const double work = 8.0 * B * H * (double)T * T * D / 2;
+    count_flops(4.0 * B * H * (double)T * (T + 1) * D);  // dP, dV, dQ, dK over the causal triangle
     parallel_for(
         B * Hkv,
         [&](int b0, int b1) {

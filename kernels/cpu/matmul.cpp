@@ -6,6 +6,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/kernels.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/work.h"
 
 namespace mlk {
 namespace cpu {
@@ -66,6 +67,7 @@ using namespace cpu;
 void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, const float* bias, int M, int K,
                     int N) {
     if (M <= 0 || N <= 0) return;
+    count_gemm('f', M, K, N);
     thread_local std::vector<float> quantised;
     if (is_fp8(ex.quant)) {
         if ((int64_t)quantised.size() < (int64_t)M * K) quantised.resize((size_t)M * K);
@@ -137,6 +139,8 @@ void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, co
                      int K, int N) {
     if (M <= 0 || N <= 0 || K < 0) return;
     const IsaTable& T = isa_table();
+    if (dinp && K > 0) count_gemm('d', M, K, N);
+    if (dw && K > 0) count_gemm('w', M, K, N);
     if (dinp && K > 0) {
         thread_local std::vector<float> wt;
         if (wt.size() < (size_t)K * N) wt.resize((size_t)K * N);

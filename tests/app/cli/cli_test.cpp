@@ -286,6 +286,37 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
     ASSERT_EQ(b.size(), 1u);
     EXPECT_EQ(b[0]["preset"], "truly-on-policy");
     EXPECT_EQ(b[0]["params"], 102016) << "truly-on-policy is dense-tiny";
+    EXPECT_EQ(b[0]["kernels"], "batch-invariant");
+    // The work is what the kernels counted: every phase did some, the step is their sum,
+    // and the rate and share of the peak follow from time and work.
+    const double peak = b[0]["peak_gflops"].get<double>();
+    EXPECT_GT(peak, 0.0);
+    double sum = 0;
+    for (const char* phase : {"rollout", "recompute", "train"}) {
+        const auto& p = b[0][phase];
+        EXPECT_GT(p["gflop"].get<double>(), 0.0) << phase;
+        EXPECT_GT(p["ms"].get<double>(), 0.0) << phase;
+        EXPECT_NEAR(p["gflops"].get<double>(), p["gflop"].get<double>() / (p["ms"].get<double>() * 1e-3),
+                    1e-9 * p["gflops"].get<double>())
+            << phase;
+        EXPECT_NEAR(p["percent_of_peak"].get<double>(), 100 * p["gflops"].get<double>() / peak, 1e-9) << phase;
+        sum += p["gflop"].get<double>();
+    }
+    EXPECT_NEAR(b[0]["step_gflop"].get<double>(), sum, 1e-12);
+    EXPECT_NEAR(b[0]["percent_of_peak"].get<double>(),
+                100 * b[0]["step_gflop"].get<double>() / (b[0]["step_ms"].get<double>() * 1e-3) / peak, 1e-9);
+    // The training pass (backward only, the recompute's forward is reused) does about twice the
+    // recompute's matmul work.
+    EXPECT_NEAR(b[0]["train"]["gflop"].get<double>() / b[0]["recompute"]["gflop"].get<double>(), 2.0, 0.3);
+    // --blas times OpenBLAS at the shapes each phase issued.
+    r = cli("bench --preset dense-tiny --steps 1 --set rl.prompts_per_step=2 --blas --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto o = nlohmann::json::parse(r.out)[0]["openblas"];
+    for (const char* phase : {"rollout", "recompute", "train"}) {
+        EXPECT_GT(o[phase]["gemm_shapes"].get<int>(), 0) << phase;
+        EXPECT_GT(o[phase]["openblas_ms"].get<double>(), 0.0) << phase;
+        EXPECT_GT(o[phase]["ours_ms"].get<double>(), 0.0) << phase;
+    }
 }
 
 TEST(CliCommands, ExistingBehaviourStillWorks) {
