@@ -7,6 +7,7 @@
 #include <QChart>
 #include <QGraphicsScene>
 #include <QImage>
+#include <QFontMetricsF>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QAreaSeries>
@@ -344,8 +345,19 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
     }
     setHiddenAxes(chart, x, y);
     for (QAbstractSeries* s : hidden) hide_legend(chart, s);
-    // A horizontal legend is one row and truncates names: many runs go in a column on the right.
-    if (runs.size() > 4) chart->legend()->setAlignment(Qt::AlignRight);
+    // A bottom legend is one row, and Qt elides names that do not fit it: configurations that
+    // differ only at the end ("-mis", "-mis-bn") then read the same. Many runs, or long names,
+    // go in a column on the right.
+    {
+        // Qt splits a bottom legend's width evenly between its entries (the markers do not
+        // exist yet: the runs' names and the legend-only entries are what it will show).
+        const QFontMetricsF fm(chart->legend()->font());
+        qreal widest = 0;
+        for (const ChartRun& r : runs) widest = std::max(widest, fm.horizontalAdvance(r.name));
+        const int entries = (int)runs.size() + (out.edgePoints > 0) + (out.floorPoints > 0) + (spec.diagonal ? 1 : 0);
+        const qreal share = (spec.size.width() - 16) / std::max(entries, 1);
+        if (runs.size() > 4 || widest + 40 > share) chart->legend()->setAlignment(Qt::AlignRight);
+    }
     auto frame = std::make_shared<AxisFrame>(chart_font(8));
     frame->setX(x, spec.xLabel);
     frame->setY(y, spec.yLabel);
