@@ -176,4 +176,18 @@ float fp8_scale(float amax, Dtype fmt);
 // y[n] = round(y + x) (residual add).
 void add_inplace(float* y, const float* x, int64_t n, Dtype dtype);
 
+// ---- optimizer -------------------------------------------------------------
+// One AdamW step (decoupled weight decay, bias correction) over n parameters.
+// Per element, in double precision and in exactly this order:
+//   g = grads * grad_scale; m' = beta1*m + (1-beta1)*g; v' = beta2*v + ((1-beta2)*g)*g;
+//   p -= (lr*weight_decay)*p; p -= (lr*(m'/bias_correction1)) / (sqrt(v'/bias_correction2) + eps);
+// m, v and p are stored back as float. No reduction: any split across threads
+// or SIMD lanes gives the same bits. The caller computes grad_scale (clipping)
+// and the bias corrections 1 - beta^step.
+struct AdamWStep {
+    double grad_scale = 1.0, beta1 = 0.9, beta2 = 0.99, eps = 1e-8, weight_decay = 0.0, lr = 1e-3;
+    double bias_correction1 = 1.0, bias_correction2 = 1.0;
+};
+void adamw_update(float* params, float* m, float* v, const float* grads, int64_t n, const AdamWStep& s);
+
 }  // namespace mlk

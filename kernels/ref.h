@@ -281,4 +281,20 @@ void router_backward(T* dlogits, const T* dweights, const T* weights, const int3
     }
 }
 
+// One AdamW step, the order kernels.h states, element by element in double.
+inline void adamw_update(float* p, float* m, float* v, const float* g, int64_t n, double grad_scale, double beta1,
+                         double beta2, double eps, double weight_decay, double lr, double bc1, double bc2) {
+    for (int64_t i = 0; i < n; ++i) {
+        const double gi = g[i] * grad_scale;
+        const double mi = beta1 * m[i] + (1.0 - beta1) * gi;
+        const double vi = beta2 * v[i] + (1.0 - beta2) * gi * gi;
+        m[i] = (float)mi;
+        v[i] = (float)vi;
+        double pi = p[i];
+        pi -= lr * weight_decay * pi;
+        pi -= lr * (mi / bc1) / (std::sqrt(vi / bc2) + eps);
+        p[i] = (float)pi;
+    }
+}
+
 }  // namespace mlk::ref

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/kernels.h"
+
 namespace mlk {
 
 double AdamW::grad_norm(const std::vector<float>& grads) {
@@ -21,18 +23,12 @@ double AdamW::update(std::vector<float>& params, std::vector<float>& grads, cons
     if (!std::isfinite(norm)) return norm;
     const double scale = (s.grad_clip > 0 && norm > s.grad_clip) ? s.grad_clip / norm : 1.0;
     ++step;
-    const double bc1 = 1.0 - std::pow(s.beta1, (double)step), bc2 = 1.0 - std::pow(s.beta2, (double)step);
-    for (size_t i = 0; i < params.size(); ++i) {
-        const double g = grads[i] * scale;
-        const double mi = s.beta1 * m[i] + (1.0 - s.beta1) * g;
-        const double vi = s.beta2 * v[i] + (1.0 - s.beta2) * g * g;
-        m[i] = (float)mi;
-        v[i] = (float)vi;
-        double p = params[i];
-        p -= lr * s.weight_decay * p;
-        p -= lr * (mi / bc1) / (std::sqrt(vi / bc2) + s.eps);
-        params[i] = (float)p;
-    }
+    AdamWStep st;
+    st.grad_scale = scale;
+    st.beta1 = s.beta1, st.beta2 = s.beta2, st.eps = s.eps, st.weight_decay = s.weight_decay, st.lr = lr;
+    st.bias_correction1 = 1.0 - std::pow(s.beta1, (double)step);
+    st.bias_correction2 = 1.0 - std::pow(s.beta2, (double)step);
+    adamw_update(params.data(), m.data(), v.data(), grads.data(), (int64_t)params.size(), st);
     return norm;
 }
 

@@ -164,4 +164,11 @@ void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float the
     rope_apply(dx, pos, M, H, D, theta, Dtype::f32, true);
 }
 
+// adamw_update: elementwise (kernels.h gives the order); threads split the range.
+void adamw_update(float* params, float* m, float* v, const float* grads, int64_t n, const AdamWStep& s) {
+    if (n <= 0) return;
+    const IsaTable& I = isa_table();
+    for_range(n, 12.0, [&](int64_t i0, int64_t i1) { I.adamw(params, m, v, grads, s, i0, i1); });
+}
+
 }  // namespace mlk
