@@ -305,6 +305,10 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
     }
     for (auto& s : res.sequences)
         for (auto& layer_ids : s.expert_ids) layer_ids.resize(s.tokens.size() * k);
+    // The cache is rebuilt for the next batch: free it now, so the training
+    // phase reuses its memory instead of adding to it.
+    std::vector<std::vector<float>>().swap(kcache_);
+    std::vector<std::vector<float>>().swap(vcache_);
     return res;
 }
 

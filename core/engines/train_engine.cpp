@@ -52,6 +52,8 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
         throw std::invalid_argument("train forward: the replay table has " + std::to_string(replay_ids->size()) +
                                     " layers, the model " + std::to_string(moe_layers_.size()) + " MoE layers");
     batch_ = &batch;
+    have_activations_ = true;
+    ex_ = ex;
     inv_temp_ = inv_temp;
     M_ = M;
 
@@ -71,6 +73,7 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
     for (int l = 0, mi = 0; l < L; ++l) {
         LayerActs& a = acts_[l];
         const LayerWeights& lw = w_.layers[l];
+        swap_recomputed(a);
         a.x_in = x;
         a.ln1.resize((size_t)M * D);
         a.rstd1.resize(M);
@@ -99,6 +102,7 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
         }
         x = a.x_mid;
         add_inplace(x.data(), a.ffn_out.data(), (int64_t)M * D, numerics.residual);
+        swap_recomputed(a);
     }
     x_final_ = std::move(x);
     lnf_.resize((size_t)M * D);
@@ -125,7 +129,7 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
 }
 
 void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& dlogp) {
-    if (!batch_) throw std::logic_error("train backward before forward");
+    if (!batch_ || !have_activations_) throw std::logic_error("train backward without the forward's activations");
     const SeqBatch& batch = *batch_;
     const int B = batch.B, T = batch.T, D = cfg_.hidden_size, V = cfg_.vocab_size, L = cfg_.num_layers;
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
@@ -158,6 +162,8 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
         LayerActs& a = acts_[l];
         const LayerWeights& lw = w_.layers[l];
         LayerWeights& g = gw.layers[l];
+        swap_recomputed(a);
+        recompute(a, l);
         // x_out = x_mid + ffn(ln2(x_mid)): dx flows to x_mid directly and through the FFN.
         std::vector<float> dln2((size_t)M * D, 0.0f);
         if (!cfg_.is_moe_layer(l)) dense_mlp_backward(dln2.data(), g, dx.data(), a.mlp, a.ln2.data(), M, lw, cfg_);
@@ -172,8 +178,51 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
         std::vector<float> dln1((size_t)M * D, 0.0f);
         qkv_backward(dln1.data(), g, dq, dk, dv, a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_);
         rmsnorm_backward(dx.data(), g.input_norm, dln1.data(), a.x_in.data(), lw.input_norm, a.rstd1.data(), M, D);
+        swap_recomputed(a);
     }
     embedding_backward(gw.embed, dx.data(), batch.tokens.data(), M, D);
+}
+
+void TrainEngine::release_activations() {
+    have_activations_ = false;
+    std::vector<LayerActs>().swap(acts_);
+    spare_ = Recomputed{};
+    for (std::vector<float>* v : {&x_final_, &lnf_, &rstdf_, &logits_}) std::vector<float>().swap(*v);
+}
+
+void TrainEngine::swap_recomputed(LayerActs& a) {
+    a.ln1.swap(spare_.ln1);
+    a.ln2.swap(spare_.ln2);
+    a.ffn_out.swap(spare_.ffn_out);
+    a.qkv.q.swap(spare_.q);
+    a.qkv.k.swap(spare_.k);
+    a.mlp.act.swap(spare_.act);
+    const size_t E = std::max(a.moe.experts.size(), spare_.expert_x.size());
+    if (E == 0) return;
+    a.moe.experts.resize(E);
+    spare_.expert_x.resize(E);
+    spare_.expert_act.resize(E);
+    for (size_t e = 0; e < E; ++e) {
+        a.moe.experts[e].x.swap(spare_.expert_x[e]);
+        a.moe.experts[e].act.swap(spare_.expert_act[e]);
+    }
+}
+
+// Layer `layer`'s dropped activations, by the calls its forward made.
+void TrainEngine::recompute(LayerActs& a, int layer) {
+    const int M = M_, D = cfg_.hidden_size;
+    const LayerWeights& lw = w_.layers[layer];
+    a.ln1.resize((size_t)M * D);
+    rmsnorm_forward(ex_, a.ln1.data(), nullptr, a.x_in.data(), lw.input_norm, cfg_.rms_norm_eps, M, D);
+    qk_norm_rope(ex_, a.qkv, pos_.data(), M, lw, cfg_);
+    a.ln2.resize((size_t)M * D);
+    rmsnorm_forward(ex_, a.ln2.data(), nullptr, a.x_mid.data(), lw.post_norm, cfg_.rms_norm_eps, M, D);
+    if (!cfg_.is_moe_layer(layer)) {
+        a.mlp.act.resize(a.mlp.gate.size());
+        swiglu_forward(ex_, a.mlp.act.data(), a.mlp.gate.data(), a.mlp.up.data(), (int64_t)a.mlp.gate.size());
+    } else {
+        moe_recompute_inputs(ex_, a.moe, a.ln2.data(), cfg_);
+    }
 }
 
 }  // namespace mlk

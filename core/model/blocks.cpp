@@ -15,13 +15,19 @@ void qkv_forward(const Exec& ex, QkvActs& a, const float* ln, const int32_t* pos
     a.q_pre.resize((size_t)M * H * hd);
     a.k_pre.resize((size_t)M * Hkv * hd);
     a.v.resize((size_t)M * Hkv * hd);
-    a.q.resize(a.q_pre.size());
-    a.k.resize(a.k_pre.size());
     a.rstd_q.resize((size_t)M * H);
     a.rstd_k.resize((size_t)M * Hkv);
     matmul_forward(ex, a.q_pre.data(), ln, w.wq, nullptr, M, D, H * hd);
     matmul_forward(ex, a.k_pre.data(), ln, w.wk, nullptr, M, D, Hkv * hd);
     matmul_forward(ex, a.v.data(), ln, w.wv, nullptr, M, D, Hkv * hd);
+    qk_norm_rope(ex, a, pos, M, w, cfg);
+}
+
+void qk_norm_rope(const Exec& ex, QkvActs& a, const int32_t* pos, int M, const LayerWeights& w,
+                  const ModelConfig& cfg) {
+    const int H = cfg.num_heads, Hkv = cfg.num_kv_heads, hd = cfg.head_dim;
+    a.q.resize(a.q_pre.size());
+    a.k.resize(a.k_pre.size());
     // Qwen3's per-head RMSNorm on q and k: rows of head_dim.
     rmsnorm_forward(ex, a.q.data(), a.rstd_q.data(), a.q_pre.data(), w.q_norm, cfg.rms_norm_eps, M * H, hd);
     rmsnorm_forward(ex, a.k.data(), a.rstd_k.data(), a.k_pre.data(), w.k_norm, cfg.rms_norm_eps, M * Hkv, hd);
@@ -130,6 +136,21 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
             }
             out[(size_t)m * D + d] = round_to(acc, ex.dtype);
         }
+}
+
+void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const ModelConfig& cfg) {
+    const int D = cfg.hidden_size, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
+    for (MoeActs::Expert& xe : a.experts) {
+        const int Me = (int)xe.rows.size();
+        if (Me == 0) continue;
+        xe.x.resize((size_t)Me * D);
+        xe.act.resize((size_t)Me * Fm);
+        for (int r = 0; r < Me; ++r) {
+            const float* src = x + (size_t)(xe.rows[r] / k) * D;
+            std::copy(src, src + D, &xe.x[(size_t)r * D]);
+        }
+        swiglu_forward(ex, xe.act.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm);
+    }
 }
 
 void moe_backward(float* dx, LayerWeights& gw, const float* dout, const MoeActs& a, const float* x, int M,

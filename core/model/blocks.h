@@ -19,6 +19,10 @@ struct QkvActs {
 };
 void qkv_forward(const Exec& ex, QkvActs& a, const float* ln, const int32_t* pos, int M, const LayerWeights& w,
                  const ModelConfig& cfg);
+// q and k (with rstd_q, rstd_k) from q_pre and k_pre: Qwen3's per-head RMSNorm
+// and RoPE, the second half of qkv_forward. Deterministic, so the training
+// engine recomputes them in backward rather than keeping them.
+void qk_norm_rope(const Exec& ex, QkvActs& a, const int32_t* pos, int M, const LayerWeights& w, const ModelConfig& cfg);
 // dln[M,D] += ..., weight gradients into gw. dq/dk are consumed (overwritten).
 void qkv_backward(float* dln, LayerWeights& gw, std::vector<float>& dq, std::vector<float>& dk,
                   const std::vector<float>& dv, const QkvActs& a, const float* ln, const int32_t* pos, int M,
@@ -48,6 +52,9 @@ struct MoeActs {
 // weights are a softmax over *this* engine's logits of those experts.
 void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, const LayerWeights& w,
                  const ModelConfig& cfg, const int32_t* replay_ids);
+// Each expert's gathered input rows x and SwiGLU output act, recomputed from
+// the layer input and the kept gate/up (the same bits moe_forward made).
+void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const ModelConfig& cfg);
 void moe_backward(float* dx, LayerWeights& gw, const float* dout, const MoeActs& a, const float* x, int M,
                   const LayerWeights& w, const ModelConfig& cfg);
 

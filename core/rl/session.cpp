@@ -203,6 +203,7 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
         clip_sum += pl.clip_fraction;
         kl_sum += pl.ppo_kl;
     }
+    train_.release_activations();
     const int64_t compared = routes.flipped + routes.unflipped;
     const double ministep_flips = compared ? (double)routes.flipped / (double)compared : 0.0;
     return {loss_sum / mini, clip_sum / mini, norm_sum / mini, kl_sum / mini, lr_used, ministep_flips, ms_since(t0)};
