@@ -12,6 +12,8 @@ namespace mlk {
 TrainEngine::TrainEngine(const ModelConfig& cfg)
     : cfg_(cfg), layout_(make_param_layout(cfg)), moe_layers_(cfg.moe_layers()) {
     keep_step_buffers_in_heap();
+    moe_index_.assign(cfg.num_layers, -1);
+    for (size_t i = 0; i < moe_layers_.size(); ++i) moe_index_[moe_layers_[i]] = (int)i;
 }
 
 SeqBatch make_seq_batch(const std::vector<std::vector<int32_t>>& seqs, const std::vector<int32_t>& prompt_lens) {
@@ -42,7 +44,6 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
                                          const std::vector<std::vector<int32_t>>* replay_ids) {
     const Exec ex = numerics.exec(family);
     const int B = batch.B, T = batch.T, D = cfg_.hidden_size, V = cfg_.vocab_size, L = cfg_.num_layers;
-    const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
     const int M = B * T;
     if ((int64_t)params.size() != layout_.total) throw std::invalid_argument("train forward: parameter arena size");
     if ((int)batch.tokens.size() != M) throw std::invalid_argument("train forward: tokens must be B*T");
@@ -54,6 +55,10 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
     batch_ = &batch;
     have_activations_ = true;
     ex_ = ex;
+    residual_ = numerics.residual;
+    full_recompute_ = force_full_ ? *force_full_ : full_recompute_for(cfg_, B, T);
+    if (full_recompute_ && replay_ids) replay_ = *replay_ids;
+    else replay_.clear();
     inv_temp_ = inv_temp;
     M_ = M;
 
@@ -72,37 +77,19 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
     embedding_forward(x.data(), batch.tokens.data(), w_.embed, M, D, ex.dtype);
     for (int l = 0, mi = 0; l < L; ++l) {
         LayerActs& a = acts_[l];
-        const LayerWeights& lw = w_.layers[l];
-        swap_recomputed(a);
+        const bool moe = cfg_.is_moe_layer(l);
+        const int32_t* replay = moe && replay_ids ? (*replay_ids)[mi].data() : nullptr;
+        if (full_recompute_) swap_work(a);
+        else swap_recomputed(a);
         a.x_in = x;
-        a.ln1.resize((size_t)M * D);
-        a.rstd1.resize(M);
-        rmsnorm_forward(ex, a.ln1.data(), a.rstd1.data(), a.x_in.data(), lw.input_norm, cfg_.rms_norm_eps, M, D);
-        qkv_forward(ex, a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_);
-        a.att.resize((size_t)B * H * T * T);
-        a.atty.resize((size_t)M * H * hd);
-        attention_forward(ex, a.atty.data(), a.att.data(), a.qkv.q.data(), a.qkv.k.data(), a.qkv.v.data(), B, T, H, Hkv,
-                          hd);
-        std::vector<float> o((size_t)M * D);
-        matmul_forward(ex, o.data(), a.atty.data(), lw.wo, nullptr, M, H * hd, D);
-        a.x_mid = a.x_in;
-        add_inplace(a.x_mid.data(), o.data(), (int64_t)M * D, numerics.residual);
-        a.ln2.resize((size_t)M * D);
-        a.rstd2.resize(M);
-        rmsnorm_forward(ex, a.ln2.data(), a.rstd2.data(), a.x_mid.data(), lw.post_norm, cfg_.rms_norm_eps, M, D);
-        a.ffn_out.resize((size_t)M * D);
-        if (!cfg_.is_moe_layer(l)) {
-            dense_mlp_forward(ex, a.mlp, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_);
-        } else {
-            const int32_t* replay = replay_ids ? (*replay_ids)[mi].data() : nullptr;
-            moe_forward(ex, a.moe, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_, replay);
+        layer_forward(a, l, replay, x);
+        if (moe) {
             out_.own_expert_ids[mi] = a.moe.own_ids;
             out_.used_expert_ids[mi] = a.moe.ids;
             ++mi;
         }
-        x = a.x_mid;
-        add_inplace(x.data(), a.ffn_out.data(), (int64_t)M * D, numerics.residual);
-        swap_recomputed(a);
+        if (full_recompute_) swap_work(a);
+        else swap_recomputed(a);
     }
     x_final_ = std::move(x);
     lnf_.resize((size_t)M * D);
@@ -126,6 +113,35 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
             out_.entropy[(size_t)b * T + t] = ent[row];
         }
     return out_;
+}
+
+// One decoder layer from a.x_in (the last forward's batch and numerics); x
+// receives its output.
+void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, std::vector<float>& x) {
+    const Exec& ex = ex_;
+    const int B = batch_->B, T = batch_->T, D = cfg_.hidden_size, M = M_;
+    const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
+    const LayerWeights& lw = w_.layers[l];
+    a.ln1.resize((size_t)M * D);
+    a.rstd1.resize(M);
+    rmsnorm_forward(ex, a.ln1.data(), a.rstd1.data(), a.x_in.data(), lw.input_norm, cfg_.rms_norm_eps, M, D);
+    qkv_forward(ex, a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_);
+    a.att.resize((size_t)B * H * T * T);
+    a.atty.resize((size_t)M * H * hd);
+    attention_forward(ex, a.atty.data(), a.att.data(), a.qkv.q.data(), a.qkv.k.data(), a.qkv.v.data(), B, T, H, Hkv,
+                      hd);
+    std::vector<float> o((size_t)M * D);
+    matmul_forward(ex, o.data(), a.atty.data(), lw.wo, nullptr, M, H * hd, D);
+    a.x_mid = a.x_in;
+    add_inplace(a.x_mid.data(), o.data(), (int64_t)M * D, residual_);
+    a.ln2.resize((size_t)M * D);
+    a.rstd2.resize(M);
+    rmsnorm_forward(ex, a.ln2.data(), a.rstd2.data(), a.x_mid.data(), lw.post_norm, cfg_.rms_norm_eps, M, D);
+    a.ffn_out.resize((size_t)M * D);
+    if (!cfg_.is_moe_layer(l)) dense_mlp_forward(ex, a.mlp, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_);
+    else moe_forward(ex, a.moe, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_, replay);
+    x = a.x_mid;
+    add_inplace(x.data(), a.ffn_out.data(), (int64_t)M * D, residual_);
 }
 
 void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& dlogp) {
@@ -162,8 +178,15 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
         LayerActs& a = acts_[l];
         const LayerWeights& lw = w_.layers[l];
         LayerWeights& g = gw.layers[l];
-        swap_recomputed(a);
-        recompute(a, l);
+        if (full_recompute_) {
+            swap_work(a);
+            const int mi = moe_index_[l];
+            std::vector<float> x_out;
+            layer_forward(a, l, mi >= 0 && !replay_.empty() ? replay_[mi].data() : nullptr, x_out);
+        } else {
+            swap_recomputed(a);
+            recompute(a, l);
+        }
         // x_out = x_mid + ffn(ln2(x_mid)): dx flows to x_mid directly and through the FFN.
         std::vector<float> dln2((size_t)M * D, 0.0f);
         if (!cfg_.is_moe_layer(l)) dense_mlp_backward(dln2.data(), g, dx.data(), a.mlp, a.ln2.data(), M, lw, cfg_);
@@ -178,7 +201,8 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
         std::vector<float> dln1((size_t)M * D, 0.0f);
         qkv_backward(dln1.data(), g, dq, dk, dv, a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_);
         rmsnorm_backward(dx.data(), g.input_norm, dln1.data(), a.x_in.data(), lw.input_norm, a.rstd1.data(), M, D);
-        swap_recomputed(a);
+        if (full_recompute_) swap_work(a);
+        else swap_recomputed(a);
     }
     embedding_backward(gw.embed, dx.data(), batch.tokens.data(), M, D);
 }
@@ -187,7 +211,15 @@ void TrainEngine::release_activations() {
     have_activations_ = false;
     std::vector<LayerActs>().swap(acts_);
     spare_ = Recomputed{};
+    work_ = LayerActs{};
     for (std::vector<float>* v : {&x_final_, &lnf_, &rstdf_, &logits_}) std::vector<float>().swap(*v);
+}
+
+// Checkpointing: layer a keeps only its input; the shared work_ buffers hold
+// everything else of the layer being computed. Called before and after.
+void TrainEngine::swap_work(LayerActs& a) {
+    std::swap(a, work_);
+    a.x_in.swap(work_.x_in);
 }
 
 void TrainEngine::swap_recomputed(LayerActs& a) {
@@ -223,6 +255,49 @@ void TrainEngine::recompute(LayerActs& a, int layer) {
     } else {
         moe_recompute_inputs(ex_, a.moe, a.ln2.data(), cfg_);
     }
+}
+
+namespace {
+
+// Floats the training engine keeps for one layer of M rows of S sequences of
+// length T (LayerActs, QkvActs, DenseMlpActs, MoeActs) when it keeps the layer.
+double layer_kept_floats(const ModelConfig& m, bool moe_layer, double M, double S, double T) {
+    const double D = m.hidden_size, H = m.num_heads, Hkv = m.num_kv_heads, hd = m.head_dim;
+    double f = 2 * M * D + 2 * M;                            // x_in, x_mid; two rstd
+    f += M * H * hd + 2 * M * Hkv * hd + M * (H + Hkv);      // q_pre, k_pre, v; q/k norm rstd
+    f += S * H * T * T + M * H * hd;                         // attention probabilities, attention output
+    if (!moe_layer) return f + 2 * M * m.intermediate_size;  // gate, up
+    const double k = m.num_experts_per_tok;
+    f += M * m.num_experts + 4 * M * k;              // router logits; own/used ids and weights
+    f += M * k * (D + 2 * m.moe_intermediate_size);  // per expert: its output rows, gate, up
+    return f;
+}
+
+// What backward recomputes of a kept layer (ln1, ln2, ffn_out, q and k after
+// norm and RoPE, SwiGLU's act, the experts' gathered rows).
+double layer_recomputed_floats(const ModelConfig& m, bool moe_layer, double M) {
+    const double D = m.hidden_size;
+    const double f = 3 * M * D + M * (m.num_heads + m.num_kv_heads) * m.head_dim;
+    if (!moe_layer) return f + M * m.intermediate_size;
+    return f + M * m.num_experts_per_tok * (D + m.moe_intermediate_size);
+}
+
+}  // namespace
+
+double TrainEngine::kept_activation_floats(const ModelConfig& m, double S, double T, bool full_recompute) {
+    const double M = S * T;
+    double kept = 0, shared = 0;
+    for (int l = 0; l < m.num_layers; ++l) {
+        const bool moe = m.is_moe_layer(l);
+        if (full_recompute) {
+            kept += M * m.hidden_size;  // the layer's input
+            shared = std::max(shared, layer_kept_floats(m, moe, M, S, T) + layer_recomputed_floats(m, moe, M));
+        } else {
+            kept += layer_kept_floats(m, moe, M, S, T);
+            shared = std::max(shared, layer_recomputed_floats(m, moe, M));
+        }
+    }
+    return kept + shared;
 }
 
 }  // namespace mlk

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/engines/numerics.h"
@@ -47,6 +48,23 @@ public:
     // dlogp[B*T] = d(loss)/d(logp). Uses the activations of the last forward.
     void backward(std::vector<float>& grads, const std::vector<float>& dlogp);
 
+    // Floats a forward over S sequences of length T keeps for backward: every
+    // layer's activations (less the recomputed ones, below), or with
+    // full_recompute only each layer's input plus one layer's worth.
+    static double kept_activation_floats(const ModelConfig& cfg, double S, double T, bool full_recompute);
+    // Above this many bytes of kept activations the engine checkpoints: it
+    // keeps each layer's input only and recomputes the layer's forward in
+    // backward, from the same input with the same kernels, M and thread
+    // count, so the bits are those of keeping (engines_test checks). It costs
+    // one more forward of the layers; the deep presets' full batches cross it.
+    static constexpr double kFullRecomputeBytes = 160.0 * 1024 * 1024;
+    static bool full_recompute_for(const ModelConfig& cfg, double S, double T) {
+        return kept_activation_floats(cfg, S, T, false) * sizeof(float) > kFullRecomputeBytes;
+    }
+    // Tests and benches: checkpoint always (true), never (false), or by the
+    // threshold above (std::nullopt, the default).
+    void force_full_recompute(std::optional<bool> on) { force_full_ = on; }
+
     // Frees the activations the last forward kept for backward (a backward
     // now needs a new forward). Between steps the rollout, the recompute and
     // a checkpoint then reuse that memory instead of adding to it; the
@@ -80,6 +98,8 @@ private:
     };
     void swap_recomputed(LayerActs& a);
     void recompute(LayerActs& a, int layer);
+    void swap_work(LayerActs& a);
+    void layer_forward(LayerActs& a, int layer, const int32_t* replay, std::vector<float>& x);
     ModelConfig cfg_;
     ParamLayout layout_;
     std::vector<int> moe_layers_;               // cfg_.moe_layers()
@@ -87,12 +107,18 @@ private:
     Weights w_;
     const SeqBatch* batch_ = nullptr;
     bool have_activations_ = false;
+    bool full_recompute_ = false;
+    std::optional<bool> force_full_;
     Exec ex_;  // the last forward's, which recompute() repeats
+    Dtype residual_ = Dtype::f32;
+    std::vector<std::vector<int32_t>> replay_;  // the last forward's R3 table, when checkpointing
+    std::vector<int> moe_index_;                // layer -> index among the MoE layers, -1 for dense
     float inv_temp_ = 1.0f;
     int M_ = 0;
     std::vector<int32_t> pos_;
     std::vector<LayerActs> acts_;
     Recomputed spare_;
+    LayerActs work_;  // checkpointing: the layer being computed
     std::vector<float> x_final_, lnf_, rstdf_, logits_, lp_;
     TrainForward out_;
 };

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "core/engines/train_engine.h"
 #include "core/model/params.h"
 #include "kernels/kernels.h"
 
@@ -13,31 +14,6 @@ namespace mlk {
 namespace {
 
 constexpr double kMB = 1024.0 * 1024.0;
-
-// Floats the training engine keeps for one layer of M rows of S sequences
-// of length T (train_engine.h: LayerActs, QkvActs, DenseMlpActs, MoeActs);
-// what it recomputes in backward is in recomputed_floats.
-double layer_activation_floats(const ModelConfig& m, bool moe_layer, double M, double S, double T) {
-    const double D = m.hidden_size, H = m.num_heads, Hkv = m.num_kv_heads, hd = m.head_dim;
-    double f = 2 * M * D + 2 * M;                            // x_in, x_mid; two rstd
-    f += M * H * hd + 2 * M * Hkv * hd + M * (H + Hkv);      // q_pre, k_pre, v; q/k norm rstd
-    f += S * H * T * T + M * H * hd;                         // attention probabilities, attention output
-    if (!moe_layer) return f + 2 * M * m.intermediate_size;  // gate, up
-    const double k = m.num_experts_per_tok;
-    f += M * m.num_experts + 4 * M * k;              // router logits; own/used ids and weights
-    f += M * k * (D + 2 * m.moe_intermediate_size);  // per expert: its output rows, gate, up
-    return f;
-}
-
-// One layer's worth of what backward recomputes (ln1, ln2, ffn_out, q and k
-// after norm and RoPE, SwiGLU's act, the experts' gathered rows): the buffers
-// every layer shares.
-double recomputed_floats(const ModelConfig& m, bool moe_layer, double M) {
-    const double D = m.hidden_size;
-    const double f = 3 * M * D + M * (m.num_heads + m.num_kv_heads) * m.head_dim;
-    if (!moe_layer) return f + M * m.intermediate_size;
-    return f + M * m.num_experts_per_tok * (D + m.moe_intermediate_size);
-}
 
 }  // namespace
 
@@ -55,13 +31,8 @@ ModelFootprint model_footprint(const Config& c) {
     const TaskBounds tb = task_bounds(c.task.name, c.task.length);
     const double S = double(c.rl.prompts_per_step) * c.rl.samples_per_prompt;
     const double T = tb.prompt_tokens + c.rollout.max_new_tokens, M = S * T;
-    double floats = 0;
-    double shared = 0;
-    for (int l = 0; l < m.num_layers; ++l) {
-        floats += layer_activation_floats(m, m.is_moe_layer(l), M, S, T);
-        shared = std::max(shared, recomputed_floats(m, m.is_moe_layer(l), M));
-    }
-    floats += shared;
+    const bool full = TrainEngine::full_recompute_for(m, S, T);
+    double floats = TrainEngine::kept_activation_floats(m, S, T, full);
     floats += 2 * M * m.hidden_size + 4 * M * m.vocab_size;  // final norm in/out; logits, log-probs, their grads
     const double slots = c.rollout.max_batch > 0 ? std::min<double>(c.rollout.max_batch, S) : S;
     floats += 2.0 * m.num_layers * slots * T * m.num_kv_heads * m.head_dim;  // rollout K and V cache
@@ -69,7 +40,8 @@ ModelFootprint model_footprint(const Config& c) {
     f.memory_mb = f.weights_mb + f.activations_mb;
 
     const double A = static_cast<double>(f.active_params), mini = std::max(1, c.rl.mini_steps);
-    const double flop = 2 * A * M + 2 * A * M + 6 * A * M + 2 * A * M * (mini - 1) / mini;
+    // The last term: with checkpointing, the layers' forward once more in backward.
+    const double flop = 2 * A * M + 2 * A * M + 6 * A * M + 2 * A * M * (mini - 1) / mini + (full ? 2 * A * M : 0.0);
     f.step_gflop = flop * 1e-9;
     f.est_step_ms = f.step_gflop / rl_step_gflops() * 1e3;
     return f;

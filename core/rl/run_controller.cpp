@@ -59,7 +59,9 @@ RunController RunController::create(Store& store, const Config& cfg_in, const st
         // Step -1 is the base policy: a run resumed before its first
         // checkpoint restarts from here.
         store.add_checkpoint(rc.run_id_, -1, rc.base_.path);
-        rc.session_ = std::make_unique<RlSession>(cfg, rc.base_.params, &store, rc.run_id_,
+        // The session owns the weights from here: a copy left behind would be
+        // one more parameter arena in memory for the whole run.
+        rc.session_ = std::make_unique<RlSession>(cfg, std::move(rc.base_.params), &store, rc.run_id_,
                                                   run_checkpoint_root(store.path(), rc.run_id_));
     } catch (const WarmupCancelled&) {
         store.set_status(rc.run_id_, RunStatus::stopped);
@@ -101,7 +103,7 @@ RunController RunController::resume(Store& store, int64_t run_id, const RunCallb
     }
     rc.resumed_from_ = from;
     rc.total_steps_ = more_steps > 0 ? from + 1 + more_steps : cfg.rl.steps;
-    rc.session_ = std::make_unique<RlSession>(cfg, rc.base_.params, &store, run_id,
+    rc.session_ = std::make_unique<RlSession>(cfg, std::move(rc.base_.params), &store, run_id,
                                               run_checkpoint_root(store.path(), run_id), from + 1, std::move(opt));
     if (from < 0) store.add_checkpoint(run_id, -1, rc.base_.path);
     store.truncate_after(run_id, from);

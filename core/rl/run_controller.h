@@ -64,6 +64,7 @@ public:
     bool done() const { return next_step() >= total_steps_; }
     // The step the run was resumed from (the checkpoint's), when resumed.
     std::optional<int64_t> resumed_from() const { return resumed_from_; }
+    // Where the run's weights came from (its params are the session's now).
     const BasePolicy& base() const { return base_; }
     const Config& config() const { return session_->config(); }
 

@@ -349,3 +349,64 @@ TEST(Engines, ProfilesResolveAsDocumented) {
     // (An fp8 matmul keeps its activations in bf16, which the kv field follows.)
     EXPECT_EQ(train_numerics(c), (EngineNumerics{Dtype::fp8_e5m2, Dtype::f16, b, b, b, b}));
 }
+
+// Checkpointing (each layer's input kept, the layer recomputed in backward)
+// and the selective recompute of the default path must give the gradients of
+// the same forward bit for bit: dense and MoE, fast kernels at bf16 (shape-
+// dependent plans, rounding points), MoE with R3's replay table.
+TEST(Engines, FullRecomputeGivesTheSameGradientBits) {
+    for (const char* preset : {"dense-tiny", "moe-tiny"}) {
+        SCOPED_TRACE(preset);
+        ModelConfig cfg = model_preset(preset);
+        ParamLayout layout = make_param_layout(cfg);
+        std::vector<float> params(layout.total);
+        init_params(cfg, layout, params.data(), 42);
+        RolloutEngine roll(cfg);
+        roll.load_weights(params, EngineNumerics::simple(Dtype::bf16));
+        const RolloutResult r = roll.generate(Family::fast, prompts(12, 5), 10, SamplingParams{}, 99);
+        const SeqBatch batch = to_seq_batch(r);
+        // A replay table unlike the engine's own routes (distinct experts per
+        // token, every other row left to the engine's top-k), so a recompute
+        // that forgot the replay would route differently.
+        const int k = cfg.num_experts_per_tok, E = std::max(cfg.num_experts, 1), M = batch.B * batch.T;
+        std::vector<std::vector<int32_t>> table(cfg.moe_layers().size(), std::vector<int32_t>((size_t)M * k, -1));
+        for (size_t l = 0; l < table.size(); ++l)
+            for (int m = 0; m < M; m += 2)
+                for (int j = 0; j < k; ++j) table[l][(size_t)m * k + j] = (m + 3 * j + (int)l) % E;
+        std::vector<float> dlogp((size_t)batch.B * batch.T);
+        for (size_t i = 0; i < dlogp.size(); ++i) dlogp[i] = (float)(hash_uniform(7, i) - 0.5);
+        std::vector<std::vector<float>> grads;
+        std::vector<std::vector<float>> logp;
+        for (bool full : {false, true}) {
+            TrainEngine train(cfg);
+            train.force_full_recompute(full);
+            const TrainForward& f = train.forward(Family::fast, EngineNumerics::simple(Dtype::bf16), params, batch,
+                                                  1.0f, cfg.is_moe_layer(0) ? &table : nullptr);
+            logp.push_back(f.logp);
+            std::vector<float> g;
+            train.backward(g, dlogp);
+            grads.push_back(g);
+        }
+        ASSERT_EQ(grads[0].size(), grads[1].size());
+        EXPECT_EQ(0, std::memcmp(logp[0].data(), logp[1].data(), logp[0].size() * sizeof(float)));
+        EXPECT_EQ(0, std::memcmp(grads[0].data(), grads[1].data(), grads[0].size() * sizeof(float)));
+        double norm = 0;
+        for (float g : grads[0]) norm += (double)g * g;
+        EXPECT_GT(norm, 0.0);
+    }
+}
+
+// A second backward needs a second forward once the activations are released.
+TEST(Engines, BackwardAfterReleaseIsRefused) {
+    ModelConfig cfg = model_preset("dense-tiny");
+    ParamLayout layout = make_param_layout(cfg);
+    std::vector<float> params(layout.total);
+    init_params(cfg, layout, params.data(), 1);
+    const SeqBatch batch = make_seq_batch({{Vocab::bos, Vocab::first_char, Vocab::first_char + 1}}, {1});
+    TrainEngine train(cfg);
+    train.forward(Family::fast, EngineNumerics::simple(Dtype::f32), params, batch, 1.0f, nullptr);
+    std::vector<float> g, dlogp(3, 1.0f);
+    train.backward(g, dlogp);
+    train.release_activations();
+    EXPECT_THROW(train.backward(g, dlogp), std::logic_error);
+}
