@@ -139,17 +139,18 @@ TEST(CudaOps, BatchInvariantForwardEqualsCpu) {
             cuda::add_inplace(dyy.data(), dy.data(), (int64_t)M * C, dt);
             EXPECT_TRUE(bits_equal(dsw.download(), sw)) << "swiglu";
             EXPECT_TRUE(bits_equal(dyy.download(), yy)) << "add_inplace";
+            const auto table = testdata::uniform((size_t)V * C, 9);  // tokens tgt[m] < V
             std::vector<float> emb((size_t)M * C), ro((size_t)M * C), qr((size_t)M * C), qs(M);
-            embedding_forward(emb.data(), tgt.data(), h.data(), M, C, dt);
+            embedding_forward(emb.data(), tgt.data(), table.data(), M, C, dt);
             const int H = 4, D = 16;  // C = H * D
             std::vector<int32_t> pos(M);
             for (int m = 0; m < M; ++m) pos[m] = (m * 37) % 500;
             ro = h;
             rope_forward(ro.data(), pos.data(), M, H, D, 10000.0f, dt);
             quantize_rows(qr.data(), qs.data(), h.data(), M, C, Dtype::fp8_e4m3);
-            Buffer<float> demb(emb.size()), dro(h), dqr(qr.size()), dqs(M);
+            Buffer<float> dtable(table), demb(emb.size()), dro(h), dqr(qr.size()), dqs(M);
             Buffer<int32_t> dpos(pos);
-            cuda::embedding_forward(demb.data(), dtgt.data(), dh.data(), M, C, dt);
+            cuda::embedding_forward(demb.data(), dtgt.data(), dtable.data(), M, C, dt);
             cuda::rope_forward(dro.data(), dpos.data(), M, H, D, 10000.0f, dt);
             cuda::quantize_rows(dqr.data(), dqs.data(), dh.data(), M, C, Dtype::fp8_e4m3);
             EXPECT_TRUE(bits_equal(demb.download(), emb)) << "embedding";
