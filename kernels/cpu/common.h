@@ -7,9 +7,10 @@
 //    round-to-nearest-even: add, sub, mul, div, sqrt, fma (explicit; the build
 //    uses -ffp-contract=off), min/max of non-NaN values, round-to-integer.
 //    A lane of a vector computes exactly what the scalar code computes.
-//  * exp and log are our own polynomial implementations (exp_s / log_s below,
-//    Cephes coefficients) built only from those operations, so the scalar
-//    fallback, AVX2, AVX-512 (and a CUDA port using __fmaf_rn) give the same bits.
+//  * exp and log are our own polynomial implementations (exp_s / log_s in
+//    kernels/scalar_math.h, Cephes coefficients) built only from those
+//    operations, so the scalar fallback, AVX2, AVX-512 and the CUDA backend
+//    (which calls the same header from device code) give the same bits.
 //    exp flushes results below FLT_MIN to 0 (inputs < -87.3365).
 //  * The batch-invariant row reduction ("bi16"): element j of a row goes to
 //    lane j % 16, lanes accumulate in ascending j, then a fixed pairwise tree
@@ -23,97 +24,25 @@
 
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
+#include "kernels/scalar_math.h"
 
 namespace mlk::cpu {
 
-// ---- portable scalar exp / log (bit-identical to the vector versions) -------
-
-inline constexpr float kExpHi = 88.72283935546875f;   // above: +inf
-inline constexpr float kExpLo = -87.33654022216797f;  // below: 0 (flush)
-inline constexpr float kLog2e = 1.44269504088896341f;
-inline constexpr float kExpC1 = 0.693359375f;  // ln2 split (Cody-Waite)
-inline constexpr float kExpC2 = -2.12194440e-4f;
-inline constexpr float kExpP0 = 1.9875691500E-4f;
-inline constexpr float kExpP1 = 1.3981999507E-3f;
-inline constexpr float kExpP2 = 8.3334519073E-3f;
-inline constexpr float kExpP3 = 4.1665795894E-2f;
-inline constexpr float kExpP4 = 1.6666665459E-1f;
-inline constexpr float kExpP5 = 5.0000001201E-1f;
-
-inline float pow2i(int n) {  // 2^n for n in [-126, 127]
-    uint32_t u = static_cast<uint32_t>(n + 127) << 23;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
-
-// exp(x) with ~1 ulp error; the vector versions do these exact steps per lane.
-inline float exp_s(float x) {
-    if (x != x) return x;
-    if (x > kExpHi) return std::numeric_limits<float>::infinity();
-    if (x < kExpLo) return 0.0f;
-    float n = __builtin_rintf(x * kLog2e);  // round to nearest even
-    float r = __builtin_fmaf(n, -kExpC1, x);
-    r = __builtin_fmaf(n, -kExpC2, r);
-    float y = kExpP0;
-    y = __builtin_fmaf(y, r, kExpP1);
-    y = __builtin_fmaf(y, r, kExpP2);
-    y = __builtin_fmaf(y, r, kExpP3);
-    y = __builtin_fmaf(y, r, kExpP4);
-    y = __builtin_fmaf(y, r, kExpP5);
-    float z = r * r;
-    y = __builtin_fmaf(y, z, r);
-    y = y + 1.0f;
-    int ni = static_cast<int>(n);
-    int n1 = ni >> 1;  // arithmetic shift (floor)
-    int n2 = ni - n1;
-    return (y * pow2i(n1)) * pow2i(n2);
-}
-
-// log(x), Cephes logf with explicit fma; only ever evaluated as a scalar.
-inline float log_s(float x) {
-    if (x != x) return x;
-    if (x < 0.0f) return std::numeric_limits<float>::quiet_NaN();
-    if (x == 0.0f) return -std::numeric_limits<float>::infinity();
-    if (x == std::numeric_limits<float>::infinity()) return x;
-    uint32_t u;
-    std::memcpy(&u, &x, 4);
-    int e;
-    if ((u >> 23) == 0) {  // subnormal: scale up by 2^23 first
-        float xs = x * 8388608.0f;
-        std::memcpy(&u, &xs, 4);
-        e = static_cast<int>(u >> 23) - 126 - 23;
-    } else {
-        e = static_cast<int>(u >> 23) - 126;
-    }
-    uint32_t mb = (u & 0x007fffffu) | 0x3f000000u;  // mantissa in [0.5, 1)
-    float m;
-    std::memcpy(&m, &mb, 4);
-    float f;
-    if (m < 0.707106781186547524f) {
-        e -= 1;
-        f = (m + m) - 1.0f;
-    } else {
-        f = m - 1.0f;
-    }
-    float z = f * f;
-    float y = 7.0376836292E-2f;
-    y = __builtin_fmaf(y, f, -1.1514610310E-1f);
-    y = __builtin_fmaf(y, f, 1.1676998740E-1f);
-    y = __builtin_fmaf(y, f, -1.2420140846E-1f);
-    y = __builtin_fmaf(y, f, 1.4249322787E-1f);
-    y = __builtin_fmaf(y, f, -1.6668057665E-1f);
-    y = __builtin_fmaf(y, f, 2.0000714765E-1f);
-    y = __builtin_fmaf(y, f, -2.4999993993E-1f);
-    y = __builtin_fmaf(y, f, 3.3333331174E-1f);
-    y = (y * f) * z;
-    float fe = static_cast<float>(e);
-    y = __builtin_fmaf(fe, -2.12194440e-4f, y);
-    y = __builtin_fmaf(z, -0.5f, y);
-    float r = f + y;
-    r = __builtin_fmaf(fe, 0.693359375f, r);
-    return r;
-}
+// ---- portable scalar exp / log (kernels/scalar_math.h, shared with CUDA) ---
+using fmath::exp_s;
+using fmath::kExpC1;
+using fmath::kExpC2;
+using fmath::kExpHi;
+using fmath::kExpLo;
+using fmath::kExpP0;
+using fmath::kExpP1;
+using fmath::kExpP2;
+using fmath::kExpP3;
+using fmath::kExpP4;
+using fmath::kExpP5;
+using fmath::kLog2e;
+using fmath::log_s;
+using fmath::pow2i;
 
 // ---- row reduction plans ------------------------------------------------------
 // bi16: batch-invariant plan (see top of file).

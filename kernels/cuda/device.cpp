@@ -1,0 +1,174 @@
+// The CUDA backend's device API (device.h) and its per-thread state
+// (internal.h). Compiled by the host compiler against the CUDA runtime.
+#include "kernels/cuda/device.h"
+
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/internal.h"
+
+namespace mlk::cuda {
+namespace detail {
+
+void check(cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return;
+    (void)cudaGetLastError();  // clear a sticky launch error so later calls report their own
+    throw std::runtime_error(std::string("CUDA ") + what + ": " + cudaGetErrorString(e));
+}
+
+void check_cublas(cublasStatus_t s, const char* what) {
+    if (s == CUBLAS_STATUS_SUCCESS) return;
+    throw std::runtime_error(std::string("cuBLAS ") + what + ": status " + std::to_string((int)s));
+}
+
+namespace {
+
+// The calling thread's state. Kept for the thread's (and the process') life
+// and never destroyed: releasing CUDA objects from thread-exit or static
+// destructors races the runtime's own teardown at process exit.
+struct ThreadState {
+    cudaStream_t stream = nullptr;
+    cublasHandle_t cublas = nullptr;
+    int cublas_device = -1;
+    void* ws = nullptr;
+    size_t ws_bytes = 0;
+};
+ThreadState& state() {
+    thread_local ThreadState s;
+    return s;
+}
+
+int current_device() {
+    int d = 0;
+    check(cudaGetDevice(&d), "cudaGetDevice");
+    return d;
+}
+
+// Per-device attribute, read once.
+int device_attribute(cudaDeviceAttr attr, const char* what) {
+    static std::mutex mu;
+    static std::vector<std::pair<std::pair<int, int>, int>> cache;
+    const int dev = current_device();
+    std::lock_guard<std::mutex> lk(mu);
+    for (const auto& [key, v] : cache)
+        if (key.first == dev && key.second == (int)attr) return v;
+    int v = 0;
+    check(cudaDeviceGetAttribute(&v, attr, dev), what);
+    cache.push_back({{dev, (int)attr}, v});
+    return v;
+}
+
+}  // namespace
+
+cudaStream_t stream() { return state().stream; }
+
+cublasHandle_t cublas() {
+    ThreadState& s = state();
+    const int dev = current_device();
+    if (!s.cublas || s.cublas_device != dev) {
+        // (a handle of another device is left alive: see ThreadState)
+        check_cublas(cublasCreate(&s.cublas), "cublasCreate");
+        s.cublas_device = dev;
+    }
+    check_cublas(cublasSetStream(s.cublas, s.stream), "cublasSetStream");
+    return s.cublas;
+}
+
+int sm_count() { return device_attribute(cudaDevAttrMultiProcessorCount, "multiprocessor count"); }
+
+size_t max_smem_optin() {
+    return (size_t)device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, "shared memory per block");
+}
+
+void allow_smem(const void* kernel, size_t bytes, const char* what) {
+    if (bytes <= 48 * 1024) return;
+    if (bytes > max_smem_optin())
+        throw std::runtime_error(std::string("CUDA ") + what + ": needs " + std::to_string(bytes) +
+                                 " bytes of shared memory per block, the device has " +
+                                 std::to_string(max_smem_optin()));
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes), what);
+}
+
+void* workspace(size_t bytes) {
+    ThreadState& s = state();
+    if (bytes <= s.ws_bytes) return s.ws;
+    if (s.ws) {
+        check(cudaStreamSynchronize(s.stream), "workspace (waiting for the stream)");
+        check(cudaFree(s.ws), "workspace free");
+        s.ws = nullptr;
+        s.ws_bytes = 0;
+    }
+    const size_t n = bytes < (1u << 20) ? (1u << 20) : bytes + bytes / 4;
+    check(cudaMalloc(&s.ws, n), "workspace");
+    s.ws_bytes = n;
+    return s.ws;
+}
+
+}  // namespace detail
+
+using detail::check;
+
+int device_count() {
+    int n = 0;
+    // No driver, no device, a driver older than the runtime: an error code, not a throw.
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+const char* device_description() {
+    thread_local std::string s;
+    s.clear();
+    if (device_count() == 0) return s.c_str();
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, detail::current_device()) != cudaSuccess) return s.c_str();
+    s = std::string(p.name) + " (sm_" + std::to_string(p.major) + std::to_string(p.minor) + ", " +
+        std::to_string(p.multiProcessorCount) + " SMs)";
+    return s.c_str();
+}
+
+Stream create_stream() {
+    cudaStream_t s = nullptr;
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    return s;
+}
+void destroy_stream(Stream s) {
+    if (s) check(cudaStreamDestroy(static_cast<cudaStream_t>(s)), "cudaStreamDestroy");
+}
+void set_stream(Stream s) { detail::state().stream = static_cast<cudaStream_t>(s); }
+Stream current_stream() { return detail::state().stream; }
+void synchronize() { check(cudaStreamSynchronize(detail::stream()), "synchronize"); }
+
+void* device_malloc(size_t bytes) {
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    return p;
+}
+void device_free(void* p) {
+    if (p) (void)cudaFree(p);  // (called from destructors: never throws)
+}
+void copy_to_device(void* dst, const void* src, size_t bytes) {
+    if (bytes == 0) return;
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, detail::stream()), "copy to device");
+    check(cudaStreamSynchronize(detail::stream()), "copy to device");  // the host buffer may go away
+}
+void copy_to_host(void* dst, const void* src, size_t bytes) {
+    if (bytes == 0) return;
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, detail::stream()), "copy to host");
+    check(cudaStreamSynchronize(detail::stream()), "copy to host");
+}
+void copy_device_to_device(void* dst, const void* src, size_t bytes) {
+    if (bytes == 0) return;
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, detail::stream()), "copy on device");
+}
+void memset_device(void* dst, int byte, size_t bytes) {
+    if (bytes == 0) return;
+    check(cudaMemsetAsync(dst, byte, bytes, detail::stream()), "memset");
+}
+
+}  // namespace mlk::cuda

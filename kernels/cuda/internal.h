@@ -1,0 +1,39 @@
+// Internal to the CUDA backend: error checks, the calling thread's stream,
+// cuBLAS handle and scratch memory, launch helpers. Included by the backend's
+// own sources only (it includes the CUDA runtime).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mlk::cuda::detail {
+
+// Throw std::runtime_error("CUDA <what>: <message>") on failure.
+void check(cudaError_t e, const char* what);
+void check_cublas(cublasStatus_t s, const char* what);
+// After a launch: a bad configuration is reported here, a fault later.
+inline void check_launch(const char* what) { check(cudaGetLastError(), what); }
+
+cudaStream_t stream();    // the calling thread's (device.h: set_stream)
+cublasHandle_t cublas();  // the calling thread's handle, bound to stream()
+int sm_count();           // multiprocessors of the current device
+size_t max_smem_optin();  // largest dynamic shared memory a block may opt in to
+// Scratch device memory of at least `bytes`, the calling thread's; valid
+// until its next call on this thread. Ops on one stream run in order, so an
+// op may use it for its own kernels; growing waits for the stream first.
+void* workspace(size_t bytes);
+
+// Blocks of `threads` for n items (grid-stride loops cover the rest).
+inline unsigned blocks_for(int64_t n, int threads) {
+    const int64_t b = (n + threads - 1) / threads;
+    return (unsigned)(b < 1 ? 1 : (b > (1 << 22) ? (1 << 22) : b));
+}
+
+// Lets `kernel` use `bytes` of dynamic shared memory (past the 48 KiB default),
+// or throws when the device has less.
+void allow_smem(const void* kernel, size_t bytes, const char* what);
+
+}  // namespace mlk::cuda::detail

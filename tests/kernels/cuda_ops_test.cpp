@@ -1,0 +1,384 @@
+// The CUDA backend on a device (CTest labels kernels;gpu). Every test skips
+// itself when no CUDA device is present (the build machine and CI have none;
+// cuda_bodies_test covers the device arithmetic there).
+//  - the batch-invariant family and every family-free or backward op equal
+//    the CPU kernels bit for bit, in fp32 and bf16 storage;
+//  - every op (both families) is within tolerance of the slow reference;
+//  - the fast family really mismatches: split-KV decode vs tiled prefill.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "kernels/cuda/ops.h"
+#include "kernels/kernels.h"
+#include "kernels/ref.h"
+#include "tests/random_data.h"
+
+using namespace mlk;
+using cuda::Buffer;
+
+#define MLK_REQUIRE_GPU() \
+    if (mlk::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device"
+
+namespace {
+
+::testing::AssertionResult bits_equal(const std::vector<float>& got, const std::vector<float>& want) {
+    if (got.size() != want.size())
+        return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
+    for (size_t i = 0; i < got.size(); ++i)
+        if (float_bits(got[i]) != float_bits(want[i]))
+            return ::testing::AssertionFailure() << "element " << i << ": " << got[i] << " vs " << want[i];
+    return ::testing::AssertionSuccess();
+}
+size_t count_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    size_t n = 0;
+    for (size_t i = 0; i < a.size(); ++i) n += float_bits(a[i]) != float_bits(b[i]);
+    return n;
+}
+::testing::AssertionResult close(const std::vector<float>& got, const std::vector<double>& want, double atol,
+                                 double rtol) {
+    if (got.size() != want.size())
+        return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
+    for (size_t i = 0; i < got.size(); ++i)
+        if (!(std::fabs(got[i] - want[i]) <= atol + rtol * std::fabs(want[i])))
+            return ::testing::AssertionFailure() << "element " << i << ": " << got[i] << " vs " << want[i];
+    return ::testing::AssertionSuccess();
+}
+std::vector<float> rounded(std::vector<float> v, Dtype dt) {
+    for (auto& x : v) x = round_to(x, dt);
+    return v;
+}
+std::vector<double> dbl(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+const Dtype kStorage[] = {Dtype::f32, Dtype::bf16};
+const Family kFamilies[] = {Family::batch_invariant, Family::fast};
+
+}  // namespace
+
+TEST(CudaOps, DeviceMemoryRoundTrip) {
+    MLK_REQUIRE_GPU();
+    EXPECT_STRNE(cuda::device_description(), "");
+    const auto x = testdata::uniform(1000, 1);
+    Buffer<float> a(x), b(x.size());
+    cuda::copy_device_to_device(b.data(), a.data(), x.size() * sizeof(float));
+    EXPECT_TRUE(bits_equal(b.download(), x));
+    cuda::Stream s = cuda::create_stream();
+    cuda::set_stream(s);
+    cuda::memset_device(b.data(), 0, x.size() * sizeof(float));
+    cuda::synchronize();
+    EXPECT_EQ(b.download(), std::vector<float>(x.size(), 0.0f));
+    cuda::set_stream(nullptr);
+    cuda::destroy_stream(s);
+}
+
+// Batch-invariant forward ops: device == CPU, bit for bit, for several batch sizes.
+TEST(CudaOps, BatchInvariantForwardEqualsCpu) {
+    MLK_REQUIRE_GPU();
+    for (Dtype dt : kStorage) {
+        SCOPED_TRACE(dtype_name(dt));
+        const Exec bi{Family::batch_invariant, dt, dt, dt};
+        for (int M : {1, 7, 64, 300}) {
+            SCOPED_TRACE(testing::Message() << "M " << M);
+            const int K = 128, N = 52, C = 64, V = 52, E = 16, k = 4;
+            const auto x = rounded(testdata::uniform((size_t)M * K, 2), dt),
+                       w = rounded(testdata::uniform((size_t)K * N, 3), dt), b = rounded(testdata::uniform(N, 4), dt);
+            std::vector<float> want((size_t)M * N);
+            for (Dtype quant : {Dtype::f32, Dtype::fp8_e4m3}) {
+                Exec e = bi;
+                e.quant = quant;
+                matmul_forward(e, want.data(), x.data(), w.data(), b.data(), M, K, N);
+                Buffer<float> dx(x), dw(w), db(b), dout((size_t)M * N);
+                cuda::matmul_forward(e, dout.data(), dx.data(), dw.data(), db.data(), M, K, N);
+                EXPECT_TRUE(bits_equal(dout.download(), want)) << "matmul quant " << dtype_name(quant);
+            }
+            const auto h = rounded(testdata::uniform((size_t)M * C, 5, -3, 3), dt),
+                       g = rounded(testdata::uniform(C, 6, 0.5, 1.5), dt);
+            std::vector<float> y((size_t)M * C), rs(M);
+            rmsnorm_forward(bi, y.data(), rs.data(), h.data(), g.data(), 1e-6f, M, C);
+            Buffer<float> dh(h), dg(g), dy(y.size()), drs(M);
+            cuda::rmsnorm_forward(bi, dy.data(), drs.data(), dh.data(), dg.data(), 1e-6f, M, C);
+            EXPECT_TRUE(bits_equal(dy.download(), y)) << "rmsnorm";
+            EXPECT_TRUE(bits_equal(drs.download(), rs)) << "rstd";
+            const auto z = rounded(testdata::uniform((size_t)M * V, 7, -8, 8), dt);
+            std::vector<float> lp((size_t)M * V), ent(M), gat(M);
+            std::vector<int32_t> tgt(M);
+            for (int m = 0; m < M; ++m) tgt[m] = (m * 31) % V;
+            logsoftmax_forward(bi, lp.data(), z.data(), 1.25f, M, V);
+            entropy_forward(bi, ent.data(), lp.data(), M, V);
+            logprob_gather(gat.data(), lp.data(), tgt.data(), M, V);
+            Buffer<float> dz(z), dlp(lp.size()), dent(M), dgat(M);
+            Buffer<int32_t> dtgt(tgt);
+            cuda::logsoftmax_forward(bi, dlp.data(), dz.data(), 1.25f, M, V);
+            cuda::entropy_forward(bi, dent.data(), dlp.data(), M, V);
+            cuda::logprob_gather(dgat.data(), dlp.data(), dtgt.data(), M, V);
+            EXPECT_TRUE(bits_equal(dlp.download(), lp)) << "log-softmax";
+            EXPECT_TRUE(bits_equal(dent.download(), ent)) << "entropy";
+            EXPECT_TRUE(bits_equal(dgat.download(), gat)) << "gather";
+            const auto rz = rounded(testdata::uniform((size_t)M * E, 8, -2, 2), dt);
+            std::vector<int32_t> ids((size_t)M * k);
+            std::vector<float> rw((size_t)M * k), rr((size_t)M * k);
+            router_topk_forward(bi, ids.data(), rw.data(), rz.data(), M, E, k);
+            router_replay_forward(bi, rr.data(), rz.data(), ids.data(), M, E, k);
+            Buffer<float> drz(rz), drw(rw.size()), drr(rr.size());
+            Buffer<int32_t> dids(ids.size());
+            cuda::router_topk_forward(bi, dids.data(), drw.data(), drz.data(), M, E, k);
+            cuda::router_replay_forward(bi, drr.data(), drz.data(), dids.data(), M, E, k);
+            EXPECT_EQ(dids.download(), ids) << "router ids";
+            EXPECT_TRUE(bits_equal(drw.download(), rw)) << "router weights";
+            EXPECT_TRUE(bits_equal(drr.download(), rr)) << "router replay";
+            // family-free elementwise ops
+            std::vector<float> sw((size_t)M * C), yy = h;
+            swiglu_forward(bi, sw.data(), h.data(), y.data(), (int64_t)M * C);
+            add_inplace(yy.data(), y.data(), (int64_t)M * C, dt);
+            Buffer<float> dsw(sw.size()), dyy(h);
+            cuda::swiglu_forward(bi, dsw.data(), dh.data(), dy.data(), (int64_t)M * C);
+            cuda::add_inplace(dyy.data(), dy.data(), (int64_t)M * C, dt);
+            EXPECT_TRUE(bits_equal(dsw.download(), sw)) << "swiglu";
+            EXPECT_TRUE(bits_equal(dyy.download(), yy)) << "add_inplace";
+            const auto table = testdata::uniform((size_t)V * C, 9);  // tokens tgt[m] < V
+            std::vector<float> emb((size_t)M * C), ro((size_t)M * C), qr((size_t)M * C), qs(M);
+            embedding_forward(emb.data(), tgt.data(), table.data(), M, C, dt);
+            const int H = 4, D = 16;  // C = H * D
+            std::vector<int32_t> pos(M);
+            for (int m = 0; m < M; ++m) pos[m] = (m * 37) % 500;
+            ro = h;
+            rope_forward(ro.data(), pos.data(), M, H, D, 10000.0f, dt);
+            quantize_rows(qr.data(), qs.data(), h.data(), M, C, Dtype::fp8_e4m3);
+            Buffer<float> dtable(table), demb(emb.size()), dro(h), dqr(qr.size()), dqs(M);
+            Buffer<int32_t> dpos(pos);
+            cuda::embedding_forward(demb.data(), dtgt.data(), dtable.data(), M, C, dt);
+            cuda::rope_forward(dro.data(), dpos.data(), M, H, D, 10000.0f, dt);
+            cuda::quantize_rows(dqr.data(), dqs.data(), dh.data(), M, C, Dtype::fp8_e4m3);
+            EXPECT_TRUE(bits_equal(demb.download(), emb)) << "embedding";
+            EXPECT_TRUE(bits_equal(dro.download(), ro)) << "rope";
+            EXPECT_TRUE(bits_equal(dqr.download(), qr)) << "quantize_rows";
+            EXPECT_TRUE(bits_equal(dqs.download(), qs)) << "quantize_rows scales";
+        }
+    }
+}
+
+// Batch-invariant attention: prefill (with att) and decode against a cache,
+// device == CPU bitwise; decode == prefill at every position.
+TEST(CudaOps, BatchInvariantAttentionEqualsCpu) {
+    MLK_REQUIRE_GPU();
+    struct S {
+        int B, T, H, Hkv, D;
+        Dtype dt, pdt, sdt;
+    };
+    for (S s : {S{3, 40, 4, 2, 16, Dtype::f32, Dtype::f32, Dtype::f32},
+                S{2, 70, 2, 1, 32, Dtype::bf16, Dtype::bf16, Dtype::f32},
+                S{1, 300, 4, 4, 64, Dtype::bf16, Dtype::bf16, Dtype::bf16}}) {
+        SCOPED_TRACE(testing::Message() << "B" << s.B << " T" << s.T << " D" << s.D << " " << dtype_name(s.dt));
+        const Exec bi{Family::batch_invariant, s.dt, s.pdt, s.sdt};
+        const size_t nq = (size_t)s.B * s.T * s.H * s.D, nk = (size_t)s.B * s.T * s.Hkv * s.D;
+        const auto q = rounded(testdata::uniform(nq, 9, -2, 2), s.dt),
+                   k = rounded(testdata::uniform(nk, 10, -2, 2), s.dt), v = rounded(testdata::uniform(nk, 11), s.dt);
+        std::vector<float> out(nq), att((size_t)s.B * s.H * s.T * s.T);
+        attention_forward(bi, out.data(), att.data(), q.data(), k.data(), v.data(), s.B, s.T, s.H, s.Hkv, s.D);
+        Buffer<float> dq(q), dk(k), dv(v), dout(nq), datt(att.size());
+        cuda::attention_forward(bi, dout.data(), datt.data(), dq.data(), dk.data(), dv.data(), s.B, s.T, s.H, s.Hkv,
+                                s.D);
+        ASSERT_TRUE(bits_equal(dout.download(), out)) << "prefill";
+        ASSERT_TRUE(bits_equal(datt.download(), att)) << "att";
+        // decode: the batch's keys are the cache (slot b, capacity T); sequence b at position (t + 7b) % T
+        const int64_t cs = (int64_t)s.T * s.Hkv * s.D;
+        for (int t = 0; t < s.T; t += 3) {
+            std::vector<float> qt((size_t)s.B * s.H * s.D), want(qt.size());
+            std::vector<int32_t> slot(s.B), len(s.B);
+            for (int b = 0; b < s.B; ++b) {
+                const int p = (t + 7 * b) % s.T;
+                slot[b] = b;
+                len[b] = p + 1;
+                std::copy_n(q.begin() + ((size_t)b * s.T + p) * s.H * s.D, s.H * s.D,
+                            qt.begin() + (size_t)b * s.H * s.D);
+                std::copy_n(out.begin() + ((size_t)b * s.T + p) * s.H * s.D, s.H * s.D,
+                            want.begin() + (size_t)b * s.H * s.D);
+            }
+            Buffer<float> dqt(qt), dot(qt.size());
+            Buffer<int32_t> dslot(slot), dlen(len);
+            cuda::attention_decode(bi, dot.data(), dqt.data(), dk.data(), dv.data(), dslot.data(), dlen.data(), cs, s.B,
+                                   s.H, s.Hkv, s.D);
+            ASSERT_TRUE(bits_equal(dot.download(), want)) << "decode step " << t;
+        }
+    }
+}
+
+// The backward ops have one plan, the CPU's: device == CPU bitwise.
+TEST(CudaOps, BackwardEqualsCpu) {
+    MLK_REQUIRE_GPU();
+    const int M = 300, K = 64, N = 52, C = 64, V = 52, E = 16, k = 4;
+    const auto x = testdata::uniform((size_t)M * K, 12), w = testdata::uniform((size_t)K * N, 13),
+               g = testdata::uniform((size_t)M * N, 14);
+    std::vector<float> di((size_t)M * K, 0.5f), dw((size_t)K * N, 0.25f), db(N, 0.0f);
+    Buffer<float> ddi(di), ddw(dw), ddb(db), dx(x), dwt(w), dg(g);
+    matmul_backward(di.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), M, K, N);
+    cuda::matmul_backward(ddi.data(), ddw.data(), ddb.data(), dg.data(), dx.data(), dwt.data(), M, K, N);
+    EXPECT_TRUE(bits_equal(ddi.download(), di)) << "matmul dinp";
+    EXPECT_TRUE(bits_equal(ddw.download(), dw)) << "matmul dw";
+    EXPECT_TRUE(bits_equal(ddb.download(), db)) << "matmul dbias";
+
+    const auto h = testdata::uniform((size_t)M * C, 15, -2, 2), gw = testdata::uniform(C, 16, 0.5, 1.5),
+               gh = testdata::uniform((size_t)M * C, 17);
+    std::vector<float> y((size_t)M * C), rs(M), dh((size_t)M * C, 0.0f), dgw(C, 0.0f);
+    rmsnorm_forward({Family::batch_invariant}, y.data(), rs.data(), h.data(), gw.data(), 1e-6f, M, C);
+    Buffer<float> bh(h), bgw(gw), bgh(gh), brs(rs), bdh(dh), bdgw(dgw);
+    rmsnorm_backward(dh.data(), dgw.data(), gh.data(), h.data(), gw.data(), rs.data(), M, C);
+    cuda::rmsnorm_backward(bdh.data(), bdgw.data(), bgh.data(), bh.data(), bgw.data(), brs.data(), M, C);
+    EXPECT_TRUE(bits_equal(bdh.download(), dh)) << "rmsnorm dinp";
+    EXPECT_TRUE(bits_equal(bdgw.download(), dgw)) << "rmsnorm dweight";
+
+    std::vector<float> sg((size_t)M * C, 0.0f), su((size_t)M * C, 0.0f);
+    Buffer<float> bsg(sg), bsu(su), by(y);
+    swiglu_backward(sg.data(), su.data(), gh.data(), h.data(), y.data(), (int64_t)M * C);
+    cuda::swiglu_backward(bsg.data(), bsu.data(), bgh.data(), bh.data(), by.data(), (int64_t)M * C);
+    EXPECT_TRUE(bits_equal(bsg.download(), sg)) << "swiglu dgate";
+    EXPECT_TRUE(bits_equal(bsu.download(), su)) << "swiglu dup";
+
+    std::vector<int32_t> tok(M), pos(M);
+    for (int m = 0; m < M; ++m) tok[m] = (m * 31) % V, pos[m] = m % 97;
+    std::vector<float> dtab((size_t)V * C, 0.0f), rg = gh;
+    Buffer<float> bdtab(dtab), brg(gh);
+    Buffer<int32_t> btok(tok), bpos(pos);
+    embedding_backward(dtab.data(), gh.data(), tok.data(), M, C);
+    cuda::embedding_backward(bdtab.data(), bgh.data(), btok.data(), M, C);
+    EXPECT_TRUE(bits_equal(bdtab.download(), dtab)) << "embedding_backward";
+    rope_backward(rg.data(), pos.data(), M, 4, 16, 10000.0f);
+    cuda::rope_backward(brg.data(), bpos.data(), M, 4, 16, 10000.0f);
+    EXPECT_TRUE(bits_equal(brg.download(), rg)) << "rope_backward";
+
+    const auto z = testdata::uniform((size_t)M * V, 18, -5, 5), gl = testdata::uniform((size_t)M * V, 19);
+    std::vector<float> lp((size_t)M * V), dz((size_t)M * V, 0.0f);
+    logsoftmax_forward({Family::batch_invariant}, lp.data(), z.data(), 1.0f, M, V);
+    Buffer<float> blp(lp), bgl(gl), bdz(dz);
+    logsoftmax_backward(dz.data(), gl.data(), lp.data(), 1.0f, M, V);
+    cuda::logsoftmax_backward(bdz.data(), bgl.data(), blp.data(), 1.0f, M, V);
+    EXPECT_TRUE(bits_equal(bdz.download(), dz)) << "logsoftmax_backward";
+
+    const auto rz = testdata::uniform((size_t)M * E, 20, -2, 2), rgw = testdata::uniform((size_t)M * k, 21);
+    std::vector<int32_t> ids((size_t)M * k);
+    std::vector<float> rw((size_t)M * k), drz((size_t)M * E, 0.0f);
+    router_topk_forward({Family::batch_invariant}, ids.data(), rw.data(), rz.data(), M, E, k);
+    Buffer<int32_t> bids(ids);
+    Buffer<float> brw(rw), brgw(rgw), bdrz(drz);
+    router_backward(drz.data(), rgw.data(), rw.data(), ids.data(), M, E, k);
+    cuda::router_backward(bdrz.data(), brgw.data(), brw.data(), bids.data(), M, E, k);
+    EXPECT_TRUE(bits_equal(bdrz.download(), drz)) << "router_backward";
+
+    const int B = 2, T = 50, H = 4, Hkv = 2, D = 16;
+    const size_t nq = (size_t)B * T * H * D, nk = (size_t)B * T * Hkv * D;
+    const auto q = testdata::uniform(nq, 22, -2, 2), kk = testdata::uniform(nk, 23, -2, 2),
+               v = testdata::uniform(nk, 24), go = testdata::uniform(nq, 25);
+    std::vector<float> o(nq), att((size_t)B * H * T * T), gq(nq, 0.0f), gk(nk, 0.0f), gv(nk, 0.0f);
+    attention_forward({Family::batch_invariant}, o.data(), att.data(), q.data(), kk.data(), v.data(), B, T, H, Hkv, D);
+    Buffer<float> bq(q), bk(kk), bv(v), bgo(go), batt(att), bgq(gq), bgk(gk), bgv(gv);
+    attention_backward(gq.data(), gk.data(), gv.data(), go.data(), att.data(), q.data(), kk.data(), v.data(), B, T, H,
+                       Hkv, D);
+    cuda::attention_backward(bgq.data(), bgk.data(), bgv.data(), bgo.data(), batt.data(), bq.data(), bk.data(),
+                             bv.data(), B, T, H, Hkv, D);
+    EXPECT_TRUE(bits_equal(bgq.download(), gq)) << "attention dq";
+    EXPECT_TRUE(bits_equal(bgk.download(), gk)) << "attention dk";
+    EXPECT_TRUE(bits_equal(bgv.download(), gv)) << "attention dv";
+}
+
+// Both families against the slow reference (double), fp32 and bf16 storage.
+TEST(CudaOps, EveryFamilyCloseToReference) {
+    MLK_REQUIRE_GPU();
+    for (Family fam : kFamilies)
+        for (Dtype dt : kStorage) {
+            SCOPED_TRACE(testing::Message() << (fam == Family::fast ? "fast " : "bi ") << dtype_name(dt));
+            const Exec ex{fam, dt};
+            // bf16 outputs carry a relative rounding error of 2^-9; fp32 only accumulation error.
+            const double rt = dt == Dtype::f32 ? 2e-5 : 8e-3;
+            for (int M : {1, 5, 100, 600}) {
+                SCOPED_TRACE(testing::Message() << "M " << M);
+                const int K = 128, N = 52;
+                const auto x = rounded(testdata::uniform((size_t)M * K, 30), dt),
+                           w = rounded(testdata::uniform((size_t)K * N, 31), dt),
+                           b = rounded(testdata::uniform(N, 32), dt);
+                std::vector<double> want((size_t)M * N);
+                auto xd = dbl(x), wd = dbl(w), bd = dbl(b);
+                ref::matmul_forward<double>(want.data(), xd.data(), wd.data(), bd.data(), M, K, N);
+                Buffer<float> dx(x), dw(w), db(b), dout(want.size());
+                cuda::matmul_forward(ex, dout.data(), dx.data(), dw.data(), db.data(), M, K, N);
+                EXPECT_TRUE(close(dout.download(), want, 2e-4, rt)) << "matmul";
+                const int C = 64;
+                const auto h = rounded(testdata::uniform((size_t)M * C, 33, -3, 3), dt),
+                           g = rounded(testdata::uniform(C, 34, 0.5, 1.5), dt);
+                std::vector<double> y((size_t)M * C), rs(M);
+                auto hd = dbl(h), gd = dbl(g);
+                ref::rmsnorm_forward<double>(y.data(), rs.data(), hd.data(), gd.data(), 1e-6, M, C);
+                Buffer<float> dh(h), dg(g), dy(y.size()), drs(M);
+                cuda::rmsnorm_forward(ex, dy.data(), drs.data(), dh.data(), dg.data(), 1e-6f, M, C);
+                EXPECT_TRUE(close(dy.download(), y, 1e-5, rt)) << "rmsnorm";
+                const int V = 1000;
+                const auto z = rounded(testdata::uniform((size_t)M * V, 35, -8, 8), dt);
+                std::vector<double> lp((size_t)M * V), ent(M);
+                auto zd = dbl(z);
+                ref::logsoftmax_forward<double>(lp.data(), zd.data(), 1.25, M, V);
+                Buffer<float> dz(z), dlp(lp.size()), dent(M);
+                cuda::logsoftmax_forward(ex, dlp.data(), dz.data(), 1.25f, M, V);
+                const auto glp = dlp.download();
+                EXPECT_TRUE(close(glp, lp, 2e-5, rt)) << "log-softmax";
+                auto lpd = dbl(glp);
+                ref::entropy_forward<double>(ent.data(), lpd.data(), M, V);
+                cuda::entropy_forward(ex, dent.data(), dlp.data(), M, V);
+                EXPECT_TRUE(close(dent.download(), ent, 2e-5, rt)) << "entropy";
+            }
+            const int B = 2, T = 129, H = 4, Hkv = 2, D = 32;
+            const size_t nq = (size_t)B * T * H * D, nk = (size_t)B * T * Hkv * D;
+            const auto q = rounded(testdata::uniform(nq, 36, -2, 2), dt),
+                       k = rounded(testdata::uniform(nk, 37, -2, 2), dt), v = rounded(testdata::uniform(nk, 38), dt);
+            std::vector<double> want(nq), watt((size_t)B * H * T * T);
+            auto qd = dbl(q), kd = dbl(k), vd = dbl(v);
+            ref::attention_forward<double>(want.data(), watt.data(), qd.data(), kd.data(), vd.data(), B, T, H, Hkv, D);
+            Buffer<float> dq(q), dk(k), dv(v), dout(nq), datt(watt.size());
+            cuda::attention_forward(ex, dout.data(), datt.data(), dq.data(), dk.data(), dv.data(), B, T, H, Hkv, D);
+            EXPECT_TRUE(close(dout.download(), want, 1e-5, rt)) << "attention";
+            EXPECT_TRUE(close(datt.download(), watt, 1e-5, 1e-4)) << "attention probabilities";
+            // decode of the last position of each sequence against the prefill reference
+            std::vector<float> qt((size_t)B * H * D);
+            std::vector<double> wt(qt.size());
+            std::vector<int32_t> slot = {0, 1}, len = {T, T};
+            for (int b = 0; b < B; ++b) {
+                std::copy_n(q.begin() + ((size_t)b * T + T - 1) * H * D, H * D, qt.begin() + (size_t)b * H * D);
+                std::copy_n(want.begin() + ((size_t)b * T + T - 1) * H * D, H * D, wt.begin() + (size_t)b * H * D);
+            }
+            Buffer<float> dqt(qt), dot(qt.size());
+            Buffer<int32_t> dslot(slot), dlen(len);
+            cuda::attention_decode(ex, dot.data(), dqt.data(), dk.data(), dv.data(), dslot.data(), dlen.data(),
+                                   (int64_t)T * Hkv * D, B, H, Hkv, D);
+            EXPECT_TRUE(close(dot.download(), wt, 1e-5, rt)) << "decode";
+        }
+}
+
+// The mismatch is real on the device too: split-KV decode against the cache
+// and tiled prefill give different bits in the fast family, equal bits in the
+// batch-invariant one.
+TEST(CudaOps, FastDecodeDiffersFromPrefill) {
+    MLK_REQUIRE_GPU();
+    const int T = 1000, H = 4, Hkv = 2, D = 32;
+    const auto q = testdata::uniform((size_t)T * H * D, 40, -2, 2),
+               k = testdata::uniform((size_t)T * Hkv * D, 41, -2, 2), v = testdata::uniform((size_t)T * Hkv * D, 42);
+    Buffer<float> dq(q), dk(k), dv(v), dpre(q.size());
+    for (Family fam : kFamilies) {
+        const Exec ex{fam, Dtype::f32};
+        cuda::attention_forward(ex, dpre.data(), nullptr, dq.data(), dk.data(), dv.data(), 1, T, H, Hkv, D);
+        const auto pre = dpre.download();
+        size_t diff = 0;
+        for (int t = 0; t < T; t += 37) {
+            Buffer<float> dqt(std::vector<float>(q.begin() + (size_t)t * H * D, q.begin() + (size_t)(t + 1) * H * D)),
+                dot((size_t)H * D);
+            Buffer<int32_t> dslot(std::vector<int32_t>{0}), dlen(std::vector<int32_t>{t + 1});
+            cuda::attention_decode(ex, dot.data(), dqt.data(), dk.data(), dv.data(), dslot.data(), dlen.data(),
+                                   (int64_t)T * Hkv * D, 1, H, Hkv, D);
+            diff += count_diff(dot.download(), std::vector<float>(pre.begin() + (size_t)t * H * D,
+                                                                  pre.begin() + (size_t)(t + 1) * H * D));
+        }
+        if (fam == Family::fast) EXPECT_GT(diff, 0u) << "split-KV decode should not equal tiled prefill";
+        else EXPECT_EQ(diff, 0u) << "batch-invariant decode equals prefill";
+    }
+}
