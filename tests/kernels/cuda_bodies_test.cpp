@@ -17,6 +17,7 @@
 #include "kernels/cuda/bodies.h"
 #include "kernels/cuda/bodies_attention.h"
 #include "kernels/kernels.h"
+#include "tests/bits.h"
 #include "tests/random_data.h"
 
 using namespace mlk;
@@ -24,16 +25,7 @@ namespace B = mlk::cuda::body;
 
 namespace {
 
-::testing::AssertionResult bits_equal(const std::vector<float>& got, const std::vector<float>& want) {
-    if (got.size() != want.size())
-        return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
-    for (size_t i = 0; i < got.size(); ++i)
-        if (float_bits(got[i]) != float_bits(want[i]))
-            return ::testing::AssertionFailure()
-                   << "element " << i << ": " << got[i] << " (0x" << std::hex << float_bits(got[i]) << ") vs "
-                   << want[i] << " (0x" << float_bits(want[i]) << ")";
-    return ::testing::AssertionSuccess();
-}
+using testdata::bits_equal;
 
 std::vector<float> rounded(std::vector<float> v, Dtype dt) {
     for (auto& x : v) x = round_to(x, dt);

@@ -16,6 +16,7 @@
 #include "kernels/cuda/ops.h"
 #include "kernels/kernels.h"
 #include "kernels/ref.h"
+#include "tests/bits.h"
 #include "tests/random_data.h"
 
 using namespace mlk;
@@ -26,14 +27,7 @@ using cuda::Buffer;
 
 namespace {
 
-::testing::AssertionResult bits_equal(const std::vector<float>& got, const std::vector<float>& want) {
-    if (got.size() != want.size())
-        return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
-    for (size_t i = 0; i < got.size(); ++i)
-        if (float_bits(got[i]) != float_bits(want[i]))
-            return ::testing::AssertionFailure() << "element " << i << ": " << got[i] << " vs " << want[i];
-    return ::testing::AssertionSuccess();
-}
+using testdata::bits_equal;
 size_t count_diff(const std::vector<float>& a, const std::vector<float>& b) {
     size_t n = 0;
     for (size_t i = 0; i < a.size(); ++i) n += float_bits(a[i]) != float_bits(b[i]);

@@ -1,0 +1,24 @@
+// Bitwise comparison of float buffers for the kernel suites: the first
+// element that differs, with both values and their bit patterns.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kernels/dtype.h"
+
+namespace mlk::testdata {
+
+inline ::testing::AssertionResult bits_equal(const std::vector<float>& got, const std::vector<float>& want) {
+    if (got.size() != want.size())
+        return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
+    for (size_t i = 0; i < got.size(); ++i)
+        if (float_bits(got[i]) != float_bits(want[i]))
+            return ::testing::AssertionFailure()
+                   << "element " << i << ": " << got[i] << " (0x" << std::hex << float_bits(got[i]) << ") vs "
+                   << want[i] << " (0x" << float_bits(want[i]) << ")";
+    return ::testing::AssertionSuccess();
+}
+
+}  // namespace mlk::testdata
