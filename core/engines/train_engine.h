@@ -57,7 +57,7 @@ public:
     // backward, from the same input with the same kernels, M and thread
     // count, so the bits are those of keeping (engines_test checks). It costs
     // one more forward of the layers; the deep presets' full batches cross it.
-    static constexpr double kFullRecomputeBytes = 160.0 * 1024 * 1024;
+    static constexpr double kFullRecomputeBytes = 256.0 * 1024 * 1024;
     static bool full_recompute_for(const ModelConfig& cfg, double S, double T) {
         return kept_activation_floats(cfg, S, T, false) * sizeof(float) > kFullRecomputeBytes;
     }
