@@ -21,4 +21,11 @@ inline ::testing::AssertionResult bits_equal(const std::vector<float>& got, cons
     return ::testing::AssertionSuccess();
 }
 
+// How many elements differ in their bits (the buffers have one length).
+inline size_t count_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    size_t n = 0;
+    for (size_t i = 0; i < a.size(); ++i) n += float_bits(a[i]) != float_bits(b[i]);
+    return n;
+}
+
 }  // namespace mlk::testdata

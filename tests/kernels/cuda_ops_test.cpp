@@ -28,11 +28,7 @@ using cuda::Buffer;
 namespace {
 
 using testdata::bits_equal;
-size_t count_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    size_t n = 0;
-    for (size_t i = 0; i < a.size(); ++i) n += float_bits(a[i]) != float_bits(b[i]);
-    return n;
-}
+using testdata::count_diff;
 ::testing::AssertionResult close(const std::vector<float>& got, const std::vector<double>& want, double atol,
                                  double rtol) {
     if (got.size() != want.size())

@@ -15,25 +15,16 @@
 
 #include "kernels/cpu/features.h"
 #include "kernels/kernels.h"
+#include "tests/bits.h"
 #include "tests/random_data.h"
 
 using namespace mlk;
 
 namespace {
 
-::testing::AssertionResult bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
-    if (a.size() != b.size()) return ::testing::AssertionFailure() << "size " << a.size() << " vs " << b.size();
-    for (size_t i = 0; i < a.size(); ++i)
-        if (float_bits(a[i]) != float_bits(b[i]))
-            return ::testing::AssertionFailure() << "element " << i << ": " << a[i] << " vs " << b[i];
-    return ::testing::AssertionSuccess();
-}
+using testdata::bits_equal;
 
-size_t count_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    size_t n = 0;
-    for (size_t i = 0; i < a.size(); ++i) n += float_bits(a[i]) != float_bits(b[i]);
-    return n;
-}
+using testdata::count_diff;
 
 struct Config {
     cpu::Isa isa;

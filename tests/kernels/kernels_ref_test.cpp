@@ -14,6 +14,7 @@
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/features.h"
 #include "kernels/kernels.h"
+#include "tests/bits.h"
 #include "tests/random_data.h"
 #include "kernels/ref.h"
 
@@ -504,10 +505,9 @@ TEST(KernelsRef, AdamwBitwiseRef) {
             set_num_threads(threads);
             std::vector<float> p = p0, m = m0, v = v0;
             adamw_update(p.data(), m.data(), v.data(), g.data(), n, s);
-            int differ = 0;
-            for (int64_t i = 0; i < n; ++i)
-                differ += !same_bits(p[i], pr[i]) || !same_bits(m[i], mr[i]) || !same_bits(v[i], vr[i]);
-            EXPECT_EQ(differ, 0);
+            EXPECT_TRUE(testdata::bits_equal(p, pr)) << "params";
+            EXPECT_TRUE(testdata::bits_equal(m, mr)) << "first moment";
+            EXPECT_TRUE(testdata::bits_equal(v, vr)) << "second moment";
         }
         set_num_threads(0);
     });
