@@ -62,7 +62,8 @@ using namespace cpu;
 //    one attention_decode uses too, so decode against a cache gives the prefill
 //    bits for every position. Depends only on the query's length t+1.
 //  * fast: blocked online softmax over key blocks of 16: per block
-//    m' = max(m, block max), alpha = exp(m - m'), l = l*alpha + tree(p of block),
+//    m' = max(m, block max), alpha = exp(m - m'), l = l*alpha + tree(p of block,
+//    key j in lane j%16),
 //    o = o*alpha then FMA chain over the block's keys; out = round(o / l).
 //  Rounding points (Exec): P is rounded to ex.probs before P.V, after the
 //  normaliser summed it unrounded; the normaliser is rounded to ex.stats.
@@ -79,7 +80,7 @@ void attention_forward(const Exec& ex, float* out, float* att, const float* q, c
     const bool bi = ex.family == Family::batch_invariant;
     const double work = 4.0 * B * H * (double)T * T * D / 2;
     count_flops(2.0 * B * H * (double)T * (T + 1) * D);  // QK and PV over the causal triangle
-    const size_t slot = bi ? (size_t)ldk + 64 : 2 * (size_t)ldk + 2 * (ldk / 16) + 64;
+    const size_t slot = bi ? (size_t)ldk + 64 : 2 * (size_t)ldk + 3 * (ldk / 16) + 64;
     parallel_for(
         B * H,
         [&](int b0, int b1) {

@@ -91,7 +91,7 @@ struct GemmCall {
 };
 
 // Row splits for threads happen at multiples of this, so that row tiles (of
-// every ISA's height: 6, 4, 3, 2, 1 rows) start at the same rows whatever the
+// every ISA's height: 3, 2, 1 rows) start at the same rows whatever the
 // thread count.
 inline constexpr int kRowQuantum = 48;
 
@@ -120,9 +120,10 @@ struct AttnQuery {
 struct IsaTable {
     const char* name;
     void (*gemm)(const GemmCall& g, int m0, int m1, int n0, int n1);
-    // out[m, n] = round(tree_sum_s P[s][m, n] + bias[n]) for rows m0..m1-1.
-    void (*splitk_combine)(float* out, const float* P, int S, int64_t pstride, const float* bias, Dtype dt, int N,
-                           int m0, int m1);
+    // out[m, n] = round(tree_sum_s P[s][m, n] + bias[n]) for m < M, n < ncols;
+    // P[s] at P + s*pstride with rows ldp apart, out rows ldo apart.
+    void (*splitk_combine)(float* out, int64_t ldo, const float* P, int S, int64_t pstride, int64_t ldp,
+                           const float* bias, Dtype dt, int M, int ncols);
     float (*row_sum)(Plan plan, const float* x, int64_t n);
     // sdt: the storage precision of 1/rms (Exec::stats).
     void (*rmsnorm_rows)(Plan plan, float* out, float* rstd, const float* inp, const float* w, float eps, int C,

@@ -90,40 +90,43 @@ void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w
         run_gemm(T, g, M, N, true);
         return;
     }
-    const int threads = num_threads();
-    const int S = fast_splitk_parts(M, g.K, threads);
+    const int S = fast_splitk_parts(M, g.K, num_threads());
     if (S <= 1) {
         g.kblock = fast_kblock(M);
         run_gemm(T, g, M, N, true);
         return;
     }
-    thread_local std::vector<float> partial;
-    const int64_t pstride = (int64_t)M * N;
-    if ((int64_t)partial.size() < S * pstride) partial.resize(S * pstride);
-    float* P = partial.data();
+    // Split-K, one column block per task: its S partials stay in a small
+    // buffer in cache and are combined right away, so decode pays about what
+    // one chain per output costs.
     constexpr int kColBlock = 64;
     const int nb = (N + kColBlock - 1) / kColBlock;
-    const double work = 2.0 * M * N * K;
+    const int64_t pstride = (int64_t)M * kColBlock;
     parallel_for(
-        S * nb,
+        nb,
         [&](int b, int e) {
-            for (int t = b; t < e; ++t) {
-                const int s = t / nb, bj = t % nb;
-                const int k0 = (int)((int64_t)s * K / S), k1 = (int)((int64_t)(s + 1) * K / S);
-                GemmCall gs;
-                gs.A = inp + k0;
-                gs.ars = K;
-                gs.acs = 1;
-                gs.B = w + (int64_t)k0 * N;
-                gs.ldb = N;
-                gs.C = P + s * pstride;
-                gs.ldc = N;
-                gs.K = k1 - k0;
-                T.gemm(gs, 0, M, bj * kColBlock, std::min(N, (bj + 1) * kColBlock));
+            thread_local std::vector<float> partial;
+            if ((int64_t)partial.size() < S * pstride) partial.resize(S * pstride);
+            for (int bj = b; bj < e; ++bj) {
+                const int n0 = bj * kColBlock, ncols = std::min(N - n0, kColBlock);
+                for (int s = 0; s < S; ++s) {
+                    const int k0 = (int)((int64_t)s * K / S), k1 = (int)((int64_t)(s + 1) * K / S);
+                    GemmCall gs;
+                    gs.A = inp + k0;
+                    gs.ars = K;
+                    gs.acs = 1;
+                    gs.B = w + (int64_t)k0 * N + n0;
+                    gs.ldb = N;
+                    gs.C = partial.data() + s * pstride;
+                    gs.ldc = kColBlock;
+                    gs.K = k1 - k0;
+                    T.gemm(gs, 0, M, 0, ncols);
+                }
+                T.splitk_combine(out + n0, N, partial.data(), S, pstride, kColBlock, bias ? bias + n0 : nullptr,
+                                 ex.dtype, M, ncols);
             }
         },
-        work >= kParallelWork && threads > 1);
-    T.splitk_combine(out, P, S, pstride, bias, ex.dtype, N, 0, M);
+        2.0 * M * N * K >= kParallelWork && num_threads() > 1);
 }
 
 // matmul_backward. Deterministic, independent of thread count (threads split

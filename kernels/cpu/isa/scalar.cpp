@@ -1,8 +1,10 @@
 // Portable instantiation of cpu_isa_impl.inc: 16 "lanes" of plain floats,
 // fma = fmaf. The reference for what the SIMD paths compute bit for bit.
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 #include "kernels/cpu/common.h"
 
