@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -54,6 +55,16 @@ struct Exec {
 // made on one thread never changes another thread's bits.
 void set_num_threads(int n);
 int num_threads();
+// Runs task(i) for i = 0..n-1 across the pool, for many small independent
+// kernels that would each leave threads idle (an MoE layer's experts: a
+// grouped GEMM). Each thread claims the next task as it finishes one, largest
+// cost[i] first (cost may be null: index order). Kernels called inside a task
+// run on their thread alone and plan with the caller's thread count, and the
+// work they do is counted as the caller's (kernel_flop_count, the GEMM shape
+// log), so every output has exactly the bits of running the tasks one after
+// another. Tasks must write disjoint outputs. The first exception a task
+// throws is rethrown here after the others finished.
+void parallel_tasks(int n, const double* cost, const std::function<void(int)>& task);
 
 // ---- work accounting -----------------------------------------------------
 // The floating-point operations (2 per multiply-add) of the matmul and

@@ -31,11 +31,15 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
     const int M = (int)tok.size(), D = cfg_.hidden_size, V = cfg_.vocab_size;
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim, kv = Hkv * hd;
     const bool prefill = !prefill_lens.empty();
-    std::vector<float> x((size_t)M * D), ln((size_t)M * D), atty((size_t)M * H * hd), o((size_t)M * D),
-        ffn((size_t)M * D);
-    QkvActs qkv;
-    DenseMlpActs mlp;
-    MoeActs moe;
+    ActBuffer &x = scratch_.x, &ln = scratch_.ln, &atty = scratch_.atty, &o = scratch_.o, &ffn = scratch_.ffn;
+    x.resize((size_t)M * D);
+    ln.resize((size_t)M * D);
+    atty.resize((size_t)M * H * hd);
+    o.resize((size_t)M * D);
+    ffn.resize((size_t)M * D);
+    QkvActs& qkv = scratch_.qkv;
+    DenseMlpActs& mlp = scratch_.mlp;
+    MoeActs& moe = scratch_.moe;
     embedding_forward(x.data(), tok.data(), w_.embed, M, D, ex.dtype);
 
     // Per-row cache slot and, for decode, the attended length.
@@ -309,6 +313,7 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
     // phase reuses its memory instead of adding to it.
     std::vector<std::vector<float>>().swap(kcache_);
     std::vector<std::vector<float>>().swap(vcache_);
+    scratch_ = Scratch{};
     return res;
 }
 

@@ -115,6 +115,16 @@ private:
     int64_t cache_stride_ = 0;
     std::vector<std::vector<float>> kcache_, vcache_;  // [L][slots*Tmax*Hkv*hd]
     std::vector<int> moe_layers_;                      // cfg_.moe_layers()
+    // One layer's activations, kept from one forward_rows call to the next
+    // of a generate() (freed with the cache): a decode step of a few rows
+    // then reuses them instead of allocating them again.
+    struct Scratch {
+        ActBuffer x, ln, atty, o, ffn;  // [M,D], [M,D], [M,H*hd], [M,D], [M,D]
+        QkvActs qkv;
+        DenseMlpActs mlp;
+        MoeActs moe;
+    };
+    Scratch scratch_;
 };
 
 }  // namespace mlk

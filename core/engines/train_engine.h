@@ -93,8 +93,9 @@ private:
     // kept activations by about two fifths for a few row ops. One layer's
     // worth of buffers lives here and is swapped into the layer being worked on.
     struct Recomputed {
-        std::vector<float> ln1, ln2, ffn_out, q, k, act;
-        std::vector<std::vector<float>> expert_x, expert_act;
+        std::vector<float> ln1, ln2, ffn_out;
+        ActBuffer q, k, act;
+        std::vector<ActBuffer> expert_x, expert_act;
     };
     void swap_recomputed(LayerActs& a);
     void recompute(LayerActs& a, int layer);

@@ -104,11 +104,19 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
     for (int m = 0; m < M; ++m)
         for (int j = 0; j < k; ++j) a.experts[a.ids[(size_t)m * k + j]].rows.push_back(m * k + j);
     std::vector<int32_t> slot_row((size_t)M * k);
+    std::vector<double> rows_of(E);
     for (int e = 0; e < E; ++e) {
+        const MoeActs::Expert& xe = a.experts[e];
+        rows_of[e] = (double)xe.rows.size();
+        for (int r = 0; r < (int)xe.rows.size(); ++r) slot_row[xe.rows[r]] = r;
+    }
+    // The experts are independent GEMMs of a few rows each: the threads share
+    // them out (a grouped GEMM) rather than splitting each small one, with
+    // every expert's plan and bits those of its own matmul calls.
+    parallel_tasks(E, rows_of.data(), [&](int e) {
         MoeActs::Expert& xe = a.experts[e];
         const int Me = (int)xe.rows.size();
-        for (int r = 0; r < Me; ++r) slot_row[xe.rows[r]] = r;
-        if (Me == 0) continue;
+        if (Me == 0) return;
         xe.x.resize((size_t)Me * D);
         xe.gate.resize((size_t)Me * Fm);
         xe.up.resize((size_t)Me * Fm);
@@ -122,7 +130,7 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
         matmul_forward(ex, xe.up.data(), xe.x.data(), w.e_up[e], nullptr, Me, D, Fm);
         swiglu_forward(ex, xe.act.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm);
         matmul_forward(ex, xe.y.data(), xe.act.data(), w.e_down[e], nullptr, Me, Fm, D);
-    }
+    });
     // Combine plan: per token and channel, one fp32 FMA chain over the k
     // slots in slot order (descending router probability), then rounded to
     // the storage precision. Per-token, so batch-invariant by construction.
@@ -157,11 +165,17 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, const MoeActs&
                   const LayerWeights& w, const ModelConfig& cfg) {
     const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
     std::vector<float> dweights((size_t)M * k, 0.0f);
-    for (int e = 0; e < E; ++e) {
+    // Each expert's backward is independent (its own weight gradients and
+    // slots); their input gradients are kept and added into dx afterwards in
+    // expert order, the order of the sequential loop, so dx has its bits.
+    std::vector<std::vector<float>> dx_of(E);
+    std::vector<double> rows_of(E);
+    for (int e = 0; e < E; ++e) rows_of[e] = (double)a.experts[e].rows.size();
+    parallel_tasks(E, rows_of.data(), [&](int e) {
         const MoeActs::Expert& xe = a.experts[e];
         const int Me = (int)xe.rows.size();
-        if (Me == 0) continue;
-        std::vector<float> dy((size_t)Me * D), dact, dgate, dup, dxe;
+        if (Me == 0) return;
+        std::vector<float> dy((size_t)Me * D), dact, dgate, dup;
         for (int r = 0; r < Me; ++r) {
             int slot = xe.rows[r], m = slot / k;
             float wgt = a.weights[slot];
@@ -176,12 +190,17 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, const MoeActs&
         zero(dact, (size_t)Me * Fm);
         zero(dgate, (size_t)Me * Fm);
         zero(dup, (size_t)Me * Fm);
+        std::vector<float>& dxe = dx_of[e];
         zero(dxe, (size_t)Me * D);
         matmul_backward(dact.data(), gw.e_down[e], nullptr, dy.data(), xe.act.data(), w.e_down[e], Me, Fm, D);
         swiglu_backward(dgate.data(), dup.data(), dact.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm);
         matmul_backward(dxe.data(), gw.e_gate[e], nullptr, dgate.data(), xe.x.data(), w.e_gate[e], Me, D, Fm);
         matmul_backward(dxe.data(), gw.e_up[e], nullptr, dup.data(), xe.x.data(), w.e_up[e], Me, D, Fm);
-        for (int r = 0; r < Me; ++r) {
+    });
+    for (int e = 0; e < E; ++e) {
+        const MoeActs::Expert& xe = a.experts[e];
+        const std::vector<float>& dxe = dx_of[e];
+        for (int r = 0; r < (int)xe.rows.size(); ++r) {
             float* dst = dx + (size_t)(xe.rows[r] / k) * D;
             for (int d = 0; d < D; ++d) dst[d] += dxe[(size_t)r * D + d];
         }

@@ -4,18 +4,43 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/model/model.h"
 
 namespace mlk {
 
+// An allocator whose resize() leaves new elements unset. The activation
+// buffers below are resized and then written whole by the kernel that fills
+// them, so zeroing them first was pure cost: 5% of an MoE step's samples
+// (perf: memset under moe_forward, plus the page faults it took first).
+template <class T>
+struct UnsetAllocator : std::allocator<T> {
+    using std::allocator<T>::allocator;
+    template <class U>
+    struct rebind {
+        using other = UnsetAllocator<U>;
+    };
+    template <class U>
+    void construct(U* p) noexcept {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... Args>
+    void construct(U* p, Args&&... args) {
+        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+};
+// Activations that a kernel overwrites in full after every resize.
+using ActBuffer = std::vector<float, UnsetAllocator<float>>;
+
 // q/k/v for M rows at positions pos[M]; q[M,H*hd], k/v[M,Hkv*hd] come out
 // normalised and rotated, ready for attention.
 struct QkvActs {
-    std::vector<float> q_pre, k_pre;    // [M,H*hd], [M,Hkv*hd] before q/k norm
-    std::vector<float> rstd_q, rstd_k;  // [M*H], [M*Hkv]
-    std::vector<float> q, k, v;
+    ActBuffer q_pre, k_pre;    // [M,H*hd], [M,Hkv*hd] before q/k norm
+    ActBuffer rstd_q, rstd_k;  // [M*H], [M*Hkv]
+    ActBuffer q, k, v;
 };
 void qkv_forward(const Exec& ex, QkvActs& a, const float* ln, const int32_t* pos, int M, const LayerWeights& w,
                  const ModelConfig& cfg);
@@ -29,7 +54,7 @@ void qkv_backward(float* dln, LayerWeights& gw, std::vector<float>& dq, std::vec
                   const LayerWeights& w, const ModelConfig& cfg);
 
 struct DenseMlpActs {
-    std::vector<float> gate, up, act;  // [M,F]
+    ActBuffer gate, up, act;  // [M,F]
 };
 void dense_mlp_forward(const Exec& ex, DenseMlpActs& a, float* out, const float* x, int M, const LayerWeights& w,
                        const ModelConfig& cfg);
@@ -43,8 +68,8 @@ struct MoeActs {
     std::vector<int32_t> ids;          // [M,k] experts used (own, or replayed)
     std::vector<float> weights;        // [M,k] gate weights used
     struct Expert {
-        std::vector<int32_t> rows;               // (m*k + slot) for every token routed here, token order
-        std::vector<float> x, gate, up, act, y;  // [Me,D], [Me,Fm] x3, [Me,D]
+        std::vector<int32_t> rows;      // (m*k + slot) for every token routed here, token order
+        ActBuffer x, gate, up, act, y;  // [Me,D], [Me,Fm] x3, [Me,D]
     };
     std::vector<Expert> experts;
 };

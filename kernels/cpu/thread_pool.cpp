@@ -10,7 +10,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
+#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -22,6 +24,7 @@
 #define MLK_PAUSE() ((void)0)
 #endif
 
+#include "kernels/cpu/work.h"
 #include "kernels/kernels.h"
 
 namespace mlk::cpu {
@@ -232,4 +235,51 @@ void set_num_threads(int n) {
     if (cpu::tl_threads > cpu::pool().threads()) cpu::pool().resize(cpu::tl_threads);
 }
 int num_threads() { return cpu::tl_threads > 0 ? cpu::tl_threads : cpu::Pool::default_threads(); }
+
+// One pool region of T parts; each part claims tasks from a shared counter
+// until none is left, so a large task on one thread does not hold back the
+// rest. Inside the region every kernel runs serially (tl_in_region) with the
+// caller's thread count (set on the workers by Pool::work), hence the bits of
+// running the tasks in order. A worker's flops and GEMM shapes are handed to
+// the caller's counters afterwards: bench reads the caller's.
+void parallel_tasks(int n, const double* cost, const std::function<void(int)>& task) {
+    if (n <= 0) return;
+    std::vector<int> order((size_t)n);
+    std::iota(order.begin(), order.end(), 0);
+    if (cost) std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cost[a] > cost[b]; });
+    const int T = std::min(num_threads(), n);
+    if (T <= 1 || cpu::tl_in_region) {
+        for (int i : order) task(i);
+        return;
+    }
+    std::atomic<int> next{0};
+    std::mutex mu;
+    std::exception_ptr error;
+    double worker_flops = 0;
+    GemmShapeLog* const caller_log = cpu::gemm_shape_log();
+    const std::thread::id caller = std::this_thread::get_id();
+    cpu::parallel_for(T, [&](int, int) {
+        const bool on_caller = std::this_thread::get_id() == caller;
+        GemmShapeLog local;
+        GemmShapeLog* const own_log = cpu::gemm_shape_log();
+        const double flops0 = kernel_flop_count();
+        if (!on_caller) set_gemm_shape_log(caller_log ? &local : nullptr);
+        for (int at; (at = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+            try {
+                task(order[(size_t)at]);
+            } catch (...) {
+                std::lock_guard<std::mutex> lk(mu);
+                if (!error) error = std::current_exception();
+            }
+        }
+        if (on_caller) return;
+        set_gemm_shape_log(own_log);
+        std::lock_guard<std::mutex> lk(mu);
+        worker_flops += kernel_flop_count() - flops0;
+        if (caller_log)
+            for (const auto& [shape, calls] : local) (*caller_log)[shape] += calls;
+    });
+    cpu::count_flops(worker_flops);
+    if (error) std::rethrow_exception(error);
+}
 }  // namespace mlk

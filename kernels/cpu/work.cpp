@@ -83,6 +83,8 @@ void count_gemm(char op, int M, int K, int N) {
     if (tl_shape_log) ++(*tl_shape_log)[GemmShape{op, M, K, N}];
 }
 
+GemmShapeLog* gemm_shape_log() { return tl_shape_log; }
+
 }  // namespace cpu
 
 double kernel_flop_count() { return cpu::tl_flops; }

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -311,6 +313,69 @@ TEST(KernelsInvariance, ThreadCountIsPerCallingThread) {
     EXPECT_TRUE(bits_equal(other, one)) << "the other thread computes with its own count";
     EXPECT_EQ(num_threads(), 2);
     EXPECT_TRUE(bits_equal(mm(), two)) << "this thread's count and bits are unchanged";
+}
+
+// An MoE layer's experts run as tasks of parallel_tasks (a grouped GEMM):
+// each must keep the bits of its own sequential call, including the fast
+// family's decode-size split-K whose plan follows the caller's thread count,
+// and the caller must still see every flop and GEMM shape.
+TEST(KernelsInvariance, ParallelTasksKeepEachCallsBits) {
+    Restore restore;
+    set_num_threads(2);
+    const Exec fast{Family::fast, Dtype::f32};
+    const int K = 2048, N = 64;
+    const std::vector<int> rows = {4, 1, 0, 7, 64, 2, 33, 3};  // decode sizes (split-K) and larger ones
+    const int G = (int)rows.size();
+    std::vector<std::vector<float>> x(G), w(G), serial(G), grouped(G);
+    for (int g = 0; g < G; ++g) {
+        x[g] = testdata::uniform((size_t)std::max(rows[g], 1) * K, 300 + g);
+        w[g] = testdata::uniform((size_t)K * N, 400 + g);
+        serial[g].assign((size_t)rows[g] * N, 0.0f);
+        grouped[g].assign((size_t)rows[g] * N, -1.0f);
+    }
+    GemmShapeLog serial_log, grouped_log;
+    set_gemm_shape_log(&serial_log);
+    const double f0 = kernel_flop_count();
+    for (int g = 0; g < G; ++g)
+        matmul_forward(fast, serial[g].data(), x[g].data(), w[g].data(), nullptr, rows[g], K, N);
+    const double serial_flops = kernel_flop_count() - f0;
+    set_gemm_shape_log(&grouped_log);
+    std::vector<double> cost(rows.begin(), rows.end());
+    std::vector<std::atomic<int>> runs(G);
+    const double f1 = kernel_flop_count();
+    parallel_tasks(G, cost.data(), [&](int g) {
+        runs[g].fetch_add(1);
+        matmul_forward(fast, grouped[g].data(), x[g].data(), w[g].data(), nullptr, rows[g], K, N);
+    });
+    const double grouped_flops = kernel_flop_count() - f1;
+    set_gemm_shape_log(nullptr);
+    for (int g = 0; g < G; ++g) {
+        EXPECT_EQ(runs[g].load(), 1) << "task " << g;
+        EXPECT_TRUE(bits_equal(grouped[g], serial[g])) << "expert of " << rows[g] << " rows";
+    }
+    EXPECT_EQ(grouped_flops, serial_flops);
+    EXPECT_EQ(grouped_log, serial_log);
+    // The split-K plan of 4 rows depends on the count: had a worker planned
+    // with its own default instead of the caller's, the check above could pass
+    // by luck on a 2-thread machine, so compare with a 1-thread plan too.
+    set_num_threads(1);
+    std::vector<float> one((size_t)rows[0] * N);
+    matmul_forward(fast, one.data(), x[0].data(), w[0].data(), nullptr, rows[0], K, N);
+    EXPECT_FALSE(bits_equal(one, serial[0])) << "this shape's fast plan must depend on the thread count";
+}
+
+TEST(KernelsInvariance, ParallelTasksRethrowsAfterTheOthersFinish) {
+    Restore restore;
+    set_num_threads(2);
+    std::vector<std::atomic<int>> done(16);
+    EXPECT_THROW(parallel_tasks(16, nullptr,
+                                [&](int i) {
+                                    if (i == 5) throw std::runtime_error("task 5");
+                                    done[i].store(1);
+                                }),
+                 std::runtime_error);
+    for (int i = 0; i < 16; ++i)
+        if (i != 5) EXPECT_EQ(done[i].load(), 1) << "task " << i;
 }
 
 // The mismatch is real: the fast family changes bits with the batch size for
