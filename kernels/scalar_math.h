@@ -6,11 +6,15 @@
 // __host__ __device__ under nvcc, with __fmaf_rn / rintf, which round exactly
 // as __builtin_fmaf / __builtin_rintf do on the host). Cephes coefficients.
 // exp flushes results below FLT_MIN to 0 (inputs < -87.3365).
+//
+// Also here: adamw_at, one element of the optimizer step, which the CPU's
+// per-ISA loop and the CUDA backend's kernel both call.
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/dtype.h"
+#include "kernels/kernels.h"
 
 namespace mlk::fmath {
 
@@ -110,6 +114,36 @@ MLK_HD inline float log_s(float x) {
     float r = f + y;
     r = fma_rn(fe, 0.693359375f, r);
     return r;
+}
+
+// Double-precision square root, correctly rounded on host and device.
+MLK_HD inline double dsqrt_rn(double x) {
+#if defined(__CUDA_ARCH__)
+    return __dsqrt_rn(x);
+#else
+    return __builtin_sqrt(x);
+#endif
+}
+
+// One element of adamw_update, the order kernels.h states. Only IEEE double
+// add, sub, mul, div and sqrt (round-to-nearest-even) and the conversions
+// float -> double (exact) and double -> float (rounded to nearest even), so an
+// x86 SIMD lane and a CUDA thread give the same bits, provided no multiply
+// and add are contracted into an fma: the build's -ffp-contract=off (host)
+// and -fmad=false (nvcc, which covers DFMA too). The CPU calls this in a plain
+// loop that GCC vectorises per ISA (cpu/isa/impl_rows.inc: adamw); the loop
+// invariants (1 - beta1, lr * weight_decay, ...) are hoisted by the compiler,
+// and computing them once or per element gives the same values.
+MLK_HD inline void adamw_at(float* p, float* m, float* v, const float* g, const AdamWStep& s, int64_t i) {
+    const double gi = (double)g[i] * s.grad_scale;
+    const double mi = s.beta1 * (double)m[i] + (1.0 - s.beta1) * gi;
+    const double vi = s.beta2 * (double)v[i] + ((1.0 - s.beta2) * gi) * gi;
+    m[i] = (float)mi;
+    v[i] = (float)vi;
+    double pi = p[i];
+    pi -= (s.lr * s.weight_decay) * pi;
+    pi -= (s.lr * (mi / s.bias_correction1)) / (dsqrt_rn(vi / s.bias_correction2) + s.eps);
+    p[i] = (float)pi;
 }
 
 }  // namespace mlk::fmath

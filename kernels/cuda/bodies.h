@@ -1,11 +1,12 @@
 // The per-thread arithmetic of the CUDA backend's batch-invariant kernels and
 // of its family-free ops (elementwise, embedding, RoPE, router, fp8
-// quantisation, every backward op): MLK_HD functions (__host__ __device__
-// under nvcc, plain inline C++ for the host compiler). A __global__ kernel in
-// cuda/*.cu only maps its thread to one of these; cuda_bodies_test runs the
-// same functions in a host-side grid loop (blocks x threads, one phase at a
-// time, a phase boundary being the kernel's __syncthreads) and requires the
-// CPU kernels' bits, on every CPU ISA path, without a GPU.
+// quantisation, the AdamW step, every backward op): MLK_HD functions
+// (__host__ __device__ under nvcc, plain inline C++ for the host compiler).
+// A __global__ kernel in cuda/*.cu only maps its thread to one of these;
+// cuda_bodies_test runs the same functions in a host-side grid loop (blocks x
+// threads, one phase at a time, a phase boundary being the kernel's
+// __syncthreads) and requires the CPU kernels' bits, on every CPU ISA path,
+// without a GPU.
 //
 // Bit-exactness rules (the CPU's, kernels/cpu/common.h): only IEEE fp32
 // operations with round-to-nearest-even; every fused multiply-add explicit
@@ -14,7 +15,8 @@
 // kernels/scalar_math.h's exp_s / log_s, the CPU's own code; rounding to a
 // storage precision is dtype.h's round_to. Max is exact, so its order is free
 // (NaN aside: NaN inputs give NaN outputs on both sides, not necessarily
-// with the same NaN bits).
+// with the same NaN bits). The AdamW step is the one double-precision body
+// (IEEE double add/mul/div/sqrt, the same rules; -fmad=false also stops DFMA).
 //
 // The batch-invariant row plan (bi16, as the CPU's): element j of a row goes
 // to lane j % 16, each lane accumulates its elements in ascending j from +0,
@@ -34,6 +36,7 @@
 
 namespace mlk::cuda::body {
 
+using fmath::adamw_at;
 using fmath::exp_s;
 using fmath::fma_rn;
 using fmath::log_s;
@@ -94,6 +97,11 @@ MLK_HD inline void swiglu_bwd_at(float* dg, float* du, const float* dout, const 
     du[i] = du[i] + (d * gv) * sig;
     dg[i] = dg[i] + ((d * uv) * sig) * (1.0f + gv * (1.0f - sig));
 }
+
+// AdamW, one parameter per index: adamw_at (kernels/scalar_math.h) is the very
+// function the CPU's per-ISA loop calls, p, m, v and g at index i:
+//   g' = g*grad_scale; m' = b1*m + (1-b1)*g'; v' = b2*v + ((1-b2)*g')*g';
+//   p -= (lr*wd)*p; p -= (lr*(m'/bc1)) / (sqrt(v'/bc2) + eps)   (all in double)
 
 // i over M*C: out[m, c] = round(table[tok[m], c])
 MLK_HD inline void embedding_at(float* out, const int32_t* tok, const float* table, int C, Dtype dt, int64_t i) {

@@ -1,7 +1,7 @@
 // CUDA: the family-free ops (SwiGLU, embedding, residual add, rounding, RoPE,
-// fp8 quantisation). No reductions (quantisation's amax is an exact max), so
-// both families run the same kernels, and every one is the CPU's arithmetic
-// through bodies.h: bit for bit the CPU's outputs.
+// fp8 quantisation, the AdamW step). No reductions (quantisation's amax is an
+// exact max), so both families run the same kernels, and every one is the
+// CPU's arithmetic through bodies.h: bit for bit the CPU's outputs.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -62,6 +62,12 @@ struct EmbeddingBwdF {
 struct RopeF {
     body::RopeArgs a;
     __device__ void operator()(int64_t i) const { body::rope_at(a, i); }
+};
+struct AdamwF {
+    float *p, *m, *v;
+    const float* g;
+    AdamWStep s;  // by value: a kernel argument
+    __device__ void operator()(int64_t i) const { body::adamw_at(p, m, v, g, s, i); }
 };
 struct QuantizeColF {
     float *w, *scale;
@@ -160,6 +166,13 @@ void embedding_backward(float* dtable, const float* dout, const int32_t* tok, in
 
 void add_inplace(float* y, const float* x, int64_t n, Dtype dtype) {
     launch_elementwise(n, AddF{y, x, dtype}, "add_inplace");
+}
+
+// adamw_update: a thread per parameter (grid-stride), the CPU's element code
+// in double (fmath::adamw_at through bodies.h); no reduction, so the split
+// changes nothing.
+void adamw_update(float* params, float* m, float* v, const float* grads, int64_t n, const AdamWStep& s) {
+    launch_elementwise(n, AdamwF{params, m, v, grads, s}, "adamw_update");
 }
 
 void round_buffer(float* x, size_t n, Dtype d) {

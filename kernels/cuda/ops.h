@@ -17,9 +17,9 @@
 //    attention, row kernels whose split follows the shape, CUDA's libm
 //    (expf, logf, rsqrtf). Its bits depend on M and the device; they are not
 //    the CPU fast family's bits.
-// The backward ops and the family-free forward ops (RoPE, SwiGLU, embedding,
-// residual add, fp8 quantisation, the router's top-k) have one deterministic
-// plan, the CPU's, and equal the CPU bit for bit.
+// The backward ops, the family-free forward ops (RoPE, SwiGLU, embedding,
+// residual add, fp8 quantisation, the router's top-k) and the AdamW step have
+// one deterministic plan, the CPU's, and equal the CPU bit for bit.
 //
 // Not provided (host-side only): set_num_threads, the work accounting and
 // fp8_scale (a host helper).
@@ -75,6 +75,12 @@ void quantize_rows(float* out, float* scale, const float* inp, int M, int K, Dty
 void quantize_cols(float* w, float* scale, int K, int N, Dtype fmt);
 
 void add_inplace(float* y, const float* x, int64_t n, Dtype dtype);
+
+// One AdamW step over n parameters, as mlk::adamw_update: params, m and v are
+// updated in place, grads read (all device memory); s is a host value (the
+// caller's grad_scale and bias corrections). One element per thread in double
+// precision, the CPU's per-element code (fmath::adamw_at): the CPU's bits.
+void adamw_update(float* params, float* m, float* v, const float* grads, int64_t n, const AdamWStep& s);
 // Rounds n floats in place (no-op for f32), as mlk::round_buffer.
 void round_buffer(float* x, size_t n, Dtype d);
 

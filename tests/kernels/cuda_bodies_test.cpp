@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "kernels/cuda/bodies.h"
 #include "kernels/cuda/bodies_attention.h"
 #include "kernels/kernels.h"
+#include "kernels/ref.h"
 #include "tests/bits.h"
 #include "tests/random_data.h"
 
@@ -380,6 +382,55 @@ TEST(CudaBodies, Router) {
                     for (int m = 0; m < M; ++m)
                         B::router_bwd_row(dlg.data(), dwts.data(), ww.data(), iw.data(), s.E, s.k, m);
                     EXPECT_TRUE(bits_equal(dlg, dlw)) << "backward";
+                });
+            }
+}
+
+namespace {
+
+// AdamW steps: the defaults; step 1 with clipping (grad scale < 1) and decay;
+// step 1000 with beta2 = 0.999, a grad scale above 1 and decay.
+std::vector<AdamWStep> adamw_steps() {
+    AdamWStep a;
+    AdamWStep b;
+    b.grad_scale = 0.37, b.weight_decay = 0.1, b.lr = 3e-4;
+    b.bias_correction1 = 1.0 - b.beta1, b.bias_correction2 = 1.0 - b.beta2;
+    AdamWStep c;
+    c.grad_scale = 2.5, c.beta2 = 0.999, c.eps = 1e-6, c.weight_decay = 0.01, c.lr = 1e-2;
+    c.bias_correction1 = 1.0 - std::pow(c.beta1, 1000.0), c.bias_correction2 = 1.0 - std::pow(c.beta2, 1000.0);
+    return {a, b, c};
+}
+
+}  // namespace
+
+// The optimizer step: the body (B::adamw_at, one index per thread) over
+// random parameters equals the CPU kernel, which runs the same element code
+// vectorised per ISA and split across threads, and the reference's order.
+TEST(CudaBodies, Adamw) {
+    const auto steps = adamw_steps();
+    for (size_t si = 0; si < steps.size(); ++si)
+        for (bool zero_moments : {false, true})
+            for (int64_t n : {1, 15, 1000, 40009}) {  // 40009: split across threads
+                SCOPED_TRACE(testing::Message() << "step " << si << " zero moments " << zero_moments << " n " << n);
+                const AdamWStep& s = steps[si];
+                const auto p0 = testdata::uniform(n, 30, -2, 2), g = testdata::uniform(n, 31, -3, 3);
+                auto m0 = testdata::uniform(n, 32, -0.1f, 0.1f), v0 = testdata::uniform(n, 33, 0.0f, 0.01f);
+                if (zero_moments) std::fill(m0.begin(), m0.end(), 0.0f), std::fill(v0.begin(), v0.end(), 0.0f);
+                std::vector<float> pg = p0, mg = m0, vg = v0;
+                for (int64_t i = 0; i < n; ++i) B::adamw_at(pg.data(), mg.data(), vg.data(), g.data(), s, i);
+                ASSERT_NE(float_bits(pg[0]), float_bits(p0[0]));
+                std::vector<float> pr = p0, mr = m0, vr = v0;
+                ref::adamw_update(pr.data(), mr.data(), vr.data(), g.data(), n, s.grad_scale, s.beta1, s.beta2, s.eps,
+                                  s.weight_decay, s.lr, s.bias_correction1, s.bias_correction2);
+                EXPECT_TRUE(bits_equal(pg, pr)) << "params vs ref";
+                EXPECT_TRUE(bits_equal(mg, mr)) << "first moment vs ref";
+                EXPECT_TRUE(bits_equal(vg, vr)) << "second moment vs ref";
+                for_each_cpu_config([&] {
+                    std::vector<float> p = p0, m = m0, v = v0;
+                    adamw_update(p.data(), m.data(), v.data(), g.data(), n, s);
+                    EXPECT_TRUE(bits_equal(pg, p)) << "params";
+                    EXPECT_TRUE(bits_equal(mg, m)) << "first moment";
+                    EXPECT_TRUE(bits_equal(vg, v)) << "second moment";
                 });
             }
 }

@@ -1,8 +1,8 @@
 // The CUDA backend on a device (CTest labels kernels;gpu). Every test skips
 // itself when no CUDA device is present (the build machine and CI have none;
 // cuda_bodies_test covers the device arithmetic there).
-//  - the batch-invariant family and every family-free or backward op equal
-//    the CPU kernels bit for bit, in fp32 and bf16 storage;
+//  - the batch-invariant family and every family-free or backward op (and the
+//    AdamW step) equal the CPU kernels bit for bit, in fp32 and bf16 storage;
 //  - every op (both families) is within tolerance of the slow reference;
 //  - the fast family really mismatches: split-KV decode vs tiled prefill.
 #include <gtest/gtest.h>
@@ -272,6 +272,34 @@ TEST(CudaOps, BackwardEqualsCpu) {
     EXPECT_TRUE(bits_equal(bgq.download(), gq)) << "attention dq";
     EXPECT_TRUE(bits_equal(bgk.download(), gk)) << "attention dk";
     EXPECT_TRUE(bits_equal(bgv.download(), gv)) << "attention dv";
+}
+
+// The AdamW step (one plan, in double): device == CPU bitwise, for the
+// defaults, step 1 with clipping and decay, and step 1000 with beta2 = 0.999
+// and a grad scale above 1; three steps in a row on the same buffers.
+TEST(CudaOps, AdamwEqualsCpu) {
+    MLK_REQUIRE_GPU();
+    AdamWStep first, late;
+    first.grad_scale = 0.37, first.weight_decay = 0.1, first.lr = 3e-4;
+    first.bias_correction1 = 1.0 - first.beta1, first.bias_correction2 = 1.0 - first.beta2;
+    late.grad_scale = 2.5, late.beta2 = 0.999, late.eps = 1e-6, late.weight_decay = 0.01, late.lr = 1e-2;
+    late.bias_correction1 = 1.0 - std::pow(late.beta1, 1000.0);
+    late.bias_correction2 = 1.0 - std::pow(late.beta2, 1000.0);
+    for (const AdamWStep& s : {AdamWStep{}, first, late})
+        for (int64_t n : {1, 1000, 100003}) {
+            SCOPED_TRACE(testing::Message() << "n " << n << " lr " << s.lr);
+            const auto g = testdata::uniform(n, 40, -3, 3);
+            std::vector<float> p = testdata::uniform(n, 41, -2, 2), m = testdata::uniform(n, 42, -0.1f, 0.1f),
+                               v = testdata::uniform(n, 43, 0.0f, 0.01f);
+            Buffer<float> dp(p), dm(m), dv(v), dg(g);
+            for (int step = 0; step < 3; ++step) {
+                adamw_update(p.data(), m.data(), v.data(), g.data(), n, s);
+                cuda::adamw_update(dp.data(), dm.data(), dv.data(), dg.data(), n, s);
+            }
+            EXPECT_TRUE(bits_equal(dp.download(), p)) << "params";
+            EXPECT_TRUE(bits_equal(dm.download(), m)) << "first moment";
+            EXPECT_TRUE(bits_equal(dv.download(), v)) << "second moment";
+        }
 }
 
 // Both families against the slow reference (double), fp32 and bf16 storage.
