@@ -161,18 +161,19 @@ void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const Mode
     }
 }
 
-void moe_backward(float* dx, LayerWeights& gw, const float* dout, const MoeActs& a, const float* x, int M,
+void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
                   const LayerWeights& w, const ModelConfig& cfg) {
     const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
     std::vector<float> dweights((size_t)M * k, 0.0f);
     // Each expert's backward is independent (its own weight gradients and
     // slots); their input gradients are kept and added into dx afterwards in
     // expert order, the order of the sequential loop, so dx has its bits.
-    std::vector<std::vector<float>> dx_of(E);
+    // They are kept in the expert's output rows y, which are dead once the
+    // gate weights' gradients are taken (same shape, no second copy).
     std::vector<double> rows_of(E);
     for (int e = 0; e < E; ++e) rows_of[e] = (double)a.experts[e].rows.size();
     parallel_tasks(E, rows_of.data(), [&](int e) {
-        const MoeActs::Expert& xe = a.experts[e];
+        MoeActs::Expert& xe = a.experts[e];
         const int Me = (int)xe.rows.size();
         if (Me == 0) return;
         std::vector<float> dy((size_t)Me * D), dact, dgate, dup;
@@ -190,16 +191,16 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, const MoeActs&
         zero(dact, (size_t)Me * Fm);
         zero(dgate, (size_t)Me * Fm);
         zero(dup, (size_t)Me * Fm);
-        std::vector<float>& dxe = dx_of[e];
-        zero(dxe, (size_t)Me * D);
+        float* dxe = xe.y.data();
+        std::fill(xe.y.begin(), xe.y.end(), 0.0f);
         matmul_backward(dact.data(), gw.e_down[e], nullptr, dy.data(), xe.act.data(), w.e_down[e], Me, Fm, D);
         swiglu_backward(dgate.data(), dup.data(), dact.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm);
-        matmul_backward(dxe.data(), gw.e_gate[e], nullptr, dgate.data(), xe.x.data(), w.e_gate[e], Me, D, Fm);
-        matmul_backward(dxe.data(), gw.e_up[e], nullptr, dup.data(), xe.x.data(), w.e_up[e], Me, D, Fm);
+        matmul_backward(dxe, gw.e_gate[e], nullptr, dgate.data(), xe.x.data(), w.e_gate[e], Me, D, Fm);
+        matmul_backward(dxe, gw.e_up[e], nullptr, dup.data(), xe.x.data(), w.e_up[e], Me, D, Fm);
     });
     for (int e = 0; e < E; ++e) {
         const MoeActs::Expert& xe = a.experts[e];
-        const std::vector<float>& dxe = dx_of[e];
+        const ActBuffer& dxe = xe.y;
         for (int r = 0; r < (int)xe.rows.size(); ++r) {
             float* dst = dx + (size_t)(xe.rows[r] / k) * D;
             for (int d = 0; d < D; ++d) dst[d] += dxe[(size_t)r * D + d];
