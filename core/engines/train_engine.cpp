@@ -41,7 +41,7 @@ SeqBatch sub_batch(const SeqBatch& b, int s0, int s1) {
 
 const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& numerics,
                                          const std::vector<float>& params, const SeqBatch& batch, float inv_temp,
-                                         const std::vector<std::vector<int32_t>>* replay_ids) {
+                                         const std::vector<std::vector<int32_t>>* replay_ids, bool for_backward) {
     const Exec ex = numerics.exec(family);
     const int B = batch.B, T = batch.T, D = cfg_.hidden_size, V = cfg_.vocab_size, L = cfg_.num_layers;
     const int M = B * T;
@@ -53,34 +53,47 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
         throw std::invalid_argument("train forward: the replay table has " + std::to_string(replay_ids->size()) +
                                     " layers, the model " + std::to_string(moe_layers_.size()) + " MoE layers");
     batch_ = &batch;
-    have_activations_ = true;
+    have_activations_ = for_backward;
+    for_backward_ = for_backward;
     ex_ = ex;
     residual_ = numerics.residual;
-    full_recompute_ = force_full_ ? *force_full_ : full_recompute_for(cfg_, B, T);
+    full_recompute_ = for_backward && (force_full_ ? *force_full_ : full_recompute_for(cfg_, B, T));
     if (full_recompute_ && replay_ids) replay_ = *replay_ids;
     else replay_.clear();
     inv_temp_ = inv_temp;
     M_ = M;
 
-    cast_params(compute_params_, params, layout_, numerics);
-    w_ = bind_weights(cfg_, layout_, compute_params_.data());
+    if (computes_on_master(numerics)) {
+        std::vector<float>().swap(compute_params_);
+        // Weights views are writable because gradients use them too; the
+        // engine only ever reads w_.
+        w_ = bind_weights(cfg_, layout_, const_cast<float*>(params.data()));
+    } else {
+        cast_params(compute_params_, params, layout_, numerics);
+        w_ = bind_weights(cfg_, layout_, compute_params_.data());
+    }
     lm_head_weights(head_, params, cfg_, layout_, numerics);
 
     pos_.resize(M);
     for (int b = 0; b < B; ++b)
         for (int t = 0; t < T; ++t) pos_[(size_t)b * T + t] = t;
 
-    acts_.resize(L);
+    // Log-probs only: every layer computes in the one shared work_ layer.
+    acts_.resize(for_backward ? L : 0);
+    auto swap_layer = [&](LayerActs& a) {
+        if (!for_backward) return;
+        if (full_recompute_) swap_work(a);
+        else swap_recomputed(a);
+    };
     out_.own_expert_ids.assign(moe_layers_.size(), {});
     out_.used_expert_ids.assign(moe_layers_.size(), {});
     std::vector<float> x((size_t)M * D);
     embedding_forward(x.data(), batch.tokens.data(), w_.embed, M, D, ex.dtype);
     for (int l = 0, mi = 0; l < L; ++l) {
-        LayerActs& a = acts_[l];
+        LayerActs& a = for_backward ? acts_[l] : work_;
         const bool moe = cfg_.is_moe_layer(l);
         const int32_t* replay = moe && replay_ids ? (*replay_ids)[mi].data() : nullptr;
-        if (full_recompute_) swap_work(a);
-        else swap_recomputed(a);
+        swap_layer(a);
         a.x_in = x;
         layer_forward(a, l, replay, x);
         if (moe) {
@@ -88,8 +101,7 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
             out_.used_expert_ids[mi] = a.moe.ids;
             ++mi;
         }
-        if (full_recompute_) swap_work(a);
-        else swap_recomputed(a);
+        swap_layer(a);
     }
     x_final_ = std::move(x);
     lnf_.resize((size_t)M * D);
@@ -126,10 +138,13 @@ void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, std:
     a.rstd1.resize(M);
     rmsnorm_forward(ex, a.ln1.data(), a.rstd1.data(), a.x_in.data(), lw.input_norm, cfg_.rms_norm_eps, M, D);
     qkv_forward(ex, a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_);
-    a.att.resize((size_t)B * H * T * T);
+    float* att = nullptr;  // the probabilities the backward reads
+    if (for_backward_) {
+        a.att.resize((size_t)B * H * T * T);
+        att = a.att.data();
+    }
     a.atty.resize((size_t)M * H * hd);
-    attention_forward(ex, a.atty.data(), a.att.data(), a.qkv.q.data(), a.qkv.k.data(), a.qkv.v.data(), B, T, H, Hkv,
-                      hd);
+    attention_forward(ex, a.atty.data(), att, a.qkv.q.data(), a.qkv.k.data(), a.qkv.v.data(), B, T, H, Hkv, hd);
     std::vector<float> o((size_t)M * D);
     matmul_forward(ex, o.data(), a.atty.data(), lw.wo, nullptr, M, H * hd, D);
     a.x_mid = a.x_in;
@@ -298,6 +313,18 @@ double TrainEngine::kept_activation_floats(const ModelConfig& m, double S, doubl
         }
     }
     return kept + shared;
+}
+
+double TrainEngine::logprob_forward_floats(const ModelConfig& m, double S, double T) {
+    const double M = S * T;
+    double one_layer = 0;
+    for (int l = 0; l < m.num_layers; ++l) {
+        const bool moe = m.is_moe_layer(l);
+        // less the attention probabilities, which this forward does not save
+        one_layer = std::max(one_layer, layer_kept_floats(m, moe, M, S, T) + layer_recomputed_floats(m, moe, M) -
+                                            S * m.num_heads * T * T);
+    }
+    return one_layer;
 }
 
 }  // namespace mlk

@@ -40,9 +40,17 @@ public:
     // params: the fp32 master arena, stored for compute as `numerics` says
     // (numerics.h). replay_ids: R3, [num_moe_layers][B*T*k] rollout experts
     // (-1 = no rollout route there: use our own top-k), or nullptr.
+    // With fp32 activations and no fp8 the engine computes on `params`
+    // itself (a cast would be a copy: 59 MB on moe-deep), so params and the
+    // batch must stay alive and unchanged until the backward.
+    // for_backward = false: log-probs only (a probe, or the recompute of a
+    // step trained in several mini-steps): no activations are kept and no
+    // attention probabilities saved, which the fast family's online softmax
+    // otherwise computes a second time; the log-probs have the same bits, and
+    // a backward then needs a new forward.
     const TrainForward& forward(Family family, const EngineNumerics& numerics, const std::vector<float>& params,
                                 const SeqBatch& batch, float inv_temp,
-                                const std::vector<std::vector<int32_t>>* replay_ids);
+                                const std::vector<std::vector<int32_t>>* replay_ids, bool for_backward = true);
 
     // Accumulates d(loss)/d(params) into grads (arena layout) given
     // dlogp[B*T] = d(loss)/d(logp). Uses the activations of the last forward.
@@ -60,6 +68,14 @@ public:
     static constexpr double kFullRecomputeBytes = 256.0 * 1024 * 1024;
     static bool full_recompute_for(const ModelConfig& cfg, double S, double T) {
         return kept_activation_floats(cfg, S, T, false) * sizeof(float) > kFullRecomputeBytes;
+    }
+    // Floats a log-probs-only forward (for_backward = false) over S sequences
+    // of length T holds at once: one layer's activations.
+    static double logprob_forward_floats(const ModelConfig& cfg, double S, double T);
+    // Whether forward computes on the master arena itself (fp32 activations,
+    // no fp8) instead of a cast copy of it.
+    static bool computes_on_master(const EngineNumerics& n) {
+        return n.activations() == Dtype::f32 && !is_fp8(n.matmul);
     }
     // Tests and benches: checkpoint always (true), never (false), or by the
     // threshold above (std::nullopt, the default).
@@ -108,6 +124,7 @@ private:
     Weights w_;
     const SeqBatch* batch_ = nullptr;
     bool have_activations_ = false;
+    bool for_backward_ = true;  // the last forward's
     bool full_recompute_ = false;
     std::optional<bool> force_full_;
     Exec ex_;  // the last forward's, which recompute() repeats

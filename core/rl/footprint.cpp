@@ -1,10 +1,12 @@
 #include "core/rl/footprint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <vector>
 
+#include "core/engines/numerics.h"
 #include "core/engines/train_engine.h"
 #include "core/model/params.h"
 #include "kernels/kernels.h"
@@ -26,20 +28,26 @@ ModelFootprint model_footprint(const Config& c) {
     top_k_only.num_experts = m.num_experts_per_tok;
     f.active_params = parameter_count(top_k_only) +
                       int64_t{m.num_moe_layers()} * m.hidden_size * (m.num_experts - m.num_experts_per_tok);
-    f.weights_mb = 6.0 * 4.0 * static_cast<double>(f.params) / kMB;
+    const double copies = TrainEngine::computes_on_master(train_numerics(c)) ? 5.0 : 6.0;
+    f.weights_mb = copies * 4.0 * static_cast<double>(f.params) / kMB;
 
     const TaskBounds tb = task_bounds(c.task.name, c.task.length);
     const double S = double(c.rl.prompts_per_step) * c.rl.samples_per_prompt;
     const double T = tb.prompt_tokens + c.rollout.max_new_tokens, M = S * T;
-    const bool full = TrainEngine::full_recompute_for(m, S, T);
-    double floats = TrainEngine::kept_activation_floats(m, S, T, full);
+    // Several mini-steps: the recompute keeps nothing, each slice's forward
+    // keeps its own (the largest slice: whole prompt groups).
+    const int mini = std::max(1, std::min(c.rl.mini_steps, c.rl.prompts_per_step));
+    const double S_kept = std::ceil(double(c.rl.prompts_per_step) / mini) * c.rl.samples_per_prompt;
+    const bool full = TrainEngine::full_recompute_for(m, S_kept, T);
+    double floats = TrainEngine::kept_activation_floats(m, S_kept, T, full);
+    if (mini > 1) floats = std::max(floats, TrainEngine::logprob_forward_floats(m, S, T));
     floats += 2 * M * m.hidden_size + 4 * M * m.vocab_size;  // final norm in/out; logits, log-probs, their grads
     const double slots = c.rollout.max_batch > 0 ? std::min<double>(c.rollout.max_batch, S) : S;
     floats += 2.0 * m.num_layers * slots * T * m.num_kv_heads * m.head_dim;  // rollout K and V cache
     f.activations_mb = 4.0 * floats / kMB;
     f.memory_mb = f.weights_mb + f.activations_mb;
 
-    const double A = static_cast<double>(f.active_params), mini = std::max(1, c.rl.mini_steps);
+    const double A = static_cast<double>(f.active_params);
     // The last term: with checkpointing, the layers' forward once more in backward.
     const double flop = 2 * A * M + 2 * A * M + 6 * A * M + 2 * A * M * (mini - 1) / mini + (full ? 2 * A * M : 0.0);
     f.step_gflop = flop * 1e-9;

@@ -72,7 +72,7 @@ RouterDiff table_routing_diff(const std::vector<std::vector<int32_t>>& a, const 
 Family kernel_family(const Config& cfg) { return cfg.kernels.batch_invariant ? Family::batch_invariant : Family::fast; }
 
 Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& train, const std::vector<float>& params,
-                    const std::vector<std::vector<int32_t>>& inputs, uint64_t sample_seed,
+                    const std::vector<std::vector<int32_t>>& inputs, uint64_t sample_seed, bool for_backward,
                     const std::function<void(MeasurePhase)>& on_phase, const Environment& environment) {
     using Clock = std::chrono::steady_clock;
     const auto ms_since = [](Clock::time_point t0) {
@@ -97,7 +97,7 @@ Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& trai
     m.batch = to_seq_batch(m.roll);
     if (moe && cfg.moe.routing_replay == RoutingReplay::R3) m.replay = replay_table(m.roll, m.batch.T, Lm, k);
     m.train = train.forward(fam, train_numerics(cfg), params, m.batch, 1.0f / (float)cfg.rollout.temperature,
-                            m.replay.empty() ? nullptr : &m.replay);
+                            m.replay.empty() ? nullptr : &m.replay, for_backward);
     m.recompute_ms = ms_since(t0);
 
     m.tokens = gather_tokens(m.roll, m.batch, m.train, cfg.rollout.logprobs);

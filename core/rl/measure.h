@@ -64,11 +64,13 @@ enum class MeasurePhase { rollout, recompute };
 
 // inputs: one prompt per sequence. sample_seed keys the sampler. The rollout
 // engine gets `params` cast to rollout.precision; the training engine
-// computes in train.precision. The training engine keeps the recompute's
-// activations, so a backward may follow directly. environment: a
+// computes in train.precision. With for_backward the training engine keeps
+// the recompute's activations, so a backward may follow directly; without
+// (a probe, a step trained in several mini-steps) it keeps none
+// (TrainEngine::forward), with the same log-probs. environment: a
 // multi-turn task's (task_environment() in core/rl/tasks.h), or empty.
 Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& train, const std::vector<float>& params,
-                    const std::vector<std::vector<int32_t>>& inputs, uint64_t sample_seed,
+                    const std::vector<std::vector<int32_t>>& inputs, uint64_t sample_seed, bool for_backward,
                     const std::function<void(MeasurePhase)>& on_phase = {}, const Environment& environment = {});
 
 // The kernel family the configuration asks for.

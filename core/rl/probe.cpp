@@ -22,7 +22,7 @@ ProbeResult run_probe(const Config& cfg, const std::vector<float>& params) {
     RolloutEngine rollout(r.model);
     TrainEngine train(r.model);
     static_cast<Measurement&>(r) = measure(cfg, rollout, train, params, prompts, hash_u64((uint64_t)cfg.seed, 0x9a0be),
-                                           {}, task_environment(*task, drawn, cfg.rl.samples_per_prompt));
+                                           false, {}, task_environment(*task, drawn, cfg.rl.samples_per_prompt));
     return r;
 }
 

@@ -410,3 +410,39 @@ TEST(Engines, BackwardAfterReleaseIsRefused) {
     train.release_activations();
     EXPECT_THROW(train.backward(g, dlogp), std::logic_error);
 }
+
+// A forward for log-probs only (probe, several mini-steps) keeps no
+// activations and saves no attention probabilities: the fast family's online
+// softmax then skips its second exponential pass. Its log-probs, entropies and
+// routes must be the keeping forward's bits, in both families, dense and MoE
+// (with a precision that casts the weights and one that computes on the
+// master arena itself), and a backward after it is refused.
+TEST(Engines, ForwardForLogprobsOnlyGivesTheSameBits) {
+    for (const char* preset : {"dense-tiny", "moe-tiny"})
+        for (Family fam : {Family::fast, Family::batch_invariant})
+            for (Dtype dt : {Dtype::f32, Dtype::bf16}) {
+                SCOPED_TRACE(std::string(preset) + (fam == Family::fast ? " fast " : " bi ") +
+                             std::string(dtype_name(dt)));
+                ModelConfig cfg = model_preset(preset);
+                ParamLayout layout = make_param_layout(cfg);
+                std::vector<float> params(layout.total);
+                init_params(cfg, layout, params.data(), 11);
+                RolloutEngine roll(cfg);
+                roll.load_weights(params, EngineNumerics::simple(Dtype::bf16));
+                // Long enough answers that attention spans several of the
+                // online softmax's 16-key blocks.
+                const SeqBatch batch = to_seq_batch(roll.generate(fam, prompts(16, 3), 40, SamplingParams{}, 5));
+                ASSERT_GT(batch.T, 32);
+                TrainEngine keep(cfg), once(cfg);
+                const TrainForward a = keep.forward(fam, EngineNumerics::simple(dt), params, batch, 1.0f, nullptr);
+                const TrainForward b =
+                    once.forward(fam, EngineNumerics::simple(dt), params, batch, 1.0f, nullptr, false);
+                ASSERT_EQ(a.logp.size(), b.logp.size());
+                EXPECT_EQ(std::memcmp(a.logp.data(), b.logp.data(), a.logp.size() * sizeof(float)), 0);
+                EXPECT_EQ(std::memcmp(a.entropy.data(), b.entropy.data(), a.entropy.size() * sizeof(float)), 0);
+                EXPECT_EQ(a.used_expert_ids, b.used_expert_ids);
+                std::vector<float> g, dlogp(a.logp.size(), 1.0f);
+                EXPECT_THROW(once.backward(g, dlogp), std::logic_error);
+                keep.backward(g, dlogp);  // the keeping forward still trains
+            }
+}

@@ -39,7 +39,7 @@ struct Measured {
     Measured() {
         std::vector<std::vector<int32_t>> inputs;
         for (int i = 0; i < 32; ++i) inputs.push_back({1, 3 + i % 10, 13 + i % 7, 3 + i % 5});
-        m = measure(cfg, rollout, train, probe_initial_params(cfg), inputs, 7);
+        m = measure(cfg, rollout, train, probe_initial_params(cfg), inputs, 7, false);
     }
 };
 
