@@ -29,6 +29,14 @@ std::vector<std::vector<int32_t>> prompts(int n, uint64_t seed) {
     return out;
 }
 
+// The model's parameters as init_params draws them from `seed`.
+std::vector<float> random_params(const ModelConfig& cfg, uint64_t seed) {
+    const ParamLayout layout = make_param_layout(cfg);
+    std::vector<float> params(layout.total);
+    init_params(cfg, layout, params.data(), seed);
+    return params;
+}
+
 struct Pair {
     RolloutResult roll;
     SeqBatch batch;
@@ -38,9 +46,7 @@ struct Pair {
 Pair run_pair(const std::string& preset, Family fam, const EngineNumerics& roll_num, const EngineNumerics& train_num,
               float temp, bool r3, int max_batch = 0, int n = 24) {
     ModelConfig cfg = model_preset(preset);
-    ParamLayout layout = make_param_layout(cfg);
-    std::vector<float> params(layout.total);
-    init_params(cfg, layout, params.data(), 42);
+    std::vector<float> params = random_params(cfg, 42);
     RolloutEngine roll(cfg);
     roll.load_weights(params, roll_num);
     SamplingParams sp;
@@ -128,9 +134,7 @@ struct ScriptedEnv {
 
 TEST(Engines, EnvironmentTokensAreFedInsteadOfSampled) {
     ModelConfig cfg = model_preset("moe-tiny");
-    ParamLayout layout = make_param_layout(cfg);
-    std::vector<float> params(layout.total);
-    init_params(cfg, layout, params.data(), 42);
+    std::vector<float> params = random_params(cfg, 42);
     RolloutEngine roll(cfg);
     roll.load_weights(params, EngineNumerics::simple(Dtype::f32));
     ScriptedEnv env;
@@ -171,9 +175,7 @@ TEST(Engines, TrulyOnPolicyWithEnvironmentTokens) {
     for (const char* preset : {"dense-tiny", "moe-tiny"})
         for (Dtype dt : {Dtype::f32, Dtype::bf16}) {
             ModelConfig cfg = model_preset(preset);
-            ParamLayout layout = make_param_layout(cfg);
-            std::vector<float> params(layout.total);
-            init_params(cfg, layout, params.data(), 42);
+            std::vector<float> params = random_params(cfg, 42);
             RolloutEngine roll(cfg);
             roll.load_weights(params, EngineNumerics::simple(dt));
             ScriptedEnv env;
@@ -358,9 +360,7 @@ TEST(Engines, FullRecomputeGivesTheSameGradientBits) {
     for (const char* preset : {"dense-tiny", "moe-tiny"}) {
         SCOPED_TRACE(preset);
         ModelConfig cfg = model_preset(preset);
-        ParamLayout layout = make_param_layout(cfg);
-        std::vector<float> params(layout.total);
-        init_params(cfg, layout, params.data(), 42);
+        std::vector<float> params = random_params(cfg, 42);
         RolloutEngine roll(cfg);
         roll.load_weights(params, EngineNumerics::simple(Dtype::bf16));
         const RolloutResult r = roll.generate(Family::fast, prompts(12, 5), 10, SamplingParams{}, 99);
@@ -399,9 +399,7 @@ TEST(Engines, FullRecomputeGivesTheSameGradientBits) {
 // A second backward needs a second forward once the activations are released.
 TEST(Engines, BackwardAfterReleaseIsRefused) {
     ModelConfig cfg = model_preset("dense-tiny");
-    ParamLayout layout = make_param_layout(cfg);
-    std::vector<float> params(layout.total);
-    init_params(cfg, layout, params.data(), 1);
+    std::vector<float> params = random_params(cfg, 1);
     const SeqBatch batch = make_seq_batch({{Vocab::bos, Vocab::first_char, Vocab::first_char + 1}}, {1});
     TrainEngine train(cfg);
     train.forward(Family::fast, EngineNumerics::simple(Dtype::f32), params, batch, 1.0f, nullptr);
@@ -424,9 +422,7 @@ TEST(Engines, ForwardForLogprobsOnlyGivesTheSameBits) {
                 SCOPED_TRACE(std::string(preset) + (fam == Family::fast ? " fast " : " bi ") +
                              std::string(dtype_name(dt)));
                 ModelConfig cfg = model_preset(preset);
-                ParamLayout layout = make_param_layout(cfg);
-                std::vector<float> params(layout.total);
-                init_params(cfg, layout, params.data(), 11);
+                std::vector<float> params = random_params(cfg, 11);
                 RolloutEngine roll(cfg);
                 roll.load_weights(params, EngineNumerics::simple(Dtype::bf16));
                 // Long enough answers that attention spans several of the
