@@ -54,7 +54,6 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
                                     " layers, the model " + std::to_string(moe_layers_.size()) + " MoE layers");
     batch_ = &batch;
     have_activations_ = for_backward;
-    for_backward_ = for_backward;
     ex_ = ex;
     residual_ = numerics.residual;
     full_recompute_ = for_backward && (force_full_ ? *force_full_ : full_recompute_for(cfg_, B, T));
@@ -95,7 +94,8 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
         const int32_t* replay = moe && replay_ids ? (*replay_ids)[mi].data() : nullptr;
         swap_layer(a);
         a.x_in = x;
-        layer_forward(a, l, replay, x);
+        // Checkpointing recomputes the layer, probabilities included, in backward.
+        layer_forward(a, l, replay, x, for_backward && !full_recompute_);
         if (moe) {
             out_.own_expert_ids[mi] = a.moe.own_ids;
             out_.used_expert_ids[mi] = a.moe.ids;
@@ -128,8 +128,10 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
 }
 
 // One decoder layer from a.x_in (the last forward's batch and numerics); x
-// receives its output.
-void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, std::vector<float>& x) {
+// receives its output. The probabilities are saved only when a backward will
+// read these activations (the fast family's online softmax computes them a
+// second time).
+void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, std::vector<float>& x, bool save_att) {
     const Exec& ex = ex_;
     const int B = batch_->B, T = batch_->T, D = cfg_.hidden_size, M = M_;
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
@@ -139,7 +141,7 @@ void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, std:
     rmsnorm_forward(ex, a.ln1.data(), a.rstd1.data(), a.x_in.data(), lw.input_norm, cfg_.rms_norm_eps, M, D);
     qkv_forward(ex, a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_);
     float* att = nullptr;  // the probabilities the backward reads
-    if (for_backward_) {
+    if (save_att) {
         a.att.resize((size_t)B * H * T * T);
         att = a.att.data();
     }
@@ -197,7 +199,7 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
             swap_work(a);
             const int mi = moe_index_[l];
             std::vector<float> x_out;
-            layer_forward(a, l, mi >= 0 && !replay_.empty() ? replay_[mi].data() : nullptr, x_out);
+            layer_forward(a, l, mi >= 0 && !replay_.empty() ? replay_[mi].data() : nullptr, x_out, true);
         } else {
             swap_recomputed(a);
             recompute(a, l);

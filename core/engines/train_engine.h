@@ -116,7 +116,7 @@ private:
     void swap_recomputed(LayerActs& a);
     void recompute(LayerActs& a, int layer);
     void swap_work(LayerActs& a);
-    void layer_forward(LayerActs& a, int layer, const int32_t* replay, std::vector<float>& x);
+    void layer_forward(LayerActs& a, int layer, const int32_t* replay, std::vector<float>& x, bool save_att);
     ModelConfig cfg_;
     ParamLayout layout_;
     std::vector<int> moe_layers_;               // cfg_.moe_layers()
@@ -124,7 +124,6 @@ private:
     Weights w_;
     const SeqBatch* batch_ = nullptr;
     bool have_activations_ = false;
-    bool for_backward_ = true;  // the last forward's
     bool full_recompute_ = false;
     std::optional<bool> force_full_;
     Exec ex_;  // the last forward's, which recompute() repeats
