@@ -24,6 +24,12 @@ void RolloutEngine::load_weights(const std::vector<float>& master, const EngineN
     lm_head_weights(head_, master, cfg_, layout_, num_);
 }
 
+void RolloutEngine::release_weights() {
+    std::vector<float>().swap(params_);
+    std::vector<float>().swap(head_);
+    w_ = Weights{};
+}
+
 void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok, const std::vector<int32_t>& pos,
                                  const std::vector<int32_t>& slot, const std::vector<int32_t>& prefill_lens,
                                  const std::vector<int32_t>& want_rows, std::vector<float>& logits,

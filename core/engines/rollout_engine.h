@@ -85,6 +85,10 @@ public:
     // Weight sync from the trainer: the master fp32 arena as this engine
     // stores it (numerics.h: cast_params, lm_head_weights).
     void load_weights(const std::vector<float>& master, const EngineNumerics& numerics);
+    // Frees the weights (a generate then needs load_weights again): the RL
+    // step syncs them afresh every step, so between its rollouts they would
+    // only add a model's worth of memory to the training phase.
+    void release_weights();
     const EngineNumerics& numerics() const { return num_; }
 
     // seed keys the sampler: token s of sequence i uses hash(seed, i, s), so

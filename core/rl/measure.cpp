@@ -90,6 +90,7 @@ Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& trai
     const SamplingParams sp{(float)cfg.rollout.temperature, cfg.rollout.top_k, (float)cfg.rollout.top_p};
     m.roll =
         rollout.generate(fam, inputs, cfg.rollout.max_new_tokens, sp, sample_seed, cfg.rollout.max_batch, environment);
+    rollout.release_weights();  // the next step loads them afresh
     m.rollout_ms = ms_since(t0);
 
     if (on_phase) on_phase(MeasurePhase::recompute);

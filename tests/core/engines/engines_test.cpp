@@ -442,3 +442,19 @@ TEST(Engines, ForwardForLogprobsOnlyGivesTheSameBits) {
                 keep.backward(g, dlogp);  // the keeping forward still trains
             }
 }
+
+// The RL step frees the rollout's weights after its rollout; a generate
+// without weights is refused instead of reading freed memory.
+TEST(Engines, GenerateAfterReleasingTheWeightsIsRefused) {
+    const ModelConfig cfg = model_preset("dense-tiny");
+    RolloutEngine roll(cfg);
+    roll.load_weights(random_params(cfg, 3), EngineNumerics::simple(Dtype::bf16));
+    const RolloutResult first = roll.generate(Family::fast, prompts(4, 1), 6, SamplingParams{}, 7);
+    roll.release_weights();
+    EXPECT_THROW(roll.generate(Family::fast, prompts(4, 1), 6, SamplingParams{}, 7), std::logic_error);
+    roll.load_weights(random_params(cfg, 3), EngineNumerics::simple(Dtype::bf16));
+    const RolloutResult again = roll.generate(Family::fast, prompts(4, 1), 6, SamplingParams{}, 7);
+    ASSERT_EQ(again.sequences.size(), first.sequences.size());
+    for (size_t i = 0; i < first.sequences.size(); ++i)
+        EXPECT_EQ(again.sequences[i].tokens, first.sequences[i].tokens) << "sequence " << i;
+}
