@@ -4,20 +4,29 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "kernels/dtype.h"
 
 namespace mlk::testdata {
 
+// A float's bit pattern as 0x%08x. (Streamed into a gtest message, std::hex
+// did not reach the number: each << goes to a fresh stream.)
+inline std::string hex_bits(float x) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08x", (unsigned)float_bits(x));
+    return buf;
+}
+
 inline ::testing::AssertionResult bits_equal(const std::vector<float>& got, const std::vector<float>& want) {
     if (got.size() != want.size())
         return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
     for (size_t i = 0; i < got.size(); ++i)
         if (float_bits(got[i]) != float_bits(want[i]))
-            return ::testing::AssertionFailure()
-                   << "element " << i << ": " << got[i] << " (0x" << std::hex << float_bits(got[i]) << ") vs "
-                   << want[i] << " (0x" << float_bits(want[i]) << ")";
+            return ::testing::AssertionFailure() << "element " << i << ": " << got[i] << " (" << hex_bits(got[i])
+                                                 << ") vs " << want[i] << " (" << hex_bits(want[i]) << ")";
     return ::testing::AssertionSuccess();
 }
 
