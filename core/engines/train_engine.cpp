@@ -103,6 +103,7 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
         }
         swap_layer(a);
     }
+    if (!for_backward) work_ = LayerActs{};  // a whole batch's layer, not to be held through training
     x_final_ = std::move(x);
     lnf_.resize((size_t)M * D);
     rstdf_.resize(M);
