@@ -164,6 +164,8 @@ struct RlSettings {
     int mini_steps = 1;
     LossAggregation loss_agg = LossAggregation::token_mean;
     OldPolicyMode old_policy = OldPolicyMode::recompute;
+    // The mini-steps a step trains in: mini_steps, at most one per prompt group.
+    int mini_step_count() const { return mini_steps < prompts_per_step ? mini_steps : prompts_per_step; }
     bool operator==(const RlSettings&) const = default;
 };
 

@@ -36,7 +36,7 @@ ModelFootprint model_footprint(const Config& c) {
     const double T = tb.prompt_tokens + c.rollout.max_new_tokens, M = S * T;
     // Several mini-steps: the recompute keeps nothing, each slice's forward
     // keeps its own (the largest slice: whole prompt groups).
-    const int mini = std::max(1, std::min(c.rl.mini_steps, c.rl.prompts_per_step));
+    const int mini = std::max(1, c.rl.mini_step_count());
     const double S_kept = std::ceil(double(c.rl.prompts_per_step) / mini) * c.rl.samples_per_prompt;
     const bool full = TrainEngine::full_recompute_for(m, S_kept, T);
     double floats = TrainEngine::kept_activation_floats(m, S_kept, T, full);

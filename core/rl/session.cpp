@@ -121,7 +121,7 @@ StepRecord RlSession::step(const std::function<void(Phase)>& on_phase) {
     // forward of their own on each slice, so the recompute keeps none.
     const Measurement m = measure(
         cfg_, rollout_, train_, params_, inputs, hash_u64((uint64_t)cfg_.seed, 0x9a0be, (uint64_t)step),
-        mini_step_count() == 1,
+        cfg_.rl.mini_step_count() == 1,
         [&](MeasurePhase p) { phase(p == MeasurePhase::rollout ? Phase::rollout : Phase::recompute); },
         task_environment(*task_, prompts, cfg_.rl.samples_per_prompt));
     const Scores scores = score(prompts, m.roll);
@@ -177,15 +177,13 @@ CorrectionSettings RlSession::correction_settings() const {
 // trains on the recompute's activations; with several, each slice runs a
 // forward of its own (after the first the policy has moved: off-policy). In
 // bypass mode the weights follow the current policy.
-int RlSession::mini_step_count() const { return std::min(cfg_.rl.mini_steps, cfg_.rl.prompts_per_step); }
-
 RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scores& scores,
                                                 const CorrectionResult& corr) {
     const auto t0 = Clock::now();
     const int B = cfg_.rl.prompts_per_step, n = cfg_.rl.samples_per_prompt;
     const AdamWSettings aw{cfg_.optim.lr,  cfg_.optim.beta1,        cfg_.optim.beta2,
                            cfg_.optim.eps, cfg_.optim.weight_decay, cfg_.optim.grad_clip};
-    const int mini = mini_step_count();
+    const int mini = cfg_.rl.mini_step_count();
     double loss_sum = 0, clip_sum = 0, norm_sum = 0, kl_sum = 0, lr_used = 0;
     RouteCount routes;
     for (int i = 0; i < mini; ++i) {

@@ -65,8 +65,6 @@ private:
     CorrectionSettings correction_settings() const;
     void prune_checkpoints();
     TrainOutcome train_policy(const Measurement& m, const Scores& scores, const CorrectionResult& corr);
-    // How many mini-steps a step trains in (rl.mini_steps, at most one per prompt group).
-    int mini_step_count() const;
     // Sequences [s0, s1) of the step, as one mini-step sees them.
     struct MiniStep {
         int index = 0, count = 1;  // mini-step index of count
