@@ -18,7 +18,8 @@
 
 namespace mlk::fmath {
 
-// fma and round-to-nearest-even, correctly rounded on host and device.
+// fma, round-to-nearest-even, division and square root (float and double),
+// correctly rounded on host and device: every exact operation a body uses.
 MLK_HD inline float fma_rn(float a, float b, float c) {
 #if defined(__CUDA_ARCH__)
     return __fmaf_rn(a, b, c);
@@ -31,6 +32,27 @@ MLK_HD inline float rint_rn(float x) {
     return rintf(x);
 #else
     return __builtin_rintf(x);
+#endif
+}
+MLK_HD inline float div_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fdiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+MLK_HD inline float sqrt_rn(float x) {
+#if defined(__CUDA_ARCH__)
+    return __fsqrt_rn(x);
+#else
+    return __builtin_sqrtf(x);
+#endif
+}
+MLK_HD inline double dsqrt_rn(double x) {
+#if defined(__CUDA_ARCH__)
+    return __dsqrt_rn(x);
+#else
+    return __builtin_sqrt(x);
 #endif
 }
 
@@ -114,15 +136,6 @@ MLK_HD inline float log_s(float x) {
     float r = f + y;
     r = fma_rn(fe, 0.693359375f, r);
     return r;
-}
-
-// Double-precision square root, correctly rounded on host and device.
-MLK_HD inline double dsqrt_rn(double x) {
-#if defined(__CUDA_ARCH__)
-    return __dsqrt_rn(x);
-#else
-    return __builtin_sqrt(x);
-#endif
 }
 
 // One element of adamw_update, the order kernels.h states. Only IEEE double

@@ -37,9 +37,11 @@
 namespace mlk::cuda::body {
 
 using fmath::adamw_at;
+using fmath::div_rn;
 using fmath::exp_s;
 using fmath::fma_rn;
 using fmath::log_s;
+using fmath::sqrt_rn;
 
 inline constexpr int kLanes = 16;
 inline constexpr int kRowThreads = 128;  // threads of a row-kernel block
@@ -47,20 +49,6 @@ inline constexpr int kRowsPerBlock = kRowThreads / kLanes;
 // Shared floats of a row-kernel block: per-lane maxima, then per-lane sums.
 inline constexpr int kRowSmem = 2 * kRowThreads;
 
-MLK_HD inline float div_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-    return __fdiv_rn(a, b);
-#else
-    return a / b;
-#endif
-}
-MLK_HD inline float sqrt_rn(float x) {
-#if defined(__CUDA_ARCH__)
-    return __fsqrt_rn(x);
-#else
-    return __builtin_sqrtf(x);
-#endif
-}
 MLK_HD inline float neg_inf() { return bits_float(0xff800000u); }
 MLK_HD inline float quiet_nan() { return bits_float(0x7fc00000u); }
 MLK_HD inline float max_gt(float a, float b) { return a > b ? a : b; }  // the CPU's V::max
