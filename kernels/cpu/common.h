@@ -91,7 +91,7 @@ struct GemmCall {
 };
 
 // Row splits for threads happen at multiples of this, so that row tiles (of
-// every ISA's height: 3, 2, 1 rows) start at the same rows whatever the
+// every ISA's height: 6, 4, 1 rows) start at the same rows whatever the
 // thread count.
 inline constexpr int kRowQuantum = 48;
 
