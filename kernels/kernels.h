@@ -168,6 +168,15 @@ void router_replay_forward(const Exec& ex, float* weights, const float* logits, 
 void router_backward(float* dlogits, const float* dweights, const float* weights, const int32_t* ids, int M, int E,
                      int k);
 
+// The MoE layer's output: out[m,d] = round(w[m,0] * y_0[d] + ... + w[m,k-1] *
+// y_{k-1}[d]) where y_j = slot_rows[m*k + j] is the output row of token m's
+// j-th expert (slot order: descending router probability). One fp32 FMA chain
+// per token and channel over the slots in order, from 0.0f, then rounded to
+// ex.dtype; per token, so batch-invariant by construction and the same in
+// both families.
+void moe_combine_forward(const Exec& ex, float* out, const float* const* slot_rows, const float* weights, int M, int k,
+                         int D);
+
 // ---- fp8 quantisation -------------------------------------------------------
 // Scales are powers of two (UE8M0, as MXFP8 and DeepSeek's FP8 recipes use):
 // s = the smallest 2^e with amax / 2^e <= fp8_max(fmt), 1 for an all-zero row.

@@ -270,6 +270,18 @@ void router_replay_forward(T* weights, const T* logits, const int32_t* ids, int 
     }
 }
 
+// out[m,d] = sum over slots j in order of w[m,j] * slot_rows[m*k+j][d] (T arithmetic).
+template <class T>
+void moe_combine_forward(T* out, const T* const* slot_rows, const T* weights, int M, int k, int D) {
+    for (int m = 0; m < M; ++m)
+        for (int d = 0; d < D; ++d) {
+            T acc = 0;
+            for (int j = 0; j < k; ++j)
+                acc = std::fma(weights[(int64_t)m * k + j], slot_rows[(int64_t)m * k + j][d], acc);
+            out[(int64_t)m * D + d] = acc;
+        }
+}
+
 template <class T>
 void router_backward(T* dlogits, const T* dweights, const T* weights, const int32_t* ids, int M, int E, int k) {
     for (int m = 0; m < M; ++m) {

@@ -131,19 +131,15 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
         swiglu_forward(ex, xe.act.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm);
         matmul_forward(ex, xe.y.data(), xe.act.data(), w.e_down[e], nullptr, Me, Fm, D);
     });
-    // Combine plan: per token and channel, one fp32 FMA chain over the k
-    // slots in slot order (descending router probability), then rounded to
-    // the storage precision. Per-token, so batch-invariant by construction.
+    // Combine (moe_combine_forward): per token and channel one fp32 FMA chain
+    // over the k slots in slot order, rounded to the storage precision.
+    std::vector<const float*> slot_y((size_t)M * k);
     for (int m = 0; m < M; ++m)
-        for (int d = 0; d < D; ++d) {
-            float acc = 0.0f;
-            for (int j = 0; j < k; ++j) {
-                int e = a.ids[(size_t)m * k + j];
-                acc = std::fma(a.weights[(size_t)m * k + j],
-                               a.experts[e].y[(size_t)slot_row[(size_t)m * k + j] * D + d], acc);
-            }
-            out[(size_t)m * D + d] = round_to(acc, ex.dtype);
+        for (int j = 0; j < k; ++j) {
+            const size_t s = (size_t)m * k + j;
+            slot_y[s] = a.experts[a.ids[s]].y.data() + (size_t)slot_row[s] * D;
         }
+    moe_combine_forward(ex, out, slot_y.data(), a.weights.data(), M, k, D);
 }
 
 void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const ModelConfig& cfg) {

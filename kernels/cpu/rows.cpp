@@ -170,6 +170,14 @@ void router_replay_forward(const Exec& ex, float* weights, const float* logits, 
     });
 }
 
+void moe_combine_forward(const Exec& ex, float* out, const float* const* slot_rows, const float* weights, int M, int k,
+                         int D) {
+    if (M <= 0 || D <= 0) return;
+    const IsaTable& I = isa_table();
+    for_rows(M, 2.0 * k * D,
+             [&](int m0, int m1) { I.moe_combine_rows(out, slot_rows, weights, k, D, ex.dtype, m0, m1); });
+}
+
 // router_backward: dot = w_0 g_0 + w_1 g_1 + ... left to right (products rounded,
 // no fma); dlogits[id_j] += w_j * (g_j - dot) in j order.
 void router_backward(float* dlogits, const float* dweights, const float* weights, const int32_t* ids, int M, int E,

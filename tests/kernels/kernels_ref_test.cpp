@@ -306,6 +306,36 @@ TEST(KernelsRef, RouterMatchesRef) {
     });
 }
 
+// The combine is one fp32 FMA chain per token and channel over the slots in
+// order: bit for bit ref<float> in fp32 on every ISA and thread count (D not
+// a multiple of 16 exercises the masked tail), and that result rounded in bf16.
+TEST(KernelsRef, MoeCombineIsBitwiseRef) {
+    const int shapes[][3] = {{1, 2, 16}, {37, 2, 40}, {300, 4, 128}, {5, 8, 7}};
+    for_each_isa([&] {
+        for (int threads : {1, 2})
+            for (auto s : shapes) {
+                const int M = s[0], k = s[1], D = s[2];
+                SCOPED_TRACE(testing::Message() << "threads " << threads << " M" << M << " k" << k << " D" << D);
+                set_num_threads(threads);
+                const int rows = 3 * k;  // slots point into a pool of expert rows, some shared
+                const auto pool = testdata::uniform((size_t)rows * D, 61 + D, -3, 3);
+                const auto w = testdata::uniform((size_t)M * k, 62 + k, 0, 1);
+                std::vector<const float*> slot((size_t)M * k);
+                for (size_t i = 0; i < slot.size(); ++i) slot[i] = pool.data() + (i * 7 % rows) * D;
+                std::vector<float> want((size_t)M * D), got((size_t)M * D), got16((size_t)M * D);
+                ref::moe_combine_forward<float>(want.data(), slot.data(), w.data(), M, k, D);
+                moe_combine_forward({Family::fast, Dtype::f32}, got.data(), slot.data(), w.data(), M, k, D);
+                moe_combine_forward({Family::batch_invariant, Dtype::bf16}, got16.data(), slot.data(), w.data(), M, k,
+                                    D);
+                for (size_t i = 0; i < want.size(); ++i) {
+                    ASSERT_TRUE(same_bits(got[i], want[i])) << i << ": " << got[i] << " vs " << want[i];
+                    ASSERT_TRUE(same_bits(got16[i], round_to(want[i], Dtype::bf16))) << i;
+                }
+            }
+    });
+    set_num_threads(0);
+}
+
 // ---------------------------------------------------------------------------
 // Elementwise
 // ---------------------------------------------------------------------------
