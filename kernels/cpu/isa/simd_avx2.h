@@ -9,6 +9,7 @@ struct V {
     static constexpr int kMR = 4;
     static constexpr int kNV = 1;
     static constexpr int kNV1 = 3;
+    static constexpr int kNVreg = 0;
 
     static Mask mask(int n) {
         const __m256i iota_lo = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);

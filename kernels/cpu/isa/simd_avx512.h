@@ -5,9 +5,10 @@
 struct V {
     __m512 v;
     using Mask = __mmask16;
-    static constexpr int kMR = 6;   // GEMM micro-tile rows
-    static constexpr int kNV = 4;   // GEMM micro-tile vectors (16 columns each)
-    static constexpr int kNV1 = 8;  // vectors for single-row tiles (more independent chains)
+    static constexpr int kMR = 6;     // GEMM micro-tile rows
+    static constexpr int kNV = 4;     // GEMM micro-tile vectors (16 columns each)
+    static constexpr int kNV1 = 8;    // vectors for single-row tiles (more independent chains)
+    static constexpr int kNVreg = 2;  // K-blocked tiles with the total in registers (0: total in C)
 
     static Mask mask(int n) { return n >= 16 ? (Mask)0xffff : (Mask)((1u << (n > 0 ? n : 0)) - 1u); }
     static V zero() { return {_mm512_setzero_ps()}; }

@@ -17,6 +17,7 @@ struct V {
     static constexpr int kMR = 4;
     static constexpr int kNV = 1;
     static constexpr int kNV1 = 2;
+    static constexpr int kNVreg = 0;
 
     static Mask mask(int n) { return n >= 16 ? 0xffffu : (n <= 0 ? 0u : ((1u << n) - 1u)); }
     static ILanes lanes(Mask m) {
