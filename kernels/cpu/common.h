@@ -95,6 +95,11 @@ struct GemmCall {
 // thread count.
 inline constexpr int kRowQuantum = 48;
 
+// Bytes of A's rows one GEMM sweep keeps in cache while B's column panels pass
+// them: a quarter of a Zen 4/5 core's 1 MB L2 (half of older cores' 512 KB),
+// leaving room for B's panel and C.
+inline constexpr int64_t kGemmRowBytes = 256 << 10;
+
 // ---- attention per-query arguments ---------------------------------------------
 struct AttnQuery {
     const float* q = nullptr;   // [D]
