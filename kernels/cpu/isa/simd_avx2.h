@@ -49,7 +49,7 @@ struct V {
                 _mm256_blendv_ps(b.hi, a.hi, _mm256_castsi256_ps(m.hi))};
     }
 
-    static __m256 exp8(__m256 xv) {
+    __attribute__((always_inline)) static __m256 exp8(__m256 xv) {
         __m256 n =
             _mm256_round_ps(_mm256_mul_ps(xv, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kExpC1), xv);
@@ -77,7 +77,7 @@ struct V {
         res = _mm256_blendv_ps(res, xv, _mm256_cmp_ps(xv, xv, _CMP_UNORD_Q));
         return res;
     }
-    static V exp(V x) { return {exp8(x.lo), exp8(x.hi)}; }
+    __attribute__((always_inline)) static V exp(V x) { return {exp8(x.lo), exp8(x.hi)}; }
 
     float sum_tree() const {
         __m256 s8 = _mm256_add_ps(lo, hi);  // lane i += lane i+8
@@ -94,7 +94,7 @@ struct V {
         return _mm_cvtss_f32(m1);
     }
 
-    static __m256 round8(__m256 v, Dtype dt) {
+    __attribute__((always_inline)) static __m256 round8(__m256 v, Dtype dt) {
         if (dt == Dtype::bf16) {
             __m256i u = _mm256_castps_si256(v);
             __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
@@ -117,7 +117,7 @@ struct V {
         }
         return v;
     }
-    V round(Dtype dt) const {
+    __attribute__((always_inline)) V round(Dtype dt) const {
         if (dt == Dtype::f32) return *this;
         return {round8(lo, dt), round8(hi, dt)};
     }

@@ -28,7 +28,7 @@ struct V {
     static V max(V a, V b) { return {_mm512_max_ps(a.v, b.v)}; }
     static V select(Mask m, V a, V b) { return {_mm512_mask_blend_ps(m, b.v, a.v)}; }  // m ? a : b
 
-    static V exp(V x) {
+    __attribute__((always_inline)) static V exp(V x) {
         const __m512 xv = x.v;
         __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xv, _mm512_set1_ps(kLog2e)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -71,7 +71,7 @@ struct V {
     }
     float max_all() const { return _mm512_reduce_max_ps(v); }
 
-    V round(Dtype dt) const {
+    __attribute__((always_inline)) V round(Dtype dt) const {
         if (dt == Dtype::bf16) {
             __m512i u = _mm512_castps_si512(v);
             __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
