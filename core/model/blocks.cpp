@@ -174,15 +174,27 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
         if (Me == 0) return;
         std::vector<float> dy((size_t)Me * D), dact, dgate, dup;
         for (int r = 0; r < Me; ++r) {
-            int slot = xe.rows[r], m = slot / k;
-            float wgt = a.weights[slot];
-            double dw = 0.0;
-            for (int d = 0; d < D; ++d) {
-                float g = dout[(size_t)m * D + d];
-                dy[(size_t)r * D + d] = wgt * g;
-                dw += (double)g * xe.y[(size_t)r * D + d];
+            const int slot = xe.rows[r];
+            const float wgt = a.weights[slot];
+            const float* g = dout + (size_t)(slot / k) * D;
+            for (int d = 0; d < D; ++d) dy[(size_t)r * D + d] = wgt * g[d];
+        }
+        // The gate weight's gradient: per slot one double chain over d
+        // ascending (the plan). Eight rows' chains run side by side, as
+        // independent adds, instead of one latency-bound chain at a time.
+        constexpr int kRows = 8;
+        for (int r0 = 0; r0 < Me; r0 += kRows) {
+            const int n = std::min(kRows, Me - r0);
+            const float *g[kRows], *y[kRows];
+            for (int i = 0; i < kRows; ++i) {
+                const int r = r0 + std::min(i, n - 1);  // a short group repeats its last row, unstored
+                g[i] = dout + (size_t)(xe.rows[r] / k) * D;
+                y[i] = xe.y.data() + (size_t)r * D;
             }
-            dweights[slot] = (float)dw;
+            double dw[kRows] = {};
+            for (int d = 0; d < D; ++d)
+                for (int i = 0; i < kRows; ++i) dw[i] += (double)g[i][d] * y[i][d];
+            for (int i = 0; i < n; ++i) dweights[xe.rows[r0 + i]] = (float)dw[i];
         }
         zero(dact, (size_t)Me * Fm);
         zero(dgate, (size_t)Me * Fm);

@@ -32,8 +32,17 @@ struct UnsetAllocator : std::allocator<T> {
         ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
     }
 };
-// Activations that a kernel overwrites in full after every resize.
-using ActBuffer = std::vector<float, UnsetAllocator<float>>;
+// Activations that a kernel overwrites in full after every resize. A resize
+// past the capacity therefore drops the old contents instead of copying them
+// across (std::vector copies element by element under a custom allocator:
+// 1.6% of a moe-small step in perf, from the experts' buffers).
+struct ActBuffer : std::vector<float, UnsetAllocator<float>> {
+    using std::vector<float, UnsetAllocator<float>>::vector;
+    void resize(size_t n) {
+        if (n > capacity()) clear();
+        std::vector<float, UnsetAllocator<float>>::resize(n);
+    }
+};
 
 // q/k/v for M rows at positions pos[M]; q[M,H*hd], k/v[M,Hkv*hd] come out
 // normalised and rotated, ready for attention.
