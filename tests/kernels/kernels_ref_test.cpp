@@ -306,6 +306,55 @@ TEST(KernelsRef, RouterMatchesRef) {
     });
 }
 
+// The top-k plan is k repeated argmaxes by strict '>' over the experts not
+// yet taken, from the first of them (ties keep the lower id; a NaN is never
+// preferred, but is taken where it is the first untaken logit). The kernel
+// picks them in one pass where a row has no NaN: rows full of ties, signed
+// zeros, infinities, NaNs at the front, middle and end, and k > E must all
+// give the ids of that plan, in its order.
+TEST(KernelsRef, RouterTopkIsRepeatedArgmax) {
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    auto plan = [](const std::vector<float>& z, int k) {
+        const int E = (int)z.size();
+        std::vector<int32_t> ids;
+        std::vector<bool> taken(E);
+        for (int j = 0; j < k; ++j) {
+            int best = -1;
+            for (int e = 0; e < E; ++e)
+                if (!taken[e] && (best < 0 || z[e] > z[best])) best = e;
+            best = std::max(best, 0);
+            taken[best] = true;
+            ids.push_back(best);
+        }
+        return ids;
+    };
+    std::vector<std::vector<float>> rows = {
+        {1, 1, 1, 1, 1, 1},        {0.0f, -0.0f, 0.0f, -0.0f}, {-inf, inf, -inf, inf, 3, 3},
+        {nan, 1, 2, 3, 4},         {1, 2, nan, 3, nan, 0},     {4, 3, 2, 1, nan},
+        {nan, nan, nan},           {-inf, -inf, -inf, 2},      {2, 1},
+    };
+    std::mt19937 rng(7);
+    for (int r = 0; r < 40; ++r) {  // E = 48 as moe-deep, values on a coarse grid: many ties
+        std::vector<float> z(48);
+        for (float& v : z) v = (float)((int)(rng() % 9) - 4) * 0.5f;
+        if (r % 5 == 0) z[rng() % 48] = nan;
+        rows.push_back(z);
+    }
+    for_each_isa([&] {
+        for (Family fam : kFamilies)
+            for (const auto& z : rows) {
+                const int E = (int)z.size();
+                for (int k : {1, 2, 3, 6, E, E + 2}) {
+                    SCOPED_TRACE(testing::Message() << fname(fam) << " E" << E << " k" << k << " row " << z[0]);
+                    std::vector<int32_t> ids(k);
+                    std::vector<float> w(k);
+                    router_topk_forward({fam, Dtype::f32}, ids.data(), w.data(), z.data(), 1, E, k);
+                    EXPECT_EQ(ids, plan(z, k));
+                }
+            }
+    });
+}
+
 // The combine is one fp32 FMA chain per token and channel over the slots in
 // order: bit for bit ref<float> in fp32 on every ISA and thread count (D not
 // a multiple of 16 exercises the masked tail), and that result rounded in bf16.
