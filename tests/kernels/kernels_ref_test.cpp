@@ -329,9 +329,9 @@ TEST(KernelsRef, RouterTopkIsRepeatedArgmax) {
         return ids;
     };
     std::vector<std::vector<float>> rows = {
-        {1, 1, 1, 1, 1, 1},        {0.0f, -0.0f, 0.0f, -0.0f}, {-inf, inf, -inf, inf, 3, 3},
-        {nan, 1, 2, 3, 4},         {1, 2, nan, 3, nan, 0},     {4, 3, 2, 1, nan},
-        {nan, nan, nan},           {-inf, -inf, -inf, 2},      {2, 1},
+        {1, 1, 1, 1, 1, 1}, {0.0f, -0.0f, 0.0f, -0.0f}, {-inf, inf, -inf, inf, 3, 3},
+        {nan, 1, 2, 3, 4},  {1, 2, nan, 3, nan, 0},     {4, 3, 2, 1, nan},
+        {nan, nan, nan},    {-inf, -inf, -inf, 2},      {2, 1},
     };
     std::mt19937 rng(7);
     for (int r = 0; r < 40; ++r) {  // E = 48 as moe-deep, values on a coarse grid: many ties
