@@ -27,8 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-[[noreturn]] void fail(const std::string& msg) { throw CheckpointError(msg); }
-
 std::string shape_text(const std::vector<int64_t>& s) {
     std::string t = "[";
     for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
@@ -71,12 +69,12 @@ void fsync_dir(const fs::path& dir) {
 void write_atomic(const std::string& path, const std::vector<std::pair<const void*, size_t>>& parts) {
     const std::string tmp = temp_name(path);
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) fail("cannot create " + tmp + ": " + errno_text());
+    if (fd < 0) checkpoint_fail("cannot create " + tmp + ": " + errno_text());
     auto abort_write = [&](const std::string& what) {
         const std::string e = errno_text();
         ::close(fd);
         ::unlink(tmp.c_str());
-        fail("cannot write " + path + ": " + what + ": " + e);
+        checkpoint_fail("cannot write " + path + ": " + what + ": " + e);
     };
     for (const auto& [ptr, n] : parts) {
         const char* p = static_cast<const char*>(ptr);
@@ -94,25 +92,25 @@ void write_atomic(const std::string& path, const std::vector<std::pair<const voi
     if (::fsync(fd) != 0) abort_write("fsync");
     if (::close(fd) != 0) {
         ::unlink(tmp.c_str());
-        fail("cannot write " + path + ": close: " + errno_text());
+        checkpoint_fail("cannot write " + path + ": close: " + errno_text());
     }
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {
         const std::string e = errno_text();
         ::unlink(tmp.c_str());
-        fail("cannot rename " + tmp + " to " + path + ": " + e);
+        checkpoint_fail("cannot rename " + tmp + " to " + path + ": " + e);
     }
     fsync_dir(fs::path(path).parent_path());
 }
 
 std::vector<unsigned char> read_file(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
-    if (!f) fail("cannot open " + path + ": " + errno_text());
+    if (!f) checkpoint_fail("cannot open " + path + ": " + errno_text());
     f.seekg(0, std::ios::end);
     const auto size = f.tellg();
-    if (size < 0) fail("cannot read " + path);
+    if (size < 0) checkpoint_fail("cannot read " + path);
     f.seekg(0, std::ios::beg);
     std::vector<unsigned char> b(static_cast<size_t>(size));
-    if (size > 0 && !f.read(reinterpret_cast<char*>(b.data()), size)) fail("cannot read " + path);
+    if (size > 0 && !f.read(reinterpret_cast<char*>(b.data()), size)) checkpoint_fail("cannot read " + path);
     return b;
 }
 
@@ -168,22 +166,23 @@ std::vector<float> read_arena(const SafetensorsFile& f, const ParamLayout& layou
     const std::string file = fs::path(f.path).filename().string();
     for (const auto& s : layout.specs)
         if (!f.tensors.count(prefix + s.name))
-            fail(file + ": missing tensor " + prefix + s.name + " (expected shape " + shape_text(s.hf_shape()) + ")");
+            checkpoint_fail(file + ": missing tensor " + prefix + s.name + " (expected shape " +
+                            shape_text(s.hf_shape()) + ")");
     for (const auto& [name, t] : f.tensors) {
         bool known = false;
         for (const auto& p : prefixes)
             if (name.rfind(p, 0) == 0 && layout.find(name.substr(p.size()))) known = true;
         if (!known)
-            fail(file + ": unexpected tensor " + name + " (shape " + shape_text(t.shape) +
-                 ") is not part of the model described by config.json");
+            checkpoint_fail(file + ": unexpected tensor " + name + " (shape " + shape_text(t.shape) +
+                            ") is not part of the model described by config.json");
     }
     std::vector<float> arena(static_cast<size_t>(layout.total));
     for (const auto& s : layout.specs) {
         const std::string name = prefix + s.name;
         const auto& t = f.tensors.at(name);
         if (t.shape != s.hf_shape())
-            fail(file + ": tensor " + name + " has wrong shape " + shape_text(t.shape) + ", expected " +
-                 shape_text(s.hf_shape()));
+            checkpoint_fail(file + ": tensor " + name + " has wrong shape " + shape_text(t.shape) + ", expected " +
+                            shape_text(s.hf_shape()));
         const std::vector<float> v = f.to_f32(name);
         from_hf(s, v.data(), arena.data());
     }
@@ -205,16 +204,18 @@ void write_safetensors(const std::string& path, const std::vector<TensorOut>& te
     uint64_t offset = 0;
     for (const auto& t : tensors) {
         const size_t es = any_dtype_size(t.dtype);
-        if (es == 0) fail("write_safetensors: tensor " + t.name + ": unknown dtype " + t.dtype);
+        if (es == 0) checkpoint_fail("write_safetensors: tensor " + t.name + ": unknown dtype " + t.dtype);
         if (t.name == "__metadata__" || header.contains(t.name))
-            fail("write_safetensors: duplicate or reserved tensor name " + t.name);
+            checkpoint_fail("write_safetensors: duplicate or reserved tensor name " + t.name);
         int64_t n = 1;
         for (auto d : t.shape) {
-            if (d < 0) fail("write_safetensors: tensor " + t.name + ": negative dimension in " + shape_text(t.shape));
+            if (d < 0)
+                checkpoint_fail("write_safetensors: tensor " + t.name + ": negative dimension in " +
+                                shape_text(t.shape));
             n *= d;
         }
         const uint64_t nbytes = static_cast<uint64_t>(n) * es;
-        if (nbytes > 0 && !t.data) fail("write_safetensors: tensor " + t.name + " has no data");
+        if (nbytes > 0 && !t.data) checkpoint_fail("write_safetensors: tensor " + t.name + " has no data");
         header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + nbytes}}};
         offset += nbytes;
     }
@@ -238,16 +239,17 @@ SafetensorsFile read_safetensors(const std::string& path) {
     SafetensorsFile f;
     f.path = path;
     const std::string file = fs::path(path).filename().string();
-    if (!fs::exists(path)) fail(file + ": file not found: " + path);
+    if (!fs::exists(path)) checkpoint_fail(file + ": file not found: " + path);
     f.bytes = read_file(path);
     const uint64_t size = f.bytes.size();
     if (size < 8)
-        fail(file + ": truncated file: " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
+        checkpoint_fail(file + ": truncated file: " + std::to_string(size) +
+                        " bytes, shorter than the 8-byte header length");
     uint64_t hlen = 0;
     std::memcpy(&hlen, f.bytes.data(), 8);
     if (hlen > size - 8)
-        fail(file + ": truncated file: header length " + std::to_string(hlen) + " exceeds the " +
-             std::to_string(size - 8) + " bytes after it");
+        checkpoint_fail(file + ": truncated file: header length " + std::to_string(hlen) + " exceeds the " +
+                        std::to_string(size - 8) + " bytes after it");
     f.data_start = 8 + hlen;
     const uint64_t data_size = size - f.data_start;
 
@@ -255,23 +257,26 @@ SafetensorsFile read_safetensors(const std::string& path) {
     try {
         header = json::parse(f.bytes.begin() + 8, f.bytes.begin() + static_cast<std::ptrdiff_t>(8 + hlen));
     } catch (const json::exception& e) {
-        fail(file + ": corrupt header (not valid JSON): " + e.what());
+        checkpoint_fail(file + ": corrupt header (not valid JSON): " + e.what());
     }
-    if (!header.is_object()) fail(file + ": corrupt header: expected a JSON object, got " + header.type_name());
+    if (!header.is_object())
+        checkpoint_fail(file + ": corrupt header: expected a JSON object, got " + header.type_name());
 
     for (auto it = header.begin(); it != header.end(); ++it) {
         const std::string& name = it.key();
         const json& v = it.value();
         if (name == "__metadata__") {
-            if (!v.is_object()) fail(file + ": corrupt header: __metadata__ is not an object");
+            if (!v.is_object()) checkpoint_fail(file + ": corrupt header: __metadata__ is not an object");
             for (auto m = v.begin(); m != v.end(); ++m) {
                 if (!m.value().is_string())
-                    fail(file + ": corrupt header: __metadata__." + m.key() + " is not a string");
+                    checkpoint_fail(file + ": corrupt header: __metadata__." + m.key() + " is not a string");
                 f.metadata[m.key()] = m.value().get<std::string>();
             }
             continue;
         }
-        auto bad = [&](const std::string& what) { fail(file + ": corrupt header: tensor " + name + ": " + what); };
+        auto bad = [&](const std::string& what) {
+            checkpoint_fail(file + ": corrupt header: tensor " + name + ": " + what);
+        };
         if (!v.is_object()) bad("entry is not an object");
         SafetensorsFile::Tensor t;
         if (!v.contains("dtype") || !v["dtype"].is_string()) bad("field dtype missing or not a string");
@@ -289,8 +294,8 @@ SafetensorsFile read_safetensors(const std::string& path) {
         t.end = (*off)[1].get<uint64_t>();
         if (t.begin > t.end) bad("field data_offsets has begin > end");
         if (t.end > data_size)
-            fail(file + ": truncated file: tensor " + name + " data ends at byte " + std::to_string(t.end) +
-                 " of the data section, which has only " + std::to_string(data_size) + " bytes");
+            checkpoint_fail(file + ": truncated file: tensor " + name + " data ends at byte " + std::to_string(t.end) +
+                            " of the data section, which has only " + std::to_string(data_size) + " bytes");
         const size_t es = any_dtype_size(t.dtype);
         if (es != 0 && static_cast<uint64_t>(t.numel()) * es != t.end - t.begin)
             bad("field data_offsets span " + std::to_string(t.end - t.begin) + " bytes but shape " +
@@ -304,14 +309,15 @@ SafetensorsFile read_safetensors(const std::string& path) {
 std::vector<float> SafetensorsFile::to_f32(const std::string& name) const {
     const std::string file = fs::path(path).filename().string();
     auto it = tensors.find(name);
-    if (it == tensors.end()) fail(file + ": missing tensor " + name);
+    if (it == tensors.end()) checkpoint_fail(file + ": missing tensor " + name);
     const Tensor& t = it->second;
     const size_t es = dtype_size(t.dtype);
     if (es == 0)
-        fail(file + ": tensor " + name + " has unsupported dtype " + t.dtype + " (supported: F32, F16, BF16, F64)");
+        checkpoint_fail(file + ": tensor " + name + " has unsupported dtype " + t.dtype +
+                        " (supported: F32, F16, BF16, F64)");
     const size_t n = static_cast<size_t>(t.numel());
     if (n * es != t.end - t.begin)
-        fail(file + ": tensor " + name + ": data size does not match shape " + shape_text(t.shape));
+        checkpoint_fail(file + ": tensor " + name + ": data size does not match shape " + shape_text(t.shape));
     std::vector<float> out(n);
     const unsigned char* p = data() + t.begin;
     if (t.dtype == "F32") {
@@ -341,14 +347,14 @@ std::vector<float> SafetensorsFile::to_f32(const std::string& name) const {
 // ---- checkpoints --------------------------------------------------------------
 void save_checkpoint(const std::string& dir, const ModelConfig& cfg, const ParamLayout& layout, const float* params,
                      const json& metadata, const OptimizerState* opt) {
-    if (!params) fail("save_checkpoint: params is null");
+    if (!params) checkpoint_fail("save_checkpoint: params is null");
     if (opt &&
         (opt->m.size() != static_cast<size_t>(layout.total) || opt->v.size() != static_cast<size_t>(layout.total)))
-        fail("save_checkpoint: optimizer state has " + std::to_string(opt->m.size()) + " / " +
-             std::to_string(opt->v.size()) + " floats, the layout " + std::to_string(layout.total));
+        checkpoint_fail("save_checkpoint: optimizer state has " + std::to_string(opt->m.size()) + " / " +
+                        std::to_string(opt->v.size()) + " floats, the layout " + std::to_string(layout.total));
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec) fail("save_checkpoint: cannot create directory " + dir + ": " + ec.message());
+    if (ec) checkpoint_fail("save_checkpoint: cannot create directory " + dir + ": " + ec.message());
     const fs::path d(dir);
     const std::string id = new_save_id();
 
@@ -386,18 +392,18 @@ void save_checkpoint(const std::string& dir, const ModelConfig& cfg, const Param
 
 LoadedCheckpoint load_checkpoint(const std::string& dir) {
     const fs::path d(dir);
-    if (!fs::is_directory(d)) fail("load_checkpoint: " + dir + " is not a directory");
+    if (!fs::is_directory(d)) checkpoint_fail("load_checkpoint: " + dir + " is not a directory");
     LoadedCheckpoint out;
 
     const fs::path cfg_path = d / "config.json";
-    if (!fs::exists(cfg_path)) fail("config.json: file not found in " + dir);
+    if (!fs::exists(cfg_path)) checkpoint_fail("config.json: file not found in " + dir);
     json cj;
     {
         const auto bytes = read_file(cfg_path.string());
         try {
             cj = json::parse(bytes.begin(), bytes.end());
         } catch (const json::exception& e) {
-            fail(std::string("config.json: not valid JSON: ") + e.what());
+            checkpoint_fail(std::string("config.json: not valid JSON: ") + e.what());
         }
     }
     out.model = model_config_from_hf(cj);
@@ -409,7 +415,8 @@ LoadedCheckpoint load_checkpoint(const std::string& dir) {
         try {
             out.metadata = json::parse(it->second);
         } catch (const json::exception& e) {
-            fail(std::string("model.safetensors: corrupt header: __metadata__.mlk.metadata is not JSON: ") + e.what());
+            checkpoint_fail(std::string("model.safetensors: corrupt header: __metadata__.mlk.metadata is not JSON: ") +
+                            e.what());
         }
     } else {  // a file from elsewhere: its string metadata as is
         out.metadata = json::object();
@@ -422,20 +429,20 @@ LoadedCheckpoint load_checkpoint(const std::string& dir) {
         auto mid = model.metadata.find("mlk.save_id");
         auto oid = of.metadata.find("mlk.save_id");
         if (mid != model.metadata.end() && oid != of.metadata.end() && mid->second != oid->second)
-            fail("optimizer.safetensors: belongs to a different save than model.safetensors (save id " + oid->second +
-                 " vs " + mid->second + ")");
+            checkpoint_fail("optimizer.safetensors: belongs to a different save than model.safetensors (save id " +
+                            oid->second + " vs " + mid->second + ")");
         OptimizerState st;
         const std::vector<std::string> prefixes = {"exp_avg.", "exp_avg_sq."};
         st.m = read_arena(of, out.layout, prefixes, 0);
         st.v = read_arena(of, out.layout, prefixes, 1);
         auto step = of.metadata.find("step");
-        if (step == of.metadata.end()) fail("optimizer.safetensors: __metadata__ has no step");
+        if (step == of.metadata.end()) checkpoint_fail("optimizer.safetensors: __metadata__ has no step");
         try {
             size_t pos = 0;
             st.step = std::stoll(step->second, &pos);
             if (pos != step->second.size()) throw std::invalid_argument("trailing characters");
         } catch (const std::exception&) {
-            fail("optimizer.safetensors: __metadata__.step \"" + step->second + "\" is not an integer");
+            checkpoint_fail("optimizer.safetensors: __metadata__.step \"" + step->second + "\" is not an integer");
         }
         out.optimizer = std::move(st);
     }

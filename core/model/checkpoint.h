@@ -33,6 +33,9 @@ class CheckpointError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
+// Throws CheckpointError(msg): the checkpoint reader's and the Hugging Face
+// config reader's one way to refuse a file.
+[[noreturn]] inline void checkpoint_fail(const std::string& msg) { throw CheckpointError(msg); }
 
 // AdamW state in arena layout (same offsets as the parameters).
 struct OptimizerState {
