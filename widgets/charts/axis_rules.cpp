@@ -10,8 +10,6 @@ namespace mlk {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 double quantileInPlace(std::vector<double>& values, double q) {
     const auto rank = static_cast<std::size_t>(std::lround(std::clamp(q, 0.0, 1.0) * double(values.size() - 1)));
     std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(rank), values.end());
@@ -42,7 +40,7 @@ YRange wholeDecades(double lo, double hi) {
 }
 
 double smallestPositive(std::span<const double> ys) {
-    double best = kInf;
+    double best = kInfinity;
     for (const double y : ys)
         if (y > 0 && y < best) best = y;  // NaN compares false, +inf never wins
     return best;

@@ -10,9 +10,7 @@
 
 namespace mlk {
 
-namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
-}
+namespace {}
 
 // --- What is shown ------------------------------------------------------------
 
@@ -99,7 +97,7 @@ void ChartTraces::resetDerived(Trace& trace) {
     trace.ema = {};
     trace.smoothed.clear();
     trace.nonFinite.clear();
-    trace.smallestPositive = kInf;
+    trace.smallestPositive = kInfinity;
     trace.thinning.reset();
     trace.elapsed.clear();
     trace.firstTime = std::numeric_limits<double>::quiet_NaN();
@@ -166,7 +164,7 @@ bool ChartTraces::allHidden(const SeedGroup& group) const {
 }
 
 XRange ChartTraces::dataXExtent() const {
-    double lo = kInf, hi = -kInf;
+    double lo = kInfinity, hi = -kInfinity;
     for (const auto& [id, trace] : traces_) {
         if (!(isShown(trace) || isInShownGroup(trace)) || trace.cursor.data.size() == 0) continue;
         lo = std::min(lo, xsOf(trace).front());
@@ -177,7 +175,7 @@ XRange ChartTraces::dataXExtent() const {
 }
 
 double ChartTraces::logFloor() const {
-    double smallest = kInf;
+    double smallest = kInfinity;
     for (const auto& [id, trace] : traces_)
         if (isShown(trace) || isInShownGroup(trace)) smallest = std::min(smallest, trace.smallestPositive);
     return logFloorFor(smallest);

@@ -12,12 +12,11 @@
 #include <limits>
 
 #include "core/metrics/run_stats.h"
+#include "widgets/data/series_math.h"
 
 namespace mlk {
 
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 QString formatValue(double v) { return QString::fromStdString(value_text(v, 6)); }
 
@@ -43,8 +42,8 @@ ChartTracker::ChartTracker(QChartView* view, const ChartTraces& traces, const Ax
 QPointF ChartTracker::scenePosOf(const Trace& trace, std::size_t index) const {
     const double x = traces_.xsOf(trace)[index];
     double y = trace.cursor.data.values[index];
-    if (std::isnan(y) || y == kInf) y = markerValue(frame_.y(), true);
-    else if (y == -kInf) y = markerValue(frame_.y(), false);
+    if (std::isnan(y) || y == kInfinity) y = markerValue(frame_.y(), true);
+    else if (y == -kInfinity) y = markerValue(frame_.y(), false);
     else if (traces_.log()) y = std::max(y, traces_.logFloor());
     return frame_.toScene(view_->chart()->plotArea(), x, y);
 }
@@ -56,7 +55,7 @@ std::optional<ChartTracker::Nearest> ChartTracker::nearest(const QPoint& viewPos
     const double xValue = frame_.xAtScene(plot, scene.x());
     const double floor = traces_.logFloor();
     std::optional<Nearest> best;
-    double bestDistance = kInf;
+    double bestDistance = kInfinity;
     const auto consider = [&](const SeedGroup* group, const Trace* trace, std::size_t i, QPointF pos) {
         const double distance = std::hypot(pos.x() - scene.x(), pos.y() - scene.y());
         if (distance >= bestDistance) return;

@@ -18,11 +18,7 @@
 
 namespace mlk {
 
-namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-}  // namespace
+namespace {}  // namespace
 
 ProbabilityPlot buildProbabilityPlot(QChart* chart) {
     chart->setTitle(QObject::tr("Training vs rollout probability of sampled tokens"));
@@ -139,7 +135,7 @@ FtPlot FtPlotter::draw(const QList<QPointF>& points, bool logY) {
     chart_->removeAllSeries();
     chart_->setTitle(QObject::tr("F(t): fraction of tokens with max(\u03C1, 1/\u03C1) > t"));
     FtPlot plot;
-    double minPos = kInf, maxY = 0, tMin = kInf, tMax = 0;
+    double minPos = kInfinity, maxY = 0, tMin = kInfinity, tMax = 0;
     const auto usable = [](QPointF p) { return std::isfinite(p.x()) && std::isfinite(p.y()) && p.x() > 0; };
     for (const QPointF& p : points) {
         if (!usable(p)) continue;

@@ -10,7 +10,6 @@ namespace mlk {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 double clampWeight(double weight) {
     if (!(weight > 0)) return 0;  // also catches NaN
@@ -180,11 +179,11 @@ SeedAggregate aggregateSeeds(std::span<const SeedRun> runs) {
     std::vector<std::size_t> next(runs.size(), 0);  // each run's first step not yet merged
     while (true) {
         // The smallest step any run still has: a k-way merge of the step lists.
-        double step = kInf;
+        double step = kInfinity;
         for (std::size_t r = 0; r < runs.size(); ++r)
             if (next[r] < runs[r].steps.size()) step = std::min(step, runs[r].steps[next[r]]);
-        if (step == kInf) break;
-        double sumX = 0, sumY = 0, lo = kInf, hi = -kInf;
+        if (step == kInfinity) break;
+        double sumX = 0, sumY = 0, lo = kInfinity, hi = -kInfinity;
         int count = 0;
         for (std::size_t r = 0; r < runs.size(); ++r) {
             if (next[r] >= runs[r].steps.size() || runs[r].steps[next[r]] != step) continue;

@@ -10,11 +10,15 @@
 #include <QString>
 
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <span>
 #include <vector>
 
 namespace mlk {
+
+// +infinity, as the series and chart code spell it (empty ranges, open sides).
+inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // --- Debiased EMA (TensorBoard's smoothing) --------------------------------
 
