@@ -9,12 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "widgets/data/run_data.h"
+#include "widgets/data/qt_text.h"
 
 namespace mlk {
 
 namespace {
-
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 bool isFinished(const std::string& status) { return status == run_status_name(RunStatus::finished); }
 

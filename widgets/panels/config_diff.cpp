@@ -17,12 +17,11 @@
 #include "core/config/config.h"
 #include "widgets/data/palette.h"
 #include "widgets/panels/run_browser_parts.h"
+#include "widgets/data/qt_text.h"
 
 namespace mlk {
 
 namespace {
-
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 // Dotted key -> display text for a stored config; schema keys through the
 // typed parser (so defaults are filled in), raw flattening as the fallback for

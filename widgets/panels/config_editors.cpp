@@ -17,12 +17,11 @@
 
 #include "core/engines/numerics.h"
 #include "widgets/data/palette.h"
+#include "widgets/data/qt_text.h"
 
 namespace mlk::config_editors {
 
 namespace {
-
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 QString tr(const char* text) { return QCoreApplication::translate("mlk::ConfigForm", text); }
 

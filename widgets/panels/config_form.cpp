@@ -24,12 +24,11 @@
 #include "widgets/panels/config_editors.h"
 #include "widgets/panels/footprint_label.h"
 #include "widgets/panels/preset_picker.h"
+#include "widgets/data/qt_text.h"
 
 namespace mlk {
 
 namespace {
-
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 QStringList splitMessages(const std::string& what) {
     QStringList out;

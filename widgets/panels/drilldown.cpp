@@ -35,14 +35,11 @@
 #include "core/metrics/run_stats.h"
 #include "widgets/data/palette.h"
 #include "widgets/panels/drilldown_samples.h"
+#include "widgets/data/qt_text.h"
 
 namespace mlk {
 
 namespace {
-
-QString qs(const std::string& s) { return QString::fromStdString(s); }
-
-QString num(double v, int prec = 4) { return qs(value_text(v, prec)); }
 
 // A text browser that shows the tooltip of the character under the mouse
 // (set from the HTML title attribute of each token span).
@@ -156,10 +153,11 @@ void DrillDown::buildUi() {
                 return;
             }
             const double lr = std::log(p.x()), lt = std::log(p.y());
-            QToolTip::showText(QCursor::pos(),
-                               tr("p_roll = %1, p_train = %2\nlp_roll = %3, lp_train = %4\n|\u0394 log p| = %5")
-                                   .arg(num(p.x()), num(p.y()), num(lr), num(lt), num(std::abs(lt - lr))),
-                               scatterView_);
+            QToolTip::showText(
+                QCursor::pos(),
+                tr("p_roll = %1, p_train = %2\nlp_roll = %3, lp_train = %4\n|\u0394 log p| = %5")
+                    .arg(num(p.x(), 4), num(p.y(), 4), num(lr, 4), num(lt, 4), num(std::abs(lt - lr), 4)),
+                scatterView_);
         });
         // A click asks "why this token?"; of dots drawn on top of each other
         // (same log-probs), one with stored detail.
@@ -443,10 +441,13 @@ void DrillDown::redrawFt() {
                           tr("%n point(s) with F(t) = 0 drawn at the floor %1 (a log axis cannot show 0); "
                              "open squares mark them.",
                              nullptr, ftClamped_)
-                              .arg(num(ftFloor_)));
+                              .arg(num(ftFloor_, 4)));
     if (plot.skipped) notes << tr("%n non-finite point(s) not drawn.", nullptr, plot.skipped);
     if (notes.isEmpty() && !ftRaw_.empty())
-        notes << tr("%1 thresholds from t = %2 to %3.").arg(plot.drawn.size()).arg(num(plot.tMin)).arg(num(plot.tMax));
+        notes << tr("%1 thresholds from t = %2 to %3.")
+                     .arg(plot.drawn.size())
+                     .arg(num(plot.tMin, 4))
+                     .arg(num(plot.tMax, 4));
     ftNote_->setText(notes.join(QStringLiteral(" ")));
 }
 

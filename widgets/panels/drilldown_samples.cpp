@@ -11,18 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "widgets/data/palette.h"
+#include "widgets/data/qt_text.h"
 
 namespace mlk {
 
 namespace {
-
-QString qs(const std::string& s) { return QString::fromStdString(s); }
-
-QString num(double v, int prec = 4) {
-    if (std::isnan(v)) return QStringLiteral("NaN");
-    if (std::isinf(v)) return v > 0 ? QStringLiteral("+inf") : QStringLiteral("-inf");
-    return QString::number(v, 'g', prec);
-}
 
 // 12 -> "¹²": full-size superscript glyphs stay readable where <sup> shrinks.
 QString superscript(int n) {
@@ -64,7 +57,7 @@ QString samplesHtml(const std::vector<TextSample>& ts, int samplesPerPrompt, std
     for (const TextSample& s : ts) {
         h += QStringLiteral("<p style='margin-top:8px; margin-bottom:2px'><b>%1</b> &nbsp; %2 <b>%3</b></p>")
                  .arg(tr("Sample %1").arg(s.idx), tr("reward"),
-                      std::isfinite(s.reward) ? QString::number(s.reward, 'f', 2) : num(s.reward));
+                      std::isfinite(s.reward) ? QString::number(s.reward, 'f', 2) : num(s.reward, 4));
         h += QStringLiteral(
                  "<p style='margin:2px'>%1 <span style='font-family:monospace; background-color:%3'>"
                  "%2</span></p>")

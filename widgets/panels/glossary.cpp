@@ -12,14 +12,11 @@
 #include "core/metrics/catalogue.h"
 #include "core/metrics/glossary.h"
 #include "widgets/data/metric_help.h"
+#include "widgets/data/qt_text.h"
 
 namespace mlk {
 
-namespace {
-
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
-
-}  // namespace
+namespace {}  // namespace
 
 Glossary::Glossary(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);

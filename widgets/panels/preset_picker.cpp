@@ -10,14 +10,13 @@
 #include <algorithm>
 
 #include "core/config/presets.h"
+#include "widgets/data/qt_text.h"
 
 namespace mlk {
 
 namespace {
 
 constexpr int kDescriptionRole = Qt::UserRole + 1;
-
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 // Two lines per preset in the open list: its name, then the start of its
 // sentence (elided; the tooltip has it whole). Headers draw as Qt draws them.

@@ -28,6 +28,7 @@
 #include "widgets/panels/config_diff.h"
 #include "widgets/panels/number_cell.h"
 #include "widgets/panels/run_browser_parts.h"
+#include "widgets/data/qt_text.h"
 
 namespace mlk {
 
@@ -35,8 +36,6 @@ using run_browser::kIdRole;
 using run_browser::RunTable;
 
 namespace {
-
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 const QString kNone = QStringLiteral("\u2014");
 

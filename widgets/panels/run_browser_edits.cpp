@@ -16,16 +16,13 @@
 #include "widgets/data/palette.h"
 #include "widgets/data/run_database.h"
 #include "widgets/panels/run_browser_parts.h"
+#include "widgets/data/qt_text.h"
 
 namespace mlk {
 
 using run_browser::kIdRole;
 
-namespace {
-
-QString qs(const std::string& s) { return QString::fromStdString(s); }
-
-}  // namespace
+namespace {}  // namespace
 
 QIcon run_browser::colourSwatch(const QColor& colour) {
     QPixmap pm(14, 14);

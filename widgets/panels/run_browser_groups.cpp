@@ -16,6 +16,7 @@
 #include "widgets/data/run_groups.h"
 #include "widgets/panels/run_browser.h"
 #include "widgets/panels/run_browser_parts.h"
+#include "widgets/data/qt_text.h"
 
 namespace mlk {
 
@@ -24,8 +25,6 @@ using run_browser::kIdRole;
 namespace {
 
 constexpr int kGroupKeyRole = Qt::UserRole + 2;
-
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 QString created(const QString& iso) {
     const QDateTime t = QDateTime::fromString(iso, Qt::ISODateWithMs);

@@ -15,12 +15,11 @@
 #include <cstring>
 
 #include "widgets/data/palette.h"
+#include "widgets/data/qt_text.h"
 
 namespace mlk {
 
 namespace {
-
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 // The CLI's messages name their option (--grid, --seeds); here the field is
 // in front of the user, so the option's name goes.

@@ -22,6 +22,7 @@
 #include "widgets/data/run_database.h"
 #include "widgets/panels/verdict_thresholds.h"
 #include "widgets/data/sweep_text.h"
+#include "widgets/data/qt_text.h"
 
 namespace mlk {
 
@@ -29,8 +30,6 @@ namespace {
 
 constexpr int kRunIdRole = Qt::UserRole + 1;   // a seed row's run id
 constexpr int kConfigRole = Qt::UserRole + 2;  // a configuration row's index
-
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 // "3: 4 configurations × 5 seeds, 2026-11-24 21:03"
 QString sweepLabel(const SweepInfo& s) {

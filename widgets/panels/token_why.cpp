@@ -14,16 +14,11 @@
 
 #include "core/model/vocab.h"
 #include "widgets/data/palette.h"
+#include "widgets/data/qt_text.h"
 
 namespace mlk {
 
 namespace {
-
-QString num(double v, int prec = 5) {
-    if (std::isnan(v)) return QStringLiteral("NaN");
-    if (std::isinf(v)) return v > 0 ? QStringLiteral("+inf") : QStringLiteral("\u2212inf");
-    return QString::number(v, 'g', prec);
-}
 
 // A token as the samples show it: the space as an open box.
 QString tokenText(int32_t id) {

@@ -14,8 +14,6 @@
 
 namespace mlk {
 
-using report_detail::qs;
-
 Report build_report(Store& store, const ReportRequest& req) {
     if (!qobject_cast<QApplication*>(QCoreApplication::instance()))
         throw std::runtime_error("build_report needs a QApplication (charts are drawn with Qt Charts)");

@@ -17,6 +17,7 @@
 
 #include "core/config/settings.h"
 #include "core/metrics/run_stats.h"
+#include "widgets/data/qt_text.h"
 #include "core/store/store.h"
 #include "widgets/charts/report_charts.h"
 #include "widgets/report/report.h"
@@ -31,11 +32,8 @@ inline constexpr int kLastN = 10;           // "mean of the last N steps" in the
 inline constexpr int kAppendixColumns = 8;  // metric columns per appendix table
 inline constexpr int kPageWidth = 640;      // usable width of an A4 page at 96 dpi with 2 cm margins
 
-inline QString qs(const std::string& s) { return QString::fromStdString(s); }
 inline QString esc(const QString& s) { return s.toHtmlEscaped(); }
 inline QString esc(const std::string& s) { return qs(s).toHtmlEscaped(); }
-// Every number of the report's tables goes through value_text, as in the GUI and the CLI.
-inline QString num(double v, int significant = 5) { return qs(value_text(v, significant)); }
 
 // Long names (metric columns) may wrap after an underscore.
 QString breakable(const std::string& s);

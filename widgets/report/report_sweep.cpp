@@ -22,8 +22,6 @@
 namespace mlk {
 
 using report_detail::esc;
-using report_detail::num;
-using report_detail::qs;
 
 namespace {
 
