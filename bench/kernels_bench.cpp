@@ -136,21 +136,20 @@ int main(int argc, char** argv) {
         auto q = randv(nq, 5), k = randv(nk, 6), v = randv(nk, 7), go = randv(nq, 8);
         std::vector<float> out(nq), att((size_t)B * H * Tq * Tq), dq(nq), dk(nk), dv(nk);
         double t[2];
-        for (int f = 0; f < 2; ++f) {
-            const Exec ex{f ? Family::batch_invariant : Family::fast, Dtype::f32};
-            t[f] = time_call(
-                [&] { attention_forward(ex, out.data(), att.data(), q.data(), k.data(), v.data(), B, Tq, H, Hkv, D); });
-        }
         const double fl = 4.0 * B * H * (double)Tq * (Tq + 1) / 2 * D;
-        std::printf("  attention prefill B=%d T=%d H=%d/%d D=%d : %8.1fus / %8.1fus  (%.1f / %.1f GFLOP/s)\n", B, Tq, H,
-                    Hkv, D, t[0] * 1e6, t[1] * 1e6, fl / t[0] * 1e-9, fl / t[1] * 1e-9);
-        for (int f = 0; f < 2; ++f) {
-            const Exec ex{f ? Family::batch_invariant : Family::fast, Dtype::f32};
-            t[f] = time_call(
-                [&] { attention_forward(ex, out.data(), nullptr, q.data(), k.data(), v.data(), B, Tq, H, Hkv, D); });
+        // With the probabilities saved for a backward, then without (the
+        // rollout's prefill and a log-probs-only recompute).
+        for (float* saved : {att.data(), (float*)nullptr}) {
+            for (int f = 0; f < 2; ++f) {
+                const Exec ex{f ? Family::batch_invariant : Family::fast, Dtype::f32};
+                t[f] = time_call(
+                    [&] { attention_forward(ex, out.data(), saved, q.data(), k.data(), v.data(), B, Tq, H, Hkv, D); });
+            }
+            if (saved) std::printf("  attention prefill B=%d T=%d H=%d/%d D=%d : ", B, Tq, H, Hkv, D);
+            else std::printf("  attention prefill, no saved probs     : ");
+            std::printf("%8.1fus / %8.1fus  (%.1f / %.1f GFLOP/s)\n", t[0] * 1e6, t[1] * 1e6, fl / t[0] * 1e-9,
+                        fl / t[1] * 1e-9);
         }
-        std::printf("  attention prefill, no saved probs     : %8.1fus / %8.1fus  (%.1f / %.1f GFLOP/s)\n", t[0] * 1e6,
-                    t[1] * 1e6, fl / t[0] * 1e-9, fl / t[1] * 1e-9);
         const double tb = time_call([&] {
             attention_backward(dq.data(), dk.data(), dv.data(), go.data(), att.data(), q.data(), k.data(), v.data(), B,
                                Tq, H, Hkv, D);

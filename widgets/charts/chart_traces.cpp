@@ -10,8 +10,6 @@
 
 namespace mlk {
 
-namespace {}
-
 // --- What is shown ------------------------------------------------------------
 
 bool ChartTraces::setHidden(qint64 runId, bool hidden) {

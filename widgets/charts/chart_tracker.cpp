@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "core/metrics/run_stats.h"
 #include "widgets/data/series_math.h"

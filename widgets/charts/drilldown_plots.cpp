@@ -18,8 +18,6 @@
 
 namespace mlk {
 
-namespace {}  // namespace
-
 ProbabilityPlot buildProbabilityPlot(QChart* chart) {
     chart->setTitle(QObject::tr("Training vs rollout probability of sampled tokens"));
     auto* diag = new QLineSeries;

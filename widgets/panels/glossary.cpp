@@ -16,8 +16,6 @@
 
 namespace mlk {
 
-namespace {}  // namespace
-
 Glossary::Glossary(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);

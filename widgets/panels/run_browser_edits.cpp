@@ -22,8 +22,6 @@ namespace mlk {
 
 using run_browser::kIdRole;
 
-namespace {}  // namespace
-
 QIcon run_browser::colourSwatch(const QColor& colour) {
     QPixmap pm(14, 14);
     pm.fill(Qt::transparent);
