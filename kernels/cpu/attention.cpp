@@ -80,7 +80,7 @@ void attention_forward(const Exec& ex, float* out, float* att, const float* q, c
     const bool bi = ex.family == Family::batch_invariant;
     const double work = 4.0 * B * H * (double)T * T * D / 2;
     count_flops(2.0 * B * H * (double)T * (T + 1) * D);  // QK and PV over the causal triangle
-    const size_t slot = bi ? (size_t)ldk + 64 : 2 * (size_t)ldk + 3 * (ldk / 16) + 64;
+    const size_t slot = bi ? (size_t)ldk + 64 : 2 * (size_t)ldk + 2 * (ldk / 16) + 64;
     parallel_for(
         B * H,
         [&](int b0, int b1) {

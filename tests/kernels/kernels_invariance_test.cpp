@@ -215,6 +215,44 @@ TEST(KernelsInvariance, DecodeEqualsPrefillAtEveryPosition) {
     }
 }
 
+// The fast family's prefill (online softmax over 16-key blocks) is one plan per
+// query: its output and saved probabilities have the same bits on every ISA path
+// and thread count. The AVX-512 path runs up to 16 blocks' maxima, running maxima
+// and sums across the lanes of a vector, the scalar path block by block; lengths
+// from one block to three groups of 16 blocks cover every shape of that.
+TEST(KernelsInvariance, FastPrefillIsOnePlanOnEveryPath) {
+    Restore restore;
+    struct S {
+        int B, T, H, Hkv, D;
+        Dtype pdt, sdt;
+    };
+    const S shapes[] = {{2, 70, 4, 2, 16, Dtype::f32, Dtype::f32},
+                        {1, 300, 2, 1, 16, Dtype::f32, Dtype::f32},
+                        {1, 600, 2, 2, 40, Dtype::bf16, Dtype::bf16}};
+    for (auto s : shapes) {
+        SCOPED_TRACE(testing::Message() << "T" << s.T << " D" << s.D);
+        const size_t nq = (size_t)s.B * s.T * s.H * s.D, nk = (size_t)s.B * s.T * s.Hkv * s.D;
+        // Scores spread wide enough that the running max moves in many blocks.
+        auto q = testdata::uniform(nq, 31, -3, 3), k = testdata::uniform(nk, 32, -3, 3), v = testdata::uniform(nk, 33);
+        const Exec fast{Family::fast, Dtype::f32, s.pdt, s.sdt};
+        std::vector<float> base_out, base_att;
+        for (const Config& c : configs()) {
+            cpu::force_isa(c.isa);
+            set_num_threads(c.threads);
+            SCOPED_TRACE(testing::Message() << cpu::isa_name(c.isa) << " threads " << c.threads);
+            std::vector<float> out(nq), att((size_t)s.B * s.H * s.T * s.T);
+            attention_forward(fast, out.data(), att.data(), q.data(), k.data(), v.data(), s.B, s.T, s.H, s.Hkv, s.D);
+            if (base_out.empty()) {
+                base_out = out;
+                base_att = att;
+                continue;
+            }
+            EXPECT_TRUE(bits_equal(out, base_out));
+            EXPECT_TRUE(bits_equal(att, base_att));
+        }
+    }
+}
+
 // RoPE: a decode step (one row) gets the same bits as the prefill row.
 TEST(KernelsInvariance, RopeDecodeEqualsPrefill) {
     const int T = 200, H = 4, D = 16;
