@@ -171,16 +171,16 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
     if ((int64_t)grads.size() != layout_.total) grads.assign(layout_.total, 0.0f);
     Weights gw = bind_weights(cfg_, layout_, grads.data());
 
-    std::vector<float> dlp((size_t)M * V, 0.0f);
+    GradBuffer dlp((size_t)M * V);
     for (int b = 0; b < B; ++b)
         for (int t = 1; t < T; ++t) {
             size_t row = (size_t)b * T + t - 1;
             dlp[row * V + batch.tokens[(size_t)b * T + t]] += dlogp[(size_t)b * T + t];
         }
-    std::vector<float> dlogits((size_t)M * V, 0.0f);
+    GradBuffer dlogits((size_t)M * V);
     logsoftmax_backward(dlogits.data(), dlp.data(), lp_.data(), inv_temp_, M, V);
 
-    std::vector<float> dlnf((size_t)M * D, 0.0f);
+    GradBuffer dlnf((size_t)M * D);
     if (gw.lm_head) {
         matmul_backward(dlnf.data(), gw.lm_head, nullptr, dlogits.data(), lnf_.data(), head_.data(), M, D, V);
     } else {
@@ -189,7 +189,7 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
         for (int v = 0; v < V; ++v)
             for (int d = 0; d < D; ++d) gw.embed[(size_t)v * D + d] += dhead[(size_t)d * V + v];
     }
-    std::vector<float> dx((size_t)M * D, 0.0f);
+    GradBuffer dx((size_t)M * D);
     rmsnorm_backward(dx.data(), gw.final_norm, dlnf.data(), x_final_.data(), w_.final_norm, rstdf_.data(), M, D);
 
     for (int l = L - 1; l >= 0; --l) {
@@ -206,18 +206,18 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
             recompute(a, l);
         }
         // x_out = x_mid + ffn(ln2(x_mid)): dx flows to x_mid directly and through the FFN.
-        std::vector<float> dln2((size_t)M * D, 0.0f);
+        GradBuffer dln2((size_t)M * D);
         if (!cfg_.is_moe_layer(l)) dense_mlp_backward(dln2.data(), g, dx.data(), a.mlp, a.ln2.data(), M, lw, cfg_);
         else moe_backward(dln2.data(), g, dx.data(), a.moe, a.ln2.data(), M, lw, cfg_);
         rmsnorm_backward(dx.data(), g.post_norm, dln2.data(), a.x_mid.data(), lw.post_norm, a.rstd2.data(), M, D);
         // x_mid = x_in + o_proj(attn(...)).
-        std::vector<float> datty((size_t)M * H * hd, 0.0f);
+        GradBuffer datty((size_t)M * H * hd);
         matmul_backward(datty.data(), g.wo, nullptr, dx.data(), a.atty.data(), lw.wo, M, H * hd, D);
-        std::vector<float> dq((size_t)M * H * hd, 0.0f), dk((size_t)M * Hkv * hd, 0.0f), dv((size_t)M * Hkv * hd, 0.0f);
+        GradBuffer dq((size_t)M * H * hd), dk((size_t)M * Hkv * hd), dv((size_t)M * Hkv * hd);
         attention_backward(dq.data(), dk.data(), dv.data(), datty.data(), a.att.data(), a.qkv.q.data(), a.qkv.k.data(),
                            a.qkv.v.data(), B, T, H, Hkv, hd);
-        std::vector<float> dln1((size_t)M * D, 0.0f);
-        qkv_backward(dln1.data(), g, dq, dk, dv, a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_);
+        GradBuffer dln1((size_t)M * D);
+        qkv_backward(dln1.data(), g, dq.data(), dk.data(), dv.data(), a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_);
         rmsnorm_backward(dx.data(), g.input_norm, dln1.data(), a.x_in.data(), lw.input_norm, a.rstd1.data(), M, D);
         if (full_recompute_) swap_work(a);
         else swap_recomputed(a);

@@ -9,6 +9,20 @@ namespace {
 void zero(std::vector<float>& v, size_t n) { v.assign(n, 0.0f); }
 }  // namespace
 
+GradBuffer::GradBuffer(size_t n) : ActBuffer(n) {
+    // 1 MB parts: below a few of them a second thread's wake-up costs more than it saves.
+    constexpr size_t kPart = size_t{1} << 18;
+    const int parts = (int)std::min<size_t>(n / kPart, 4 * (size_t)std::max(num_threads(), 1));
+    if (parts < 2) {
+        std::fill(begin(), end(), 0.0f);
+        return;
+    }
+    float* p = data();
+    parallel_tasks(parts, nullptr, [&](int i) {
+        std::fill(p + n * i / parts, p + n * (i + 1) / parts, 0.0f);
+    });
+}
+
 void qkv_forward(const Exec& ex, QkvActs& a, const float* ln, const int32_t* pos, int M, const LayerWeights& w,
                  const ModelConfig& cfg) {
     const int D = cfg.hidden_size, H = cfg.num_heads, Hkv = cfg.num_kv_heads, hd = cfg.head_dim;
@@ -35,18 +49,17 @@ void qk_norm_rope(const Exec& ex, QkvActs& a, const int32_t* pos, int M, const L
     rope_forward(a.k.data(), pos, M, Hkv, hd, cfg.rope_theta, ex.dtype);
 }
 
-void qkv_backward(float* dln, LayerWeights& gw, std::vector<float>& dq, std::vector<float>& dk,
-                  const std::vector<float>& dv, const QkvActs& a, const float* ln, const int32_t* pos, int M,
+void qkv_backward(float* dln, LayerWeights& gw, float* dq, float* dk, const float* dv, const QkvActs& a, const float* ln, const int32_t* pos, int M,
                   const LayerWeights& w, const ModelConfig& cfg) {
     const int D = cfg.hidden_size, H = cfg.num_heads, Hkv = cfg.num_kv_heads, hd = cfg.head_dim;
-    rope_backward(dq.data(), pos, M, H, hd, cfg.rope_theta);
-    rope_backward(dk.data(), pos, M, Hkv, hd, cfg.rope_theta);
-    std::vector<float> dq_pre((size_t)M * H * hd, 0.0f), dk_pre((size_t)M * Hkv * hd, 0.0f);
-    rmsnorm_backward(dq_pre.data(), gw.q_norm, dq.data(), a.q_pre.data(), w.q_norm, a.rstd_q.data(), M * H, hd);
-    rmsnorm_backward(dk_pre.data(), gw.k_norm, dk.data(), a.k_pre.data(), w.k_norm, a.rstd_k.data(), M * Hkv, hd);
+    rope_backward(dq, pos, M, H, hd, cfg.rope_theta);
+    rope_backward(dk, pos, M, Hkv, hd, cfg.rope_theta);
+    GradBuffer dq_pre((size_t)M * H * hd), dk_pre((size_t)M * Hkv * hd);
+    rmsnorm_backward(dq_pre.data(), gw.q_norm, dq, a.q_pre.data(), w.q_norm, a.rstd_q.data(), M * H, hd);
+    rmsnorm_backward(dk_pre.data(), gw.k_norm, dk, a.k_pre.data(), w.k_norm, a.rstd_k.data(), M * Hkv, hd);
     matmul_backward(dln, gw.wq, nullptr, dq_pre.data(), ln, w.wq, M, D, H * hd);
     matmul_backward(dln, gw.wk, nullptr, dk_pre.data(), ln, w.wk, M, D, Hkv * hd);
-    matmul_backward(dln, gw.wv, nullptr, dv.data(), ln, w.wv, M, D, Hkv * hd);
+    matmul_backward(dln, gw.wv, nullptr, dv, ln, w.wv, M, D, Hkv * hd);
 }
 
 void dense_mlp_forward(const Exec& ex, DenseMlpActs& a, float* out, const float* x, int M, const LayerWeights& w,
@@ -64,7 +77,7 @@ void dense_mlp_forward(const Exec& ex, DenseMlpActs& a, float* out, const float*
 void dense_mlp_backward(float* dx, LayerWeights& gw, const float* dout, const DenseMlpActs& a, const float* x, int M,
                         const LayerWeights& w, const ModelConfig& cfg) {
     const int D = cfg.hidden_size, F = cfg.intermediate_size;
-    std::vector<float> dact((size_t)M * F, 0.0f), dgate((size_t)M * F, 0.0f), dup((size_t)M * F, 0.0f);
+    GradBuffer dact((size_t)M * F), dgate((size_t)M * F), dup((size_t)M * F);
     matmul_backward(dact.data(), gw.w_down, nullptr, dout, a.act.data(), w.w_down, M, F, D);
     swiglu_backward(dgate.data(), dup.data(), dact.data(), a.gate.data(), a.up.data(), (int64_t)M * F);
     matmul_backward(dx, gw.w_gate, nullptr, dgate.data(), x, w.w_gate, M, D, F);
@@ -160,7 +173,7 @@ void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const Mode
 void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
                   const LayerWeights& w, const ModelConfig& cfg) {
     const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
-    std::vector<float> dweights((size_t)M * k, 0.0f);
+    GradBuffer dweights((size_t)M * k);
     // Each expert's backward is independent (its own weight gradients and
     // slots); their input gradients are kept and added into dx afterwards in
     // expert order, the order of the sequential loop, so dx has its bits.
@@ -214,7 +227,7 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
             for (int d = 0; d < D; ++d) dst[d] += dxe[(size_t)r * D + d];
         }
     }
-    std::vector<float> dlogits((size_t)M * E, 0.0f);
+    GradBuffer dlogits((size_t)M * E);
     router_backward(dlogits.data(), dweights.data(), a.weights.data(), a.ids.data(), M, E, k);
     matmul_backward(dx, gw.router, nullptr, dlogits.data(), x, w.router, M, D, E);
 }

@@ -44,6 +44,14 @@ struct ActBuffer : std::vector<float, UnsetAllocator<float>> {
     }
 };
 
+// Gradient scratch of n zeros, for kernels that add into their output. Large
+// ones are zeroed on the pool's threads: a dense-small backward zeroes about
+// 100 MB per layer, and one thread's memset left the other idle (perf, two
+// threads: memset 3.8 % of a step's samples, all on the calling thread).
+struct GradBuffer : ActBuffer {
+    explicit GradBuffer(size_t n);
+};
+
 // q/k/v for M rows at positions pos[M]; q[M,H*hd], k/v[M,Hkv*hd] come out
 // normalised and rotated, ready for attention.
 struct QkvActs {
@@ -58,8 +66,7 @@ void qkv_forward(const Exec& ex, QkvActs& a, const float* ln, const int32_t* pos
 // engine recomputes them in backward rather than keeping them.
 void qk_norm_rope(const Exec& ex, QkvActs& a, const int32_t* pos, int M, const LayerWeights& w, const ModelConfig& cfg);
 // dln[M,D] += ..., weight gradients into gw. dq/dk are consumed (overwritten).
-void qkv_backward(float* dln, LayerWeights& gw, std::vector<float>& dq, std::vector<float>& dk,
-                  const std::vector<float>& dv, const QkvActs& a, const float* ln, const int32_t* pos, int M,
+void qkv_backward(float* dln, LayerWeights& gw, float* dq, float* dk, const float* dv, const QkvActs& a, const float* ln, const int32_t* pos, int M,
                   const LayerWeights& w, const ModelConfig& cfg);
 
 struct DenseMlpActs {
