@@ -18,9 +18,7 @@ GradBuffer::GradBuffer(size_t n) : ActBuffer(n) {
         return;
     }
     float* p = data();
-    parallel_tasks(parts, nullptr, [&](int i) {
-        std::fill(p + n * i / parts, p + n * (i + 1) / parts, 0.0f);
-    });
+    parallel_tasks(parts, nullptr, [&](int i) { std::fill(p + n * i / parts, p + n * (i + 1) / parts, 0.0f); });
 }
 
 void qkv_forward(const Exec& ex, QkvActs& a, const float* ln, const int32_t* pos, int M, const LayerWeights& w,
@@ -49,8 +47,8 @@ void qk_norm_rope(const Exec& ex, QkvActs& a, const int32_t* pos, int M, const L
     rope_forward(a.k.data(), pos, M, Hkv, hd, cfg.rope_theta, ex.dtype);
 }
 
-void qkv_backward(float* dln, LayerWeights& gw, float* dq, float* dk, const float* dv, const QkvActs& a, const float* ln, const int32_t* pos, int M,
-                  const LayerWeights& w, const ModelConfig& cfg) {
+void qkv_backward(float* dln, LayerWeights& gw, float* dq, float* dk, const float* dv, const QkvActs& a,
+                  const float* ln, const int32_t* pos, int M, const LayerWeights& w, const ModelConfig& cfg) {
     const int D = cfg.hidden_size, H = cfg.num_heads, Hkv = cfg.num_kv_heads, hd = cfg.head_dim;
     rope_backward(dq, pos, M, H, hd, cfg.rope_theta);
     rope_backward(dk, pos, M, Hkv, hd, cfg.rope_theta);

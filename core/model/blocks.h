@@ -66,8 +66,8 @@ void qkv_forward(const Exec& ex, QkvActs& a, const float* ln, const int32_t* pos
 // engine recomputes them in backward rather than keeping them.
 void qk_norm_rope(const Exec& ex, QkvActs& a, const int32_t* pos, int M, const LayerWeights& w, const ModelConfig& cfg);
 // dln[M,D] += ..., weight gradients into gw. dq/dk are consumed (overwritten).
-void qkv_backward(float* dln, LayerWeights& gw, float* dq, float* dk, const float* dv, const QkvActs& a, const float* ln, const int32_t* pos, int M,
-                  const LayerWeights& w, const ModelConfig& cfg);
+void qkv_backward(float* dln, LayerWeights& gw, float* dq, float* dk, const float* dv, const QkvActs& a,
+                  const float* ln, const int32_t* pos, int M, const LayerWeights& w, const ModelConfig& cfg);
 
 struct DenseMlpActs {
     ActBuffer gate, up, act;  // [M,F]

@@ -93,7 +93,7 @@ struct V {
         for (int k = 0; k < nz; ++k)  // each 4: lane i + lane i+4
             z[k] = op(_mm512_shuffle_f32x4(y[2 * k], y[2 * k + 1], 0x88),
                       _mm512_shuffle_f32x4(y[2 * k], y[2 * k + 1], 0xDD));
-        if (nz == 1) z[1] = z[0];  // stands in for inputs past n
+        if (nz == 1) z[1] = z[0];     // stands in for inputs past n
         for (int k = 0; k < nw; ++k)  // each 2: lane i + lane i+2
             w[k] = op(_mm512_shuffle_ps(z[2 * k], z[2 * k + 1], 0x44), _mm512_shuffle_ps(z[2 * k], z[2 * k + 1], 0xEE));
         if (nw == 1) w[1] = w[0];
