@@ -4,9 +4,9 @@
 // family's reduction plans); the pool grows to the largest count asked for
 // and each region uses at most its caller's.
 // Work is split statically: a region of n tasks on T threads is cut into
-// P = min(T, n) fixed parts, part p = the contiguous tasks [p*n/P, (p+1)*n/P);
-// the caller and the T-1 persistent workers each claim parts (normally one
-// each), so a descheduled worker never stalls the caller. The split never
+// P = min(4T, n) fixed parts, part p = the contiguous tasks [p*n/P, (p+1)*n/P);
+// the caller and the T-1 persistent workers claim parts until none is left, so
+// a descheduled worker never stalls the caller for long. The split never
 // changes a result's bits: batch-invariant kernels and all backward kernels only
 // split disjoint outputs whose reduction order is fixed, and the fast family
 // reads num_threads() (the configured count, not the threads that happen to run)
