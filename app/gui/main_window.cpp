@@ -240,37 +240,30 @@ void MainWindow::buildUi() {
 
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(
-        tr("&New database…"), this,
-        [this] {
-            const QString p = QFileDialog::getSaveFileName(
-                this, tr("New run database"), QFileInfo(databasePath()).path(), tr("Run databases (*.sqlite)"));
-            QString err;
-            if (!p.isEmpty() && !openDatabase(p, &err)) QMessageBox::warning(this, tr("New database"), err);
-        },
-        QKeySequence::New);
-    file->addAction(
-        tr("&Open database…"), this,
-        [this] {
-            const QString p =
-                QFileDialog::getOpenFileName(this, tr("Open run database"), QFileInfo(databasePath()).path(),
-                                             tr("Run databases (*.sqlite);;All files (*)"));
-            QString err;
-            if (!p.isEmpty() && !openDatabase(p, &err)) QMessageBox::warning(this, tr("Open database"), err);
-        },
-        QKeySequence::Open);
+    file->addAction(tr("&New database…"), QKeySequence::New, this, [this] {
+        const QString p = QFileDialog::getSaveFileName(this, tr("New run database"), QFileInfo(databasePath()).path(),
+                                                       tr("Run databases (*.sqlite)"));
+        QString err;
+        if (!p.isEmpty() && !openDatabase(p, &err)) QMessageBox::warning(this, tr("New database"), err);
+    });
+    file->addAction(tr("&Open database…"), QKeySequence::Open, this, [this] {
+        const QString p = QFileDialog::getOpenFileName(this, tr("Open run database"), QFileInfo(databasePath()).path(),
+                                                       tr("Run databases (*.sqlite);;All files (*)"));
+        QString err;
+        if (!p.isEmpty() && !openDatabase(p, &err)) QMessageBox::warning(this, tr("Open database"), err);
+    });
     recentMenu_ = file->addMenu(tr("Recent databases"));
     file->addSeparator();
     file->addAction(tr("Export &report…"), this, &MainWindow::exportReport);
     file->addAction(tr("Export selected runs as CSV…"), this, [this] { exportSelected("csv"); });
     file->addAction(tr("Export selected runs as JSON…"), this, [this] { exportSelected("json"); });
     file->addSeparator();
-    file->addAction(tr("Copy configuration as JSON"), form_, &ConfigForm::copyJsonToClipboard,
-                    QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
-    file->addAction(tr("Paste configuration from JSON"), form_, &ConfigForm::pasteJsonFromClipboard,
-                    QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V));
+    file->addAction(tr("Copy configuration as JSON"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), form_,
+                    &ConfigForm::copyJsonToClipboard);
+    file->addAction(tr("Paste configuration from JSON"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V), form_,
+                    &ConfigForm::pasteJsonFromClipboard);
     file->addSeparator();
-    file->addAction(tr("&Quit"), this, &QWidget::close, QKeySequence::Quit);
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
     QMenu* run = menuBar()->addMenu(tr("&Run"));
     run->addAction(startAct_);
@@ -281,7 +274,7 @@ void MainWindow::buildMenus() {
     run->addAction(stopAct_);
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
-    view->addAction(tr("Reset zoom"), charts_, &ChartGrid::resetZoom, QKeySequence(Qt::CTRL | Qt::Key_0));
+    view->addAction(tr("Reset zoom"), QKeySequence(Qt::CTRL | Qt::Key_0), charts_, &ChartGrid::resetZoom);
     view->addAction(tr("Charts"), this, [this] { centre_->setCurrentWidget(charts_); });
     view->addAction(tr("Drill-down"), this, [this] { centre_->setCurrentWidget(drill_); });
     view->addSeparator();

@@ -172,7 +172,7 @@ void RunWorker::work() {
             RunController rc = RunController::create(store, job.config, job.preset.toStdString(),
                                                      job.name.toStdString(), cacheDir_.toStdString(), cb, 0, slot);
             runId = rc.run_id();
-            data_->addRun({runId, job.name, "running", job.preset, {}});
+            data_->addRun({runId, job.name, "running", job.preset, {}, {}});  // colour and seed group: from the store
             emit runStarted(runId, job.name);
             // Steps are pushed to the data layer directly so charts move at
             // once; the data layer signals the UI once per push.

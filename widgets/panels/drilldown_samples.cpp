@@ -27,7 +27,6 @@ QString superscript(int n) {
 }
 
 QString tr(const char* s) { return QObject::tr(s); }
-QString tr(const char* s, const char* c, int n) { return QObject::tr(s, c, n); }
 
 }  // namespace
 

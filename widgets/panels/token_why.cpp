@@ -208,7 +208,7 @@ void TokenWhy::showDetail(const WorstToken& t) {
     bool inRoll = false, inTrain = false;
     const auto put = [&](int r, int c, const QString& text, bool chosen) {
         auto* it = new QTableWidgetItem(text);
-        it->setTextAlignment(c == 1 || c == 4 ? int(Qt::AlignCenter) : int(Qt::AlignRight | Qt::AlignVCenter));
+        it->setTextAlignment(c == 1 || c == 4 ? Qt::Alignment(Qt::AlignCenter) : (Qt::AlignRight | Qt::AlignVCenter));
         if (chosen) {
             QFont f = it->font();
             f.setBold(true);

@@ -163,7 +163,9 @@ TEST(Engines, EnvironmentTokensAreFedInsteadOfSampled) {
         EXPECT_EQ(s.env, want) << "sequence " << i;
         EXPECT_EQ(s.sampled_tokens(), (int)std::count(want.begin(), want.end(), 0));
         EXPECT_LE((int)resp.size(), max_new);
-        if (s.finished_by_eos) EXPECT_EQ(s.env.back(), 0);
+        if (s.finished_by_eos) {
+            EXPECT_EQ(s.env.back(), 0);
+        }
         for (float lp : s.lp_processed) EXPECT_TRUE(std::isfinite(lp));
     }
     EXPECT_GT(with_reply, 24u);
