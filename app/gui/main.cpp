@@ -1,11 +1,26 @@
 // mismatch-lab: the desktop workbench.
 #include <QApplication>
 #include <QIcon>
+#include <cstdio>
 
+#include "app/gui/gui_args.h"
 #include "app/gui/main_window.h"
 
 int main(int argc, char** argv) {
     Q_INIT_RESOURCE(resources);  // the .qrc lives in the static mlk_app library
+    // --help and --version answer before QApplication, so without a display too
+    // (a terminal over SSH); Qt's own options are still in argv here.
+    QStringList raw;
+    for (int i = 0; i < argc; ++i) raw << QString::fromLocal8Bit(argv[i]);
+    const mlk::GuiArgs early = mlk::parseGuiArgs(raw);
+    if (early.help) {
+        std::fputs(qPrintable(mlk::guiUsage()), stdout);
+        return 0;
+    }
+    if (early.version) {
+        std::printf("mismatch-lab %s\n", MLK_VERSION);
+        return 0;
+    }
     QApplication app(argc, argv);
     // Folder names without spaces: ~/.local/share/MismatchLab/mismatch-lab/runs.sqlite.
     QApplication::setOrganizationName(QStringLiteral("MismatchLab"));
@@ -16,8 +31,12 @@ int main(int argc, char** argv) {
     QApplication::setWindowIcon(QIcon::fromTheme(mlk::MainWindow::applicationId(),
                                                  QIcon(QStringLiteral(":/icons/org.mismatchlab.MismatchLab.svg"))));
     // A database path on the command line opens it (the .desktop file passes %f).
-    const QStringList args = QApplication::arguments();
-    mlk::MainWindow w(args.size() > 1 ? args.at(1) : QString());
+    const mlk::GuiArgs args = mlk::parseGuiArgs(QApplication::arguments());
+    if (!args.error.isEmpty()) {
+        std::fprintf(stderr, "mismatch-lab: %s\n%s", qPrintable(args.error), qPrintable(mlk::guiUsage()));
+        return 2;
+    }
+    mlk::MainWindow w(args.database);
     w.show();
     return app.exec();
 }
