@@ -5,10 +5,6 @@
 
 namespace mlk {
 
-namespace {
-void zero(std::vector<float>& v, size_t n) { v.assign(n, 0.0f); }
-}  // namespace
-
 GradBuffer::GradBuffer(size_t n) : ActBuffer(n) {
     // 1 MB parts: below a few of them a second thread's wake-up costs more than it saves.
     constexpr size_t kPart = size_t{1} << 18;
@@ -183,7 +179,7 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
         MoeActs::Expert& xe = a.experts[e];
         const int Me = (int)xe.rows.size();
         if (Me == 0) return;
-        std::vector<float> dy((size_t)Me * D), dact, dgate, dup;
+        ActBuffer dy((size_t)Me * D);  // every element written below
         for (int r = 0; r < Me; ++r) {
             const int slot = xe.rows[r];
             const float wgt = a.weights[slot];
@@ -207,9 +203,7 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
                 for (int i = 0; i < kRows; ++i) dw[i] += (double)g[i][d] * y[i][d];
             for (int i = 0; i < n; ++i) dweights[xe.rows[r0 + i]] = (float)dw[i];
         }
-        zero(dact, (size_t)Me * Fm);
-        zero(dgate, (size_t)Me * Fm);
-        zero(dup, (size_t)Me * Fm);
+        GradBuffer dact((size_t)Me * Fm), dgate((size_t)Me * Fm), dup((size_t)Me * Fm);
         float* dxe = xe.y.data();
         std::fill(xe.y.begin(), xe.y.end(), 0.0f);
         matmul_backward(dact.data(), gw.e_down[e], nullptr, dy.data(), xe.act.data(), w.e_down[e], Me, Fm, D);
