@@ -90,23 +90,30 @@ void set_gemm_shape_log(GemmShapeLog* log);
 // The peak every "% of peak" figure is taken against.
 double fma_peak_gflops(int threads);
 
+// How a backward op stores an input gradient: added to the buffer (the
+// default: the gradients of a tensor's several uses sum), or written over it,
+// which spares zeroing a fresh buffer first (a dense-small backward zeroed
+// ~100 MB per layer). Written over gives the values of adding into zeros: an
+// FMA chain starts from 0.0f either way, and 0 + t = t up to the sign of a zero.
+enum class GradStore : uint8_t { add, overwrite };
+
 // ---- matmul --------------------------------------------------------------
 // out[M,N] = inp[M,K] @ w[K,N] (+ bias[N] when non-null), rounded to ex.dtype.
 void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, const float* bias, int M, int K,
                     int N);
 // dinp[M,K] += dout[M,N] @ w[K,N]^T ; dw[K,N] += inp^T @ dout ; dbias[N] += sum_m dout.
 // Any of dinp / dw / dbias may be null. Deterministic: fixed order independent
-// of thread count.
+// of thread count. With dinp_store = overwrite, dinp = dout @ w^T.
 void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int M,
-                     int K, int N);
+                     int K, int N, GradStore dinp_store = GradStore::add);
 
 // ---- RMSNorm -------------------------------------------------------------
 // out[M,C] = inp * rsqrt(mean(inp^2) + eps) * weight[C]; rstd[M] saved when non-null.
 void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, const float* weight, float eps, int M,
                      int C);
-// dinp[M,C] += ..., dweight[C] += ... (dweight may be null).
+// dinp[M,C] += ... (or =, dinp_store), dweight[C] += ... (dweight may be null).
 void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
-                      const float* rstd, int M, int C);
+                      const float* rstd, int M, int C, GradStore dinp_store = GradStore::add);
 
 // ---- RoPE (rotate-half, Hugging Face convention) -------------------------
 // x[M,H,D] rotated in place for positions pos[M]; D even; theta the base.
@@ -145,8 +152,9 @@ void entropy_forward(const Exec& ex, float* ent, const float* lp, int M, int V);
 // ---- MLP pieces ----------------------------------------------------------
 // out[M,F] = silu(gate) * up.
 void swiglu_forward(const Exec& ex, float* out, const float* gate, const float* up, int64_t n);
-// dgate, dup (+=).
-void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, int64_t n);
+// dgate, dup (+=, or = with store = overwrite).
+void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, int64_t n,
+                     GradStore store = GradStore::add);
 
 // ---- embedding -----------------------------------------------------------
 // out[M,C] = table[tok[m], :] (rounded to dtype).

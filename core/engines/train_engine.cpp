@@ -148,7 +148,7 @@ void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, std:
     }
     a.atty.resize((size_t)M * H * hd);
     attention_forward(ex, a.atty.data(), att, a.qkv.q.data(), a.qkv.k.data(), a.qkv.v.data(), B, T, H, Hkv, hd);
-    std::vector<float> o((size_t)M * D);
+    ActBuffer o((size_t)M * D);  // written whole by the GEMM
     matmul_forward(ex, o.data(), a.atty.data(), lw.wo, nullptr, M, H * hd, D);
     a.x_mid = a.x_in;
     add_inplace(a.x_mid.data(), o.data(), (int64_t)M * D, residual_);
@@ -180,17 +180,22 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
     GradBuffer dlogits((size_t)M * V);
     logsoftmax_backward(dlogits.data(), dlp.data(), lp_.data(), inv_temp_, M, V);
 
-    GradBuffer dlnf((size_t)M * D);
+    // Every backward buffer below is written whole by its first kernel
+    // (GradStore::overwrite) before anything adds into it: nothing to zero.
+    ActBuffer dlnf((size_t)M * D);
     if (gw.lm_head) {
-        matmul_backward(dlnf.data(), gw.lm_head, nullptr, dlogits.data(), lnf_.data(), head_.data(), M, D, V);
+        matmul_backward(dlnf.data(), gw.lm_head, nullptr, dlogits.data(), lnf_.data(), head_.data(), M, D, V,
+                        GradStore::overwrite);
     } else {
         std::vector<float> dhead((size_t)D * V, 0.0f);
-        matmul_backward(dlnf.data(), dhead.data(), nullptr, dlogits.data(), lnf_.data(), head_.data(), M, D, V);
+        matmul_backward(dlnf.data(), dhead.data(), nullptr, dlogits.data(), lnf_.data(), head_.data(), M, D, V,
+                        GradStore::overwrite);
         for (int v = 0; v < V; ++v)
             for (int d = 0; d < D; ++d) gw.embed[(size_t)v * D + d] += dhead[(size_t)d * V + v];
     }
-    GradBuffer dx((size_t)M * D);
-    rmsnorm_backward(dx.data(), gw.final_norm, dlnf.data(), x_final_.data(), w_.final_norm, rstdf_.data(), M, D);
+    ActBuffer dx((size_t)M * D);
+    rmsnorm_backward(dx.data(), gw.final_norm, dlnf.data(), x_final_.data(), w_.final_norm, rstdf_.data(), M, D,
+                     GradStore::overwrite);
 
     for (int l = L - 1; l >= 0; --l) {
         LayerActs& a = acts_[l];
@@ -206,18 +211,21 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
             recompute(a, l);
         }
         // x_out = x_mid + ffn(ln2(x_mid)): dx flows to x_mid directly and through the FFN.
-        GradBuffer dln2((size_t)M * D);
-        if (!cfg_.is_moe_layer(l)) dense_mlp_backward(dln2.data(), g, dx.data(), a.mlp, a.ln2.data(), M, lw, cfg_);
-        else moe_backward(dln2.data(), g, dx.data(), a.moe, a.ln2.data(), M, lw, cfg_);
+        ActBuffer dln2((size_t)M * D);
+        if (!cfg_.is_moe_layer(l))
+            dense_mlp_backward(dln2.data(), g, dx.data(), a.mlp, a.ln2.data(), M, lw, cfg_, GradStore::overwrite);
+        else moe_backward(dln2.data(), g, dx.data(), a.moe, a.ln2.data(), M, lw, cfg_, GradStore::overwrite);
         rmsnorm_backward(dx.data(), g.post_norm, dln2.data(), a.x_mid.data(), lw.post_norm, a.rstd2.data(), M, D);
         // x_mid = x_in + o_proj(attn(...)).
-        GradBuffer datty((size_t)M * H * hd);
-        matmul_backward(datty.data(), g.wo, nullptr, dx.data(), a.atty.data(), lw.wo, M, H * hd, D);
+        ActBuffer datty((size_t)M * H * hd);
+        matmul_backward(datty.data(), g.wo, nullptr, dx.data(), a.atty.data(), lw.wo, M, H * hd, D,
+                        GradStore::overwrite);
         GradBuffer dq((size_t)M * H * hd), dk((size_t)M * Hkv * hd), dv((size_t)M * Hkv * hd);
         attention_backward(dq.data(), dk.data(), dv.data(), datty.data(), a.att.data(), a.qkv.q.data(), a.qkv.k.data(),
                            a.qkv.v.data(), B, T, H, Hkv, hd);
-        GradBuffer dln1((size_t)M * D);
-        qkv_backward(dln1.data(), g, dq.data(), dk.data(), dv.data(), a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_);
+        ActBuffer dln1((size_t)M * D);
+        qkv_backward(dln1.data(), g, dq.data(), dk.data(), dv.data(), a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_,
+                     GradStore::overwrite);
         rmsnorm_backward(dx.data(), g.input_norm, dln1.data(), a.x_in.data(), lw.input_norm, a.rstd1.data(), M, D);
         if (full_recompute_) swap_work(a);
         else swap_recomputed(a);

@@ -5,17 +5,18 @@
 
 namespace mlk {
 
-GradBuffer::GradBuffer(size_t n) : ActBuffer(n) {
+void zero_floats(float* p, size_t n) {
     // 1 MB parts: below a few of them a second thread's wake-up costs more than it saves.
     constexpr size_t kPart = size_t{1} << 18;
     const int parts = (int)std::min<size_t>(n / kPart, 4 * (size_t)std::max(num_threads(), 1));
     if (parts < 2) {
-        std::fill(begin(), end(), 0.0f);
+        std::fill(p, p + n, 0.0f);
         return;
     }
-    float* p = data();
     parallel_tasks(parts, nullptr, [&](int i) { std::fill(p + n * i / parts, p + n * (i + 1) / parts, 0.0f); });
 }
+
+GradBuffer::GradBuffer(size_t n) : ActBuffer(n) { zero_floats(data(), n); }
 
 void qkv_forward(const Exec& ex, QkvActs& a, const float* ln, const int32_t* pos, int M, const LayerWeights& w,
                  const ModelConfig& cfg) {
@@ -44,14 +45,17 @@ void qk_norm_rope(const Exec& ex, QkvActs& a, const int32_t* pos, int M, const L
 }
 
 void qkv_backward(float* dln, LayerWeights& gw, float* dq, float* dk, const float* dv, const QkvActs& a,
-                  const float* ln, const int32_t* pos, int M, const LayerWeights& w, const ModelConfig& cfg) {
+                  const float* ln, const int32_t* pos, int M, const LayerWeights& w, const ModelConfig& cfg,
+                  GradStore dln_store) {
     const int D = cfg.hidden_size, H = cfg.num_heads, Hkv = cfg.num_kv_heads, hd = cfg.head_dim;
     rope_backward(dq, pos, M, H, hd, cfg.rope_theta);
     rope_backward(dk, pos, M, Hkv, hd, cfg.rope_theta);
-    GradBuffer dq_pre((size_t)M * H * hd), dk_pre((size_t)M * Hkv * hd);
-    rmsnorm_backward(dq_pre.data(), gw.q_norm, dq, a.q_pre.data(), w.q_norm, a.rstd_q.data(), M * H, hd);
-    rmsnorm_backward(dk_pre.data(), gw.k_norm, dk, a.k_pre.data(), w.k_norm, a.rstd_k.data(), M * Hkv, hd);
-    matmul_backward(dln, gw.wq, nullptr, dq_pre.data(), ln, w.wq, M, D, H * hd);
+    ActBuffer dq_pre((size_t)M * H * hd), dk_pre((size_t)M * Hkv * hd);
+    rmsnorm_backward(dq_pre.data(), gw.q_norm, dq, a.q_pre.data(), w.q_norm, a.rstd_q.data(), M * H, hd,
+                     GradStore::overwrite);
+    rmsnorm_backward(dk_pre.data(), gw.k_norm, dk, a.k_pre.data(), w.k_norm, a.rstd_k.data(), M * Hkv, hd,
+                     GradStore::overwrite);
+    matmul_backward(dln, gw.wq, nullptr, dq_pre.data(), ln, w.wq, M, D, H * hd, dln_store);
     matmul_backward(dln, gw.wk, nullptr, dk_pre.data(), ln, w.wk, M, D, Hkv * hd);
     matmul_backward(dln, gw.wv, nullptr, dv, ln, w.wv, M, D, Hkv * hd);
 }
@@ -69,12 +73,13 @@ void dense_mlp_forward(const Exec& ex, DenseMlpActs& a, float* out, const float*
 }
 
 void dense_mlp_backward(float* dx, LayerWeights& gw, const float* dout, const DenseMlpActs& a, const float* x, int M,
-                        const LayerWeights& w, const ModelConfig& cfg) {
+                        const LayerWeights& w, const ModelConfig& cfg, GradStore dx_store) {
     const int D = cfg.hidden_size, F = cfg.intermediate_size;
-    GradBuffer dact((size_t)M * F), dgate((size_t)M * F), dup((size_t)M * F);
-    matmul_backward(dact.data(), gw.w_down, nullptr, dout, a.act.data(), w.w_down, M, F, D);
-    swiglu_backward(dgate.data(), dup.data(), dact.data(), a.gate.data(), a.up.data(), (int64_t)M * F);
-    matmul_backward(dx, gw.w_gate, nullptr, dgate.data(), x, w.w_gate, M, D, F);
+    ActBuffer dact((size_t)M * F), dgate((size_t)M * F), dup((size_t)M * F);
+    matmul_backward(dact.data(), gw.w_down, nullptr, dout, a.act.data(), w.w_down, M, F, D, GradStore::overwrite);
+    swiglu_backward(dgate.data(), dup.data(), dact.data(), a.gate.data(), a.up.data(), (int64_t)M * F,
+                    GradStore::overwrite);
+    matmul_backward(dx, gw.w_gate, nullptr, dgate.data(), x, w.w_gate, M, D, F, dx_store);
     matmul_backward(dx, gw.w_up, nullptr, dup.data(), x, w.w_up, M, D, F);
 }
 
@@ -165,8 +170,10 @@ void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const Mode
 }
 
 void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
-                  const LayerWeights& w, const ModelConfig& cfg) {
+                  const LayerWeights& w, const ModelConfig& cfg, GradStore dx_store) {
     const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
+    // The experts' gradients are added into dx row by row, so overwriting is zeroing first.
+    if (dx_store == GradStore::overwrite) zero_floats(dx, (size_t)M * D);
     GradBuffer dweights((size_t)M * k);
     // Each expert's backward is independent (its own weight gradients and
     // slots); their input gradients are kept and added into dx afterwards in
@@ -203,12 +210,14 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
                 for (int i = 0; i < kRows; ++i) dw[i] += (double)g[i][d] * y[i][d];
             for (int i = 0; i < n; ++i) dweights[xe.rows[r0 + i]] = (float)dw[i];
         }
-        GradBuffer dact((size_t)Me * Fm), dgate((size_t)Me * Fm), dup((size_t)Me * Fm);
+        ActBuffer dact((size_t)Me * Fm), dgate((size_t)Me * Fm), dup((size_t)Me * Fm);
         float* dxe = xe.y.data();
-        std::fill(xe.y.begin(), xe.y.end(), 0.0f);
-        matmul_backward(dact.data(), gw.e_down[e], nullptr, dy.data(), xe.act.data(), w.e_down[e], Me, Fm, D);
-        swiglu_backward(dgate.data(), dup.data(), dact.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm);
-        matmul_backward(dxe, gw.e_gate[e], nullptr, dgate.data(), xe.x.data(), w.e_gate[e], Me, D, Fm);
+        matmul_backward(dact.data(), gw.e_down[e], nullptr, dy.data(), xe.act.data(), w.e_down[e], Me, Fm, D,
+                        GradStore::overwrite);
+        swiglu_backward(dgate.data(), dup.data(), dact.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm,
+                        GradStore::overwrite);
+        matmul_backward(dxe, gw.e_gate[e], nullptr, dgate.data(), xe.x.data(), w.e_gate[e], Me, D, Fm,
+                        GradStore::overwrite);
         matmul_backward(dxe, gw.e_up[e], nullptr, dup.data(), xe.x.data(), w.e_up[e], Me, D, Fm);
     });
     for (int e = 0; e < E; ++e) {

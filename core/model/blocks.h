@@ -44,10 +44,14 @@ struct ActBuffer : std::vector<float, UnsetAllocator<float>> {
     }
 };
 
-// Gradient scratch of n zeros, for kernels that add into their output. Large
-// ones are zeroed on the pool's threads: a dense-small backward zeroes about
-// 100 MB per layer, and one thread's memset left the other idle (perf, two
-// threads: memset 3.8 % of a step's samples, all on the calling thread).
+// p[0..n) = 0; large spans on the pool's threads: one thread's memset of a
+// backward's gradient scratch left the other idle (perf, two threads: memset
+// 3.8 % of a dense-small step's samples, all on the calling thread).
+void zero_floats(float* p, size_t n);
+
+// Gradient scratch of n zeros, for kernels that add into their output. Where
+// the first kernel can write it whole (GradStore::overwrite), an ActBuffer
+// spares the zeroing.
 struct GradBuffer : ActBuffer {
     explicit GradBuffer(size_t n);
 };
@@ -65,17 +69,20 @@ void qkv_forward(const Exec& ex, QkvActs& a, const float* ln, const int32_t* pos
 // and RoPE, the second half of qkv_forward. Deterministic, so the training
 // engine recomputes them in backward rather than keeping them.
 void qk_norm_rope(const Exec& ex, QkvActs& a, const int32_t* pos, int M, const LayerWeights& w, const ModelConfig& cfg);
-// dln[M,D] += ..., weight gradients into gw. dq/dk are consumed (overwritten).
+// dln[M,D] += ... (= with GradStore::overwrite), weight gradients into gw.
+// dq/dk are consumed (overwritten).
 void qkv_backward(float* dln, LayerWeights& gw, float* dq, float* dk, const float* dv, const QkvActs& a,
-                  const float* ln, const int32_t* pos, int M, const LayerWeights& w, const ModelConfig& cfg);
+                  const float* ln, const int32_t* pos, int M, const LayerWeights& w, const ModelConfig& cfg,
+                  GradStore dln_store = GradStore::add);
 
 struct DenseMlpActs {
     ActBuffer gate, up, act;  // [M,F]
 };
 void dense_mlp_forward(const Exec& ex, DenseMlpActs& a, float* out, const float* x, int M, const LayerWeights& w,
                        const ModelConfig& cfg);
+// dx[M,D] += ... (= with GradStore::overwrite), weight gradients into gw.
 void dense_mlp_backward(float* dx, LayerWeights& gw, const float* dout, const DenseMlpActs& a, const float* x, int M,
-                        const LayerWeights& w, const ModelConfig& cfg);
+                        const LayerWeights& w, const ModelConfig& cfg, GradStore dx_store = GradStore::add);
 
 struct MoeActs {
     std::vector<float> router_logits;  // [M,E]
@@ -96,8 +103,9 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
 // Each expert's gathered input rows x and SwiGLU output act, recomputed from
 // the layer input and the kept gate/up (the same bits moe_forward made).
 void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const ModelConfig& cfg);
+// dx[M,D] += ... (= with GradStore::overwrite), weight gradients into gw.
 // Consumes a.experts[].y (overwritten with the experts' input gradients).
 void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
-                  const LayerWeights& w, const ModelConfig& cfg);
+                  const LayerWeights& w, const ModelConfig& cfg, GradStore dx_store = GradStore::add);
 
 }  // namespace mlk

@@ -134,7 +134,7 @@ struct IsaTable {
     void (*rmsnorm_rows)(Plan plan, float* out, float* rstd, const float* inp, const float* w, float eps, int C,
                          Dtype dt, Dtype sdt, int m0, int m1);
     void (*rmsnorm_bwd_rows)(float* dinp, const float* dout, const float* inp, const float* w, const float* rstd, int C,
-                             int m0, int m1);
+                             bool add, int m0, int m1);
     void (*rmsnorm_bwd_dweight)(float* dw, const float* dout, const float* inp, const float* rstd, int M, int C, int c0,
                                 int c1);
     // sdt: the storage precision of the log-sum-exp (Exec::stats).
@@ -143,7 +143,8 @@ struct IsaTable {
     void (*logsoftmax_bwd_rows)(float* dz, const float* dlp, const float* lp, float inv_temp, int V, int m0, int m1);
     void (*entropy_rows)(Plan plan, float* ent, const float* lp, int V, Dtype dt, int m0, int m1);
     void (*swiglu)(float* out, const float* g, const float* u, Dtype dt, int64_t i0, int64_t i1);
-    void (*swiglu_bwd)(float* dg, float* du, const float* dout, const float* g, const float* u, int64_t i0, int64_t i1);
+    void (*swiglu_bwd)(float* dg, float* du, const float* dout, const float* g, const float* u, bool add, int64_t i0,
+                       int64_t i1);
     void (*add_round)(float* y, const float* x, Dtype dt, int64_t i0, int64_t i1);
     void (*copy_round)(float* dst, const float* src, Dtype dt, int64_t n);  // dst may equal src
     void (*accumulate)(float* dst, const float* src, int64_t n);            // dst += src

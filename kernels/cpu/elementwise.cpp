@@ -37,10 +37,12 @@ void swiglu_forward(const Exec& ex, float* out, const float* gate, const float* 
 
 // swiglu_backward: sig = 1/(1+exp(-g)); dup += (dout*g)*sig;
 // dgate += ((dout*up)*sig)*(1 + g*(1-sig)). Elementwise.
-void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, int64_t n) {
+void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, int64_t n,
+                     GradStore store) {
     if (n <= 0) return;
     const IsaTable& I = isa_table();
-    for_range(n, 25.0, [&](int64_t i0, int64_t i1) { I.swiglu_bwd(dgate, dup, dout, gate, up, i0, i1); });
+    const bool add = store == GradStore::add;
+    for_range(n, 25.0, [&](int64_t i0, int64_t i1) { I.swiglu_bwd(dgate, dup, dout, gate, up, add, i0, i1); });
 }
 
 void embedding_forward(float* out, const int32_t* tok, const float* table, int M, int C, Dtype dtype) {

@@ -132,14 +132,14 @@ void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w
 // matmul_backward. Deterministic, independent of thread count (threads split
 // disjoint outputs only):
 //  * dinp[m,k]: one FMA chain over n = 0..N-1 ascending of dout[m,n]*w[k,n],
-//    starting from the existing dinp[m,k] (vectorised along k on a transposed
-//    copy of w).
+//    starting from the existing dinp[m,k] (from 0.0f when dinp_store is
+//    overwrite; vectorised along k on a transposed copy of w).
 //  * dw[k,n]: one FMA chain over m = 0..M-1 ascending of inp[m,k]*dout[m,n],
 //    starting from the existing dw[k,n]; M is walked in blocks of 256 rows for
 //    cache reuse, the chain carried through C (stays one chain).
 //  * dbias[n]: dbias[n] + dout[0,n] + dout[1,n] + ... left to right.
 void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int M,
-                     int K, int N) {
+                     int K, int N, GradStore dinp_store) {
     if (M <= 0 || N <= 0 || K < 0) return;
     const IsaTable& T = isa_table();
     if (dinp && K > 0) count_gemm('d', M, K, N);
@@ -157,7 +157,7 @@ void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, co
         g.C = dinp;
         g.ldc = K;
         g.K = N;
-        g.init = GemmInit::carry;
+        g.init = dinp_store == GradStore::add ? GemmInit::carry : GemmInit::zero;
         run_gemm(T, g, M, K, true);
     }
     if (dw && K > 0) {

@@ -56,14 +56,16 @@ void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, 
 }
 
 // rmsnorm_backward: per row, dot = bi16 over c of fma(g*w, x); dinp += (r*g)*w -
-// (r^3*dot/C)*x. dweight[c] += (g*x)*r over m ascending (from the existing
+// (r^3*dot/C)*x (= when dinp_store is overwrite). dweight[c] += (g*x)*r over m ascending (from the existing
 // value). Threads split rows (dinp) and then columns (dweight).
 void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
-                      const float* rstd, int M, int C) {
+                      const float* rstd, int M, int C, GradStore dinp_store) {
     if (M <= 0 || C <= 0) return;
     const IsaTable& I = isa_table();
+    const bool add = dinp_store == GradStore::add;
     if (dinp)
-        for_rows(M, 6.0 * C, [&](int m0, int m1) { I.rmsnorm_bwd_rows(dinp, dout, inp, weight, rstd, C, m0, m1); });
+        for_rows(M, 6.0 * C,
+                 [&](int m0, int m1) { I.rmsnorm_bwd_rows(dinp, dout, inp, weight, rstd, C, add, m0, m1); });
     if (dweight) {
         const int nb = (C + 63) / 64;
         parallel_for(

@@ -79,11 +79,14 @@ MLK_HD inline void swiglu_at(float* out, const float* g, const float* u, Dtype d
     out[i] = round_to(s * u[i], dt);
 }
 // sig = 1/(1+exp(0-g)); dup += (dout*g)*sig; dgate += ((dout*up)*sig)*(1 + g*(1-sig))
-MLK_HD inline void swiglu_bwd_at(float* dg, float* du, const float* dout, const float* g, const float* u, int64_t i) {
+// (= rather than += when !add)
+MLK_HD inline void swiglu_bwd_at(float* dg, float* du, const float* dout, const float* g, const float* u, bool add,
+                                 int64_t i) {
     const float gv = g[i], uv = u[i], d = dout[i];
     const float sig = div_rn(1.0f, 1.0f + exp_s(0.0f - gv));
-    du[i] = du[i] + (d * gv) * sig;
-    dg[i] = dg[i] + ((d * uv) * sig) * (1.0f + gv * (1.0f - sig));
+    const float tu = (d * gv) * sig, tg = ((d * uv) * sig) * (1.0f + gv * (1.0f - sig));
+    du[i] = add ? du[i] + tu : tu;
+    dg[i] = add ? dg[i] + tg : tg;
 }
 
 // AdamW, one parameter per index: adamw_at (kernels/scalar_math.h) is the very
@@ -205,11 +208,13 @@ MLK_HD inline void matmul_bi_at(float* out, const float* inp, const float* w, co
     if (bias) acc = acc + bias[n];
     out[(int64_t)m * N + n] = round_to(acc, dt);
 }
-// Backward, the CPU's orders: dinp[m,k] chains n ascending from its value;
-// dw[k,n] chains m ascending from its value; dbias[n] adds m ascending.
-MLK_HD inline void matmul_dinp_at(float* dinp, const float* dout, const float* w, int K, int N, int m, int k) {
+// Backward, the CPU's orders: dinp[m,k] chains n ascending from its value
+// (from 0.0f when !add); dw[k,n] chains m ascending from its value; dbias[n]
+// adds m ascending.
+MLK_HD inline void matmul_dinp_at(float* dinp, const float* dout, const float* w, int K, int N, bool add, int m,
+                                  int k) {
     float& d = dinp[(int64_t)m * K + k];
-    d = chain(d, dout + (int64_t)m * N, 1, w + (int64_t)k * N, 1, N);
+    d = chain(add ? d : 0.0f, dout + (int64_t)m * N, 1, w + (int64_t)k * N, 1, N);
 }
 MLK_HD inline void matmul_dw_at(float* dw, const float* inp, const float* dout, int M, int K, int N, int k, int n) {
     float& d = dw[(int64_t)k * N + n];
@@ -339,6 +344,7 @@ struct RmsnormBwdArgs {
     const float* w;
     const float* rstd;
     int M, C;
+    bool add;  // dinp += ...; false: dinp = ...
 };
 // dot lanes: fma(g * w, x, lane)
 MLK_HD inline void rmsnorm_bwd_p1(const RmsnormBwdArgs& a, int block, int tid, float* sm) {
@@ -351,7 +357,7 @@ MLK_HD inline void rmsnorm_bwd_p1(const RmsnormBwdArgs& a, int block, int tid, f
     }
     sm[kRowThreads + tid] = acc;
 }
-// dinp += (r * g) * w - ((r^3 * dot) / C) * x
+// dinp += (r * g) * w - ((r^3 * dot) / C) * x (= when !a.add)
 MLK_HD inline void rmsnorm_bwd_p2(const RmsnormBwdArgs& a, int block, int tid, const float* sm) {
     const RowThread r = row_thread(block, tid);
     if (r.row >= a.M) return;
@@ -361,7 +367,10 @@ MLK_HD inline void rmsnorm_bwd_p2(const RmsnormBwdArgs& a, int block, int tid, c
     const float* x = a.inp + (int64_t)r.row * a.C;
     const float* g = a.dout + (int64_t)r.row * a.C;
     float* di = a.dinp + (int64_t)r.row * a.C;
-    for (int j = r.lane; j < a.C; j += kLanes) di[j] = di[j] + ((rs * g[j]) * a.w[j] - coef * x[j]);
+    for (int j = r.lane; j < a.C; j += kLanes) {
+        const float t = (rs * g[j]) * a.w[j] - coef * x[j];
+        di[j] = a.add ? di[j] + t : t;
+    }
 }
 // dweight[c] += (g * x) * r over m ascending, from its value.
 MLK_HD inline void rmsnorm_dweight_col(float* dw, const float* dout, const float* inp, const float* rstd, int M, int C,

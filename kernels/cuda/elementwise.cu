@@ -31,7 +31,8 @@ struct SwigluF {
 struct SwigluBwdF {
     float *dg, *du;
     const float *dout, *g, *u;
-    __device__ void operator()(int64_t i) const { body::swiglu_bwd_at(dg, du, dout, g, u, i); }
+    bool add;
+    __device__ void operator()(int64_t i) const { body::swiglu_bwd_at(dg, du, dout, g, u, add, i); }
 };
 struct AddF {
     float* y;
@@ -148,8 +149,9 @@ void swiglu_forward(const Exec& ex, float* out, const float* gate, const float* 
 }
 
 // swiglu_backward: the CPU's expression per element (bodies.h).
-void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, int64_t n) {
-    launch_elementwise(n, SwigluBwdF{dgate, dup, dout, gate, up}, "swiglu_backward");
+void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, int64_t n,
+                     GradStore store) {
+    launch_elementwise(n, SwigluBwdF{dgate, dup, dout, gate, up, store == GradStore::add}, "swiglu_backward");
 }
 
 void embedding_forward(float* out, const int32_t* tok, const float* table, int M, int C, Dtype dtype) {

@@ -26,8 +26,9 @@ struct DinpF {
     float* dinp;
     const float *dout, *w;
     int K, N;
+    bool add;
     __device__ void operator()(int64_t i) const {
-        body::matmul_dinp_at(dinp, dout, w, K, N, (int)(i / K), (int)(i % K));
+        body::matmul_dinp_at(dinp, dout, w, K, N, add, (int)(i / K), (int)(i % K));
     }
 };
 struct DwF {
@@ -127,13 +128,15 @@ void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w
 
 // matmul_backward, the CPU's orders (one thread per output, no atomics), so
 // the CPU's bits:
-//  * dinp[m,k]: FMA chain over n ascending of dout[m,n]*w[k,n] from dinp[m,k].
+//  * dinp[m,k]: FMA chain over n ascending of dout[m,n]*w[k,n] from dinp[m,k]
+//    (from 0.0f when dinp_store is overwrite).
 //  * dw[k,n]: FMA chain over m ascending of inp[m,k]*dout[m,n] from dw[k,n].
 //  * dbias[n]: dbias[n] + dout[0,n] + dout[1,n] + ... left to right.
 void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int M,
-                     int K, int N) {
+                     int K, int N, GradStore dinp_store) {
     if (M <= 0 || N <= 0 || K < 0) return;
-    if (dinp && K > 0) launch_elementwise((int64_t)M * K, DinpF{dinp, dout, w, K, N}, "matmul_backward (dinp)");
+    const bool add = dinp_store == GradStore::add;
+    if (dinp && K > 0) launch_elementwise((int64_t)M * K, DinpF{dinp, dout, w, K, N, add}, "matmul_backward (dinp)");
     if (dw && K > 0) launch_elementwise((int64_t)K * N, DwF{dw, inp, dout, M, K, N}, "matmul_backward (dw)");
     if (dbias) launch_elementwise(N, DbiasF{dbias, dout, M, N}, "matmul_backward (dbias)");
 }

@@ -35,12 +35,12 @@ namespace mlk::cuda {
 void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, const float* bias, int M, int K,
                     int N);
 void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int M,
-                     int K, int N);
+                     int K, int N, GradStore dinp_store = GradStore::add);
 
 void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, const float* weight, float eps, int M,
                      int C);
 void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
-                      const float* rstd, int M, int C);
+                      const float* rstd, int M, int C, GradStore dinp_store = GradStore::add);
 
 void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype);
 void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float theta);
@@ -60,7 +60,8 @@ void logprob_gather(float* out, const float* lp, const int32_t* target, int M, i
 void entropy_forward(const Exec& ex, float* ent, const float* lp, int M, int V);
 
 void swiglu_forward(const Exec& ex, float* out, const float* gate, const float* up, int64_t n);
-void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, int64_t n);
+void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, int64_t n,
+                     GradStore store = GradStore::add);
 
 void embedding_forward(float* out, const int32_t* tok, const float* table, int M, int C, Dtype dtype);
 void embedding_backward(float* dtable, const float* dout, const int32_t* tok, int M, int C);

@@ -211,14 +211,14 @@ void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, 
 }
 
 // rmsnorm_backward: per row dot = bi16 over c of fma(g*w, x, lane);
-// dinp += (r*g)*w - ((r^3*dot)/C)*x. dweight[c] += (g*x)*r over m ascending
+// dinp += (r*g)*w - ((r^3*dot)/C)*x (= when dinp_store is overwrite). dweight[c] += (g*x)*r over m ascending
 // (a thread per column). The CPU's plan: the CPU's bits.
 void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
-                      const float* rstd, int M, int C) {
+                      const float* rstd, int M, int C, GradStore dinp_store) {
     if (M <= 0 || C <= 0) return;
     if (dinp) {
         k_rmsnorm_bwd<<<row_blocks(M), body::kRowThreads, 0, stream()>>>(
-            body::RmsnormBwdArgs{dinp, dout, inp, weight, rstd, M, C});
+            body::RmsnormBwdArgs{dinp, dout, inp, weight, rstd, M, C, dinp_store == GradStore::add});
         check_launch("rmsnorm_backward");
     }
     if (dweight) launch_elementwise(C, DweightF{dweight, dout, inp, rstd, M, C}, "rmsnorm_backward (dweight)");

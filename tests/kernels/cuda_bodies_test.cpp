@@ -81,12 +81,16 @@ TEST(CudaBodies, Elementwise) {
                 swiglu_forward(ex, want.data(), g.data(), u.data(), n);
                 for (int64_t i = 0; i < n; ++i) B::swiglu_at(got.data(), g.data(), u.data(), dt, i);
                 EXPECT_TRUE(bits_equal(got, want)) << "swiglu";
-                std::vector<float> dgw(n, 0.5f), duw(n, -0.25f), dgg = dgw, dug = duw;
-                swiglu_backward(dgw.data(), duw.data(), d.data(), g.data(), u.data(), n);
-                for (int64_t i = 0; i < n; ++i)
-                    B::swiglu_bwd_at(dgg.data(), dug.data(), d.data(), g.data(), u.data(), i);
-                EXPECT_TRUE(bits_equal(dgg, dgw)) << "swiglu dgate";
-                EXPECT_TRUE(bits_equal(dug, duw)) << "swiglu dup";
+                for (GradStore store : {GradStore::add, GradStore::overwrite}) {
+                    SCOPED_TRACE(store == GradStore::add ? "add" : "overwrite");
+                    std::vector<float> dgw(n, 0.5f), duw(n, -0.25f), dgg = dgw, dug = duw;
+                    swiglu_backward(dgw.data(), duw.data(), d.data(), g.data(), u.data(), n, store);
+                    for (int64_t i = 0; i < n; ++i)
+                        B::swiglu_bwd_at(dgg.data(), dug.data(), d.data(), g.data(), u.data(), store == GradStore::add,
+                                         i);
+                    EXPECT_TRUE(bits_equal(dgg, dgw)) << "swiglu dgate";
+                    EXPECT_TRUE(bits_equal(dug, duw)) << "swiglu dup";
+                }
                 std::vector<float> yw = y0, yg = y0;
                 add_inplace(yw.data(), d.data(), n, dt);
                 for (int64_t i = 0; i < n; ++i) B::add_round_at(yg.data(), d.data(), dt, i);
@@ -230,17 +234,21 @@ TEST(CudaBodies, MatmulBackward) {
         const auto x = testdata::uniform((size_t)s.M * s.K, 13), w = testdata::uniform((size_t)s.K * s.N, 14),
                    g = testdata::uniform((size_t)s.M * s.N, 15);
         for_each_cpu_config([&] {
-            std::vector<float> di((size_t)s.M * s.K, 0.5f), dw((size_t)s.K * s.N, 0.25f), db(s.N, 0.125f);
-            std::vector<float> dig = di, dwg = dw, dbg = db;
-            matmul_backward(di.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), s.M, s.K, s.N);
-            for (int m = 0; m < s.M; ++m)
-                for (int k = 0; k < s.K; ++k) B::matmul_dinp_at(dig.data(), g.data(), w.data(), s.K, s.N, m, k);
-            for (int k = 0; k < s.K; ++k)
-                for (int n = 0; n < s.N; ++n) B::matmul_dw_at(dwg.data(), x.data(), g.data(), s.M, s.K, s.N, k, n);
-            for (int n = 0; n < s.N; ++n) B::matmul_dbias_at(dbg.data(), g.data(), s.M, s.N, n);
-            EXPECT_TRUE(bits_equal(dig, di)) << "dinp";
-            EXPECT_TRUE(bits_equal(dwg, dw)) << "dw";
-            EXPECT_TRUE(bits_equal(dbg, db)) << "dbias";
+            for (GradStore store : {GradStore::add, GradStore::overwrite}) {
+                SCOPED_TRACE(store == GradStore::add ? "add" : "overwrite");
+                std::vector<float> di((size_t)s.M * s.K, 0.5f), dw((size_t)s.K * s.N, 0.25f), db(s.N, 0.125f);
+                std::vector<float> dig = di, dwg = dw, dbg = db;
+                matmul_backward(di.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), s.M, s.K, s.N, store);
+                for (int m = 0; m < s.M; ++m)
+                    for (int k = 0; k < s.K; ++k)
+                        B::matmul_dinp_at(dig.data(), g.data(), w.data(), s.K, s.N, store == GradStore::add, m, k);
+                for (int k = 0; k < s.K; ++k)
+                    for (int n = 0; n < s.N; ++n) B::matmul_dw_at(dwg.data(), x.data(), g.data(), s.M, s.K, s.N, k, n);
+                for (int n = 0; n < s.N; ++n) B::matmul_dbias_at(dbg.data(), g.data(), s.M, s.N, n);
+                EXPECT_TRUE(bits_equal(dig, di)) << "dinp";
+                EXPECT_TRUE(bits_equal(dwg, dw)) << "dw";
+                EXPECT_TRUE(bits_equal(dbg, db)) << "dbias";
+            }
         });
     }
 }
@@ -277,16 +285,21 @@ TEST(CudaBodies, RmsnormBackward) {
             std::vector<float> y((size_t)M * C), rs(M);
             rmsnorm_forward({Family::batch_invariant}, y.data(), rs.data(), x.data(), w.data(), 1e-6f, M, C);
             for_each_cpu_config([&] {
-                std::vector<float> di((size_t)M * C, 0.5f), dw(C, 0.25f), dig = di, dwg = dw;
-                rmsnorm_backward(di.data(), dw.data(), g.data(), x.data(), w.data(), rs.data(), M, C);
-                const B::RmsnormBwdArgs a{dig.data(), g.data(), x.data(), w.data(), rs.data(), M, C};
-                run_blocks(
-                    row_blocks(M), B::kRowThreads, B::kRowSmem,
-                    [&](int64_t b, int t, float* sm) { B::rmsnorm_bwd_p1(a, (int)b, t, sm); },
-                    [&](int64_t b, int t, float* sm) { B::rmsnorm_bwd_p2(a, (int)b, t, sm); });
-                for (int c = 0; c < C; ++c) B::rmsnorm_dweight_col(dwg.data(), g.data(), x.data(), rs.data(), M, C, c);
-                EXPECT_TRUE(bits_equal(dig, di)) << "dinp";
-                EXPECT_TRUE(bits_equal(dwg, dw)) << "dweight";
+                for (GradStore store : {GradStore::add, GradStore::overwrite}) {
+                    SCOPED_TRACE(store == GradStore::add ? "add" : "overwrite");
+                    std::vector<float> di((size_t)M * C, 0.5f), dw(C, 0.25f), dig = di, dwg = dw;
+                    rmsnorm_backward(di.data(), dw.data(), g.data(), x.data(), w.data(), rs.data(), M, C, store);
+                    const B::RmsnormBwdArgs a{dig.data(), g.data(), x.data(), w.data(),
+                                              rs.data(),  M,        C,        store == GradStore::add};
+                    run_blocks(
+                        row_blocks(M), B::kRowThreads, B::kRowSmem,
+                        [&](int64_t b, int t, float* sm) { B::rmsnorm_bwd_p1(a, (int)b, t, sm); },
+                        [&](int64_t b, int t, float* sm) { B::rmsnorm_bwd_p2(a, (int)b, t, sm); });
+                    for (int c = 0; c < C; ++c)
+                        B::rmsnorm_dweight_col(dwg.data(), g.data(), x.data(), rs.data(), M, C, c);
+                    EXPECT_TRUE(bits_equal(dig, di)) << "dinp";
+                    EXPECT_TRUE(bits_equal(dwg, dw)) << "dweight";
+                }
             });
         }
 }

@@ -210,6 +210,12 @@ TEST(CudaOps, BackwardEqualsCpu) {
     EXPECT_TRUE(bits_equal(ddi.download(), di)) << "matmul dinp";
     EXPECT_TRUE(bits_equal(ddw.download(), dw)) << "matmul dw";
     EXPECT_TRUE(bits_equal(ddb.download(), db)) << "matmul dbias";
+    std::vector<float> dio((size_t)M * K, 9.0f);
+    Buffer<float> ddio(dio);
+    matmul_backward(dio.data(), nullptr, nullptr, g.data(), x.data(), w.data(), M, K, N, GradStore::overwrite);
+    cuda::matmul_backward(ddio.data(), nullptr, nullptr, dg.data(), dx.data(), dwt.data(), M, K, N,
+                          GradStore::overwrite);
+    EXPECT_TRUE(bits_equal(ddio.download(), dio)) << "matmul dinp, overwritten";
 
     const auto h = testdata::uniform((size_t)M * C, 15, -2, 2), gw = testdata::uniform(C, 16, 0.5, 1.5),
                gh = testdata::uniform((size_t)M * C, 17);
@@ -220,6 +226,12 @@ TEST(CudaOps, BackwardEqualsCpu) {
     cuda::rmsnorm_backward(bdh.data(), bdgw.data(), bgh.data(), bh.data(), bgw.data(), brs.data(), M, C);
     EXPECT_TRUE(bits_equal(bdh.download(), dh)) << "rmsnorm dinp";
     EXPECT_TRUE(bits_equal(bdgw.download(), dgw)) << "rmsnorm dweight";
+    std::vector<float> dho((size_t)M * C, 9.0f);
+    Buffer<float> bdho(dho);
+    rmsnorm_backward(dho.data(), nullptr, gh.data(), h.data(), gw.data(), rs.data(), M, C, GradStore::overwrite);
+    cuda::rmsnorm_backward(bdho.data(), nullptr, bgh.data(), bh.data(), bgw.data(), brs.data(), M, C,
+                           GradStore::overwrite);
+    EXPECT_TRUE(bits_equal(bdho.download(), dho)) << "rmsnorm dinp, overwritten";
 
     std::vector<float> sg((size_t)M * C, 0.0f), su((size_t)M * C, 0.0f);
     Buffer<float> bsg(sg), bsu(su), by(y);
@@ -227,6 +239,13 @@ TEST(CudaOps, BackwardEqualsCpu) {
     cuda::swiglu_backward(bsg.data(), bsu.data(), bgh.data(), bh.data(), by.data(), (int64_t)M * C);
     EXPECT_TRUE(bits_equal(bsg.download(), sg)) << "swiglu dgate";
     EXPECT_TRUE(bits_equal(bsu.download(), su)) << "swiglu dup";
+    std::vector<float> sgo((size_t)M * C, 9.0f), suo((size_t)M * C, 9.0f);
+    Buffer<float> bsgo(sgo), bsuo(suo);
+    swiglu_backward(sgo.data(), suo.data(), gh.data(), h.data(), y.data(), (int64_t)M * C, GradStore::overwrite);
+    cuda::swiglu_backward(bsgo.data(), bsuo.data(), bgh.data(), bh.data(), by.data(), (int64_t)M * C,
+                          GradStore::overwrite);
+    EXPECT_TRUE(bits_equal(bsgo.download(), sgo)) << "swiglu dgate, overwritten";
+    EXPECT_TRUE(bits_equal(bsuo.download(), suo)) << "swiglu dup, overwritten";
 
     std::vector<int32_t> tok(M), pos(M);
     for (int m = 0; m < M; ++m) tok[m] = (m * 31) % V, pos[m] = m % 97;

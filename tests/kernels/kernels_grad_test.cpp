@@ -15,6 +15,7 @@
 
 #include "kernels/cpu/features.h"
 #include "kernels/kernels.h"
+#include "tests/bits.h"
 #include "tests/random_data.h"
 #include "kernels/ref.h"
 
@@ -232,6 +233,47 @@ TEST(KernelsGrad, Swiglu) {
         swiglu_backward(a.data(), b.data(), rf.data(), gf.data(), uf.data(), n);
         check_close("dgate", a, dg);
         check_close("dup", b, du);
+    });
+}
+
+// GradStore::overwrite ignores what the buffer held and gives the bits of
+// adding into zeros, for every op that offers it, on every ISA path and with
+// 1 and 2 threads (shapes large enough to be split between threads).
+TEST(KernelsGrad, OverwrittenInputGradientEqualsAddingIntoZeros) {
+    const int M = 300, K = 64, N = 52;
+    const auto x = testdata::uniform((size_t)M * K, 61), w = testdata::uniform((size_t)K * N, 62),
+               g = testdata::uniform((size_t)M * N, 63), rw = testdata::uniform(K, 64, 0.5, 1.5),
+               gk = testdata::uniform((size_t)M * K, 65);
+    std::vector<float> y((size_t)M * K), rs(M);
+    rmsnorm_forward(kFast, y.data(), rs.data(), x.data(), rw.data(), 1e-6f, M, K);
+    const size_t n = (size_t)M * K;
+    for_each_isa([&] {
+        for (int threads : {1, 2}) {
+            SCOPED_TRACE(testing::Message() << "threads " << threads);
+            set_num_threads(threads);
+            std::vector<float> added(n, 0.0f), written(n, 7.5f);
+            matmul_backward(added.data(), nullptr, nullptr, g.data(), x.data(), w.data(), M, K, N);
+            matmul_backward(written.data(), nullptr, nullptr, g.data(), x.data(), w.data(), M, K, N,
+                            GradStore::overwrite);
+            EXPECT_TRUE(testdata::bits_equal(written, added)) << "matmul dinp";
+
+            added.assign(n, 0.0f);
+            written.assign(n, -3.0f);
+            rmsnorm_backward(added.data(), nullptr, gk.data(), x.data(), rw.data(), rs.data(), M, K);
+            rmsnorm_backward(written.data(), nullptr, gk.data(), x.data(), rw.data(), rs.data(), M, K,
+                             GradStore::overwrite);
+            EXPECT_TRUE(testdata::bits_equal(written, added)) << "rmsnorm dinp";
+
+            std::vector<float> du_added(n, 0.0f), du_written(n, 2.0f);
+            added.assign(n, 0.0f);
+            written.assign(n, 2.0f);
+            swiglu_backward(added.data(), du_added.data(), gk.data(), x.data(), y.data(), (int64_t)n);
+            swiglu_backward(written.data(), du_written.data(), gk.data(), x.data(), y.data(), (int64_t)n,
+                            GradStore::overwrite);
+            EXPECT_TRUE(testdata::bits_equal(written, added)) << "swiglu dgate";
+            EXPECT_TRUE(testdata::bits_equal(du_written, du_added)) << "swiglu dup";
+        }
+        set_num_threads(0);
     });
 }
 

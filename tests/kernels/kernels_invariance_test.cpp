@@ -413,7 +413,9 @@ TEST(KernelsInvariance, ParallelTasksRethrowsAfterTheOthersFinish) {
                                 }),
                  std::runtime_error);
     for (int i = 0; i < 16; ++i)
-        if (i != 5) EXPECT_EQ(done[i].load(), 1) << "task " << i;
+        if (i != 5) {
+            EXPECT_EQ(done[i].load(), 1) << "task " << i;
+        }
 }
 
 // The mismatch is real: the fast family changes bits with the batch size for

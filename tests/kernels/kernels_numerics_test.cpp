@@ -147,7 +147,9 @@ TEST(KernelsFp8, PowerOfTwoScalesPerRowAndPerColumn) {
             int e = 0;
             EXPECT_EQ(std::frexp(s, &e), 0.5f) << "a power of two";
             EXPECT_LE(amax / s, (float)f.max);
-            if (amax > 0) EXPECT_GT(amax / s, (float)f.max / 2) << "the smallest such power";
+            if (amax > 0) {
+                EXPECT_GT(amax / s, (float)f.max / 2) << "the smallest such power";
+            }
             for (int k = 0; k < K; ++k) {
                 const size_t i = (size_t)m * K + k;
                 EXPECT_EQ(q[i], round_to(x[i] / s, f.dt) * s);

@@ -81,7 +81,9 @@ TEST(WorstTokens, AlternativesAreSortedAndAgreeWithTheTokensLogprobs) {
             double mass = 0;
             bool found = false;
             for (size_t a = 0; a < alts->size(); ++a) {
-                if (a) EXPECT_GE((*alts)[a - 1].lp, (*alts)[a].lp) << "most likely first";
+                if (a) {
+                    EXPECT_GE((*alts)[a - 1].lp, (*alts)[a].lp) << "most likely first";
+                }
                 EXPECT_LE((*alts)[a].lp, 0.0f);
                 mass += std::exp((double)(*alts)[a].lp);
                 if ((*alts)[a].token == t.token) {
@@ -92,7 +94,9 @@ TEST(WorstTokens, AlternativesAreSortedAndAgreeWithTheTokensLogprobs) {
                 }
             }
             EXPECT_LE(mass, 1.0 + 1e-5);
-            if (!found) EXPECT_LE(own, alts->back().lp) << "a token outside the top list is less likely than all of it";
+            if (!found) {
+                EXPECT_LE(own, alts->back().lp) << "a token outside the top list is less likely than all of it";
+            }
         }
     }
 }

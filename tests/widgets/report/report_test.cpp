@@ -222,7 +222,8 @@ void ReportTest::chartsKeepNanAndZero() {
     report::ChartSpec spec;
     spec.yScale = report::Scale::log;
     spec.size = QSize(400, 200);
-    report::ChartRun zero{"zero", palette::runColour(1), {}}, nan{"nan", palette::runColour(2), {}};
+    report::ChartRun zero{"zero", palette::runColour(1), {}, {}, {}, {}},
+        nan{"nan", palette::runColour(2), {}, {}, {}, {}};
     for (int s = 0; s < 10; ++s) {
         zero.points.push_back({(double)s, 0.0});
         nan.points.push_back({(double)s, s == 4 ? kNaN : 1e-3});
