@@ -129,9 +129,10 @@ void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float the
 // (may be null). Scale 1/sqrt(D).
 void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k, const float* v, int B,
                        int T, int H, int Hkv, int D);
-// dq, dk, dv (+=) from dout using the saved att.
+// dq, dk, dv (+=, or = with store = overwrite) from dout using the saved att.
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att, const float* q,
-                        const float* k, const float* v, int B, int T, int H, int Hkv, int D);
+                        const float* k, const float* v, int B, int T, int H, int Hkv, int D,
+                        GradStore store = GradStore::add);
 // Decode: one new query per active sequence against its KV cache.
 // q[Bq,H,D]; kcache/vcache hold slot s at kcache + slot[s]*cache_stride, each
 // laid out [Tmax,Hkv,D]; len[s] = number of valid positions including the new

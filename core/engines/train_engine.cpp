@@ -86,14 +86,14 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
     };
     out_.own_expert_ids.assign(moe_layers_.size(), {});
     out_.used_expert_ids.assign(moe_layers_.size(), {});
-    std::vector<float> x((size_t)M * D);
+    ActBuffer x((size_t)M * D);
     embedding_forward(x.data(), batch.tokens.data(), w_.embed, M, D, ex.dtype);
     for (int l = 0, mi = 0; l < L; ++l) {
         LayerActs& a = for_backward ? acts_[l] : work_;
         const bool moe = cfg_.is_moe_layer(l);
         const int32_t* replay = moe && replay_ids ? (*replay_ids)[mi].data() : nullptr;
         swap_layer(a);
-        a.x_in = x;
+        copy_into(a.x_in, x);
         // Checkpointing recomputes the layer, probabilities included, in backward.
         layer_forward(a, l, replay, x, for_backward && !full_recompute_);
         if (moe) {
@@ -132,7 +132,7 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
 // receives its output. The probabilities are saved only when a backward will
 // read these activations (the fast family's online softmax computes them a
 // second time).
-void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, std::vector<float>& x, bool save_att) {
+void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, ActBuffer& x, bool save_att) {
     const Exec& ex = ex_;
     const int B = batch_->B, T = batch_->T, D = cfg_.hidden_size, M = M_;
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
@@ -150,7 +150,7 @@ void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, std:
     attention_forward(ex, a.atty.data(), att, a.qkv.q.data(), a.qkv.k.data(), a.qkv.v.data(), B, T, H, Hkv, hd);
     ActBuffer o((size_t)M * D);  // written whole by the GEMM
     matmul_forward(ex, o.data(), a.atty.data(), lw.wo, nullptr, M, H * hd, D);
-    a.x_mid = a.x_in;
+    copy_into(a.x_mid, a.x_in);
     add_inplace(a.x_mid.data(), o.data(), (int64_t)M * D, residual_);
     a.ln2.resize((size_t)M * D);
     a.rstd2.resize(M);
@@ -158,7 +158,7 @@ void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, std:
     a.ffn_out.resize((size_t)M * D);
     if (!cfg_.is_moe_layer(l)) dense_mlp_forward(ex, a.mlp, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_);
     else moe_forward(ex, a.moe, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_, replay);
-    x = a.x_mid;
+    copy_into(x, a.x_mid);
     add_inplace(x.data(), a.ffn_out.data(), (int64_t)M * D, residual_);
 }
 
@@ -204,7 +204,7 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
         if (full_recompute_) {
             swap_work(a);
             const int mi = moe_index_[l];
-            std::vector<float> x_out;
+            ActBuffer x_out;
             layer_forward(a, l, mi >= 0 && !replay_.empty() ? replay_[mi].data() : nullptr, x_out, true);
         } else {
             swap_recomputed(a);
@@ -220,9 +220,9 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
         ActBuffer datty((size_t)M * H * hd);
         matmul_backward(datty.data(), g.wo, nullptr, dx.data(), a.atty.data(), lw.wo, M, H * hd, D,
                         GradStore::overwrite);
-        GradBuffer dq((size_t)M * H * hd), dk((size_t)M * Hkv * hd), dv((size_t)M * Hkv * hd);
+        ActBuffer dq((size_t)M * H * hd), dk((size_t)M * Hkv * hd), dv((size_t)M * Hkv * hd);
         attention_backward(dq.data(), dk.data(), dv.data(), datty.data(), a.att.data(), a.qkv.q.data(), a.qkv.k.data(),
-                           a.qkv.v.data(), B, T, H, Hkv, hd);
+                           a.qkv.v.data(), B, T, H, Hkv, hd, GradStore::overwrite);
         ActBuffer dln1((size_t)M * D);
         qkv_backward(dln1.data(), g, dq.data(), dk.data(), dv.data(), a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_,
                      GradStore::overwrite);
@@ -238,7 +238,7 @@ void TrainEngine::release_activations() {
     std::vector<LayerActs>().swap(acts_);
     spare_ = Recomputed{};
     work_ = LayerActs{};
-    for (std::vector<float>* v : {&x_final_, &lnf_, &rstdf_, &logits_}) std::vector<float>().swap(*v);
+    for (ActBuffer* v : {&x_final_, &lnf_, &rstdf_, &logits_}) ActBuffer().swap(*v);
 }
 
 // Checkpointing: layer a keeps only its input; the shared work_ buffers hold

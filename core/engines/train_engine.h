@@ -96,7 +96,9 @@ public:
 
 private:
     struct LayerActs {
-        std::vector<float> x_in, ln1, rstd1, att, atty, x_mid, ln2, rstd2, ffn_out;
+        // Every buffer is written whole by the kernel that fills it (ActBuffer:
+        // no zero-fill on each step's fresh activations).
+        ActBuffer x_in, ln1, rstd1, att, atty, x_mid, ln2, rstd2, ffn_out;
         QkvActs qkv;
         DenseMlpActs mlp;
         MoeActs moe;
@@ -109,14 +111,13 @@ private:
     // kept activations by about two fifths for a few row ops. One layer's
     // worth of buffers lives here and is swapped into the layer being worked on.
     struct Recomputed {
-        std::vector<float> ln1, ln2, ffn_out;
-        ActBuffer q, k, act;
+        ActBuffer ln1, ln2, ffn_out, q, k, act;
         std::vector<ActBuffer> expert_x, expert_act;
     };
     void swap_recomputed(LayerActs& a);
     void recompute(LayerActs& a, int layer);
     void swap_work(LayerActs& a);
-    void layer_forward(LayerActs& a, int layer, const int32_t* replay, std::vector<float>& x, bool save_att);
+    void layer_forward(LayerActs& a, int layer, const int32_t* replay, ActBuffer& x, bool save_att);
     ModelConfig cfg_;
     ParamLayout layout_;
     std::vector<int> moe_layers_;               // cfg_.moe_layers()
@@ -136,7 +137,7 @@ private:
     std::vector<LayerActs> acts_;
     Recomputed spare_;
     LayerActs work_;  // checkpointing: the layer being computed
-    std::vector<float> x_final_, lnf_, rstdf_, logits_, lp_;
+    ActBuffer x_final_, lnf_, rstdf_, logits_, lp_;
     TrainForward out_;
 };
 

@@ -3,6 +3,7 @@
 // dense SwiGLU / MoE feed-forward, each with its saved activations.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -43,6 +44,13 @@ struct ActBuffer : std::vector<float, UnsetAllocator<float>> {
         std::vector<float, UnsetAllocator<float>>::resize(n);
     }
 };
+
+// dst = src as one memmove: assigning an ActBuffer would copy element by
+// element through its allocator.
+inline void copy_into(ActBuffer& dst, const ActBuffer& src) {
+    dst.resize(src.size());
+    std::copy(src.begin(), src.end(), dst.begin());
+}
 
 // p[0..n) = 0; large spans on the pool's threads: one thread's memset of a
 // backward's gradient scratch left the other idle (perf, two threads: memset

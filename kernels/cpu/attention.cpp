@@ -23,11 +23,11 @@ int fast_decode_splits(int len, int active_queries, int threads) {
 namespace {
 inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
-// C[T, N] += A[T, T] @ B[T, N], A read through strides (ars, acs) so a
-// transpose is a stride swap; each output's FMA chain starts from C's value
-// and runs over the triangle `tri` of A only (causal).
+// C[T, N] += A[T, T] @ B[T, N] (= when init is zero), A read through strides
+// (ars, acs) so a transpose is a stride swap; each output's FMA chain starts
+// from C's value (or 0.0f) and runs over the triangle `tri` of A only (causal).
 void accumulate(const IsaTable& I, float* C, int64_t ldc, const float* A, int64_t ars, int64_t acs, const float* B,
-                int64_t ldb, int T, GemmTri tri, int N) {
+                int64_t ldb, int T, GemmTri tri, int N, GemmInit init) {
     GemmCall c;
     c.A = A;
     c.ars = ars;
@@ -37,7 +37,7 @@ void accumulate(const IsaTable& I, float* C, int64_t ldc, const float* A, int64_
     c.C = C;
     c.ldc = ldc;
     c.K = T;
-    c.init = GemmInit::carry;
+    c.init = init;
     c.tri = tri;
     I.gemm(c, 0, T, 0, N);
 }
@@ -222,14 +222,17 @@ void attention_decode(const Exec& ex, float* out, const float* q, const float* k
 //  dv[j,:] : FMA chain over t ascending of P[t,j]*dout[t,:]   } each chain starts
 //  dq[t,:] : FMA chain over j ascending of dS[t,j]*k[j,:]     } from the existing
 //  dk[j,:] : FMA chain over t ascending of dS[t,j]*q[t,:]     } gradient value
-// Grouped-query heads h of one kv head add to dk/dv in ascending h. Threads
+// Grouped-query heads h of one kv head add to dk/dv in ascending h (with
+// store = overwrite the chains start from 0.0f instead, dk/dv's at the group's
+// first head). Threads
 // split (b, kv head) pairs, which own disjoint dq/dk/dv slices, so the result
 // does not depend on the thread count.
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att, const float* q,
-                        const float* k, const float* v, int B, int T, int H, int Hkv, int D) {
+                        const float* k, const float* v, int B, int T, int H, int Hkv, int D, GradStore store) {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
     const IsaTable& I = isa_table();
     const int group = H / Hkv;
+    const bool add = store == GradStore::add;
     const float scale = 1.0f / std::sqrt((float)D);
     const int ldT = round_up(T, 64);
     const double work = 8.0 * B * H * (double)T * T * D / 2;
@@ -270,9 +273,12 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                     g.skip_upper_tiles = true;
                     I.gemm(g, 0, T, 0, T);
                     I.attn_bwd_ds_rows(DS, P, DS, T, scale, 0, T);
-                    if (dv) accumulate(I, dvb, kvs, P, 1, T, gb, qs, T, GemmTri::upper, D);   // dv += P^T @ dout
-                    if (dq) accumulate(I, dqb, qs, DS, T, 1, kb, kvs, T, GemmTri::lower, D);  // dq += dS @ K
-                    if (dk) accumulate(I, dkb, kvs, DS, 1, T, qb, qs, T, GemmTri::upper, D);  // dk += dS^T @ Q
+                    const GemmInit kv_init = add || h > hk * group ? GemmInit::carry : GemmInit::zero;
+                    const GemmInit q_init = add ? GemmInit::carry : GemmInit::zero;
+                    if (dv)
+                        accumulate(I, dvb, kvs, P, 1, T, gb, qs, T, GemmTri::upper, D, kv_init);  // dv += P^T @ dout
+                    if (dq) accumulate(I, dqb, qs, DS, T, 1, kb, kvs, T, GemmTri::lower, D, q_init);   // dq += dS @ K
+                    if (dk) accumulate(I, dkb, kvs, DS, 1, T, qb, qs, T, GemmTri::upper, D, kv_init);  // dk += dS^T @ Q
                 }
             }
         },

@@ -342,10 +342,11 @@ void attention_decode(const Exec& ex, float* out, const float* q, const float* k
 // dq element and per dk/dv element runs its FMA chain (heads of a kv head in
 // ascending order). No atomics: the CPU's bits.
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att, const float* q,
-                        const float* k, const float* v, int B, int T, int H, int Hkv, int D) {
+                        const float* k, const float* v, int B, int T, int H, int Hkv, int D, GradStore store) {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
     float* ds = static_cast<float*>(detail::workspace((size_t)B * H * T * T * sizeof(float)));
-    const body::AttnBwdArgs a{dq, dk, dv, ds, dout, att, q, k, v, B, T, H, Hkv, D, 1.0f / std::sqrt((float)D)};
+    const body::AttnBwdArgs a{
+        dq, dk, dv, ds, dout, att, q, k, v, B, T, H, Hkv, D, 1.0f / std::sqrt((float)D), store == GradStore::add};
     k_attn_bwd_ds<<<(unsigned)((int64_t)B * H * T), body::kAttnThreads, 0, stream()>>>(a);
     check_launch("attention_backward (dS)");
     if (dq) launch_elementwise((int64_t)B * T * H * D, DqF{a}, "attention_backward (dq)");

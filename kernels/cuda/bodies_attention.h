@@ -152,10 +152,10 @@ MLK_HD inline void attn_bi_p5(const AttnCommon& c, const AttnQuery& q, int tid, 
 //  dP[t,j] = FMA chain over d of dout[t,d]*v[j,d] from +0 (j <= t)
 //  dot_t   = bi16 over j <= t of fma(P[t,j], dP[t,j], lane)
 //  dS[t,j] = (P[t,j] * (dP[t,j] - dot_t)) * scale for j <= t, 0 above
-//  dq[t,:] += chain over j = 0..t of dS[t,j]*k[j,:]
+//  dq[t,:] += chain over j = 0..t of dS[t,j]*k[j,:] (every += is = when !add)
 //  dk[j,:] += chain over the group's heads h ascending, then t = j..T-1, of dS_h[t,j]*q_h[t,:]
 //  dv[j,:] += the same with P_h[t,j]*dout_h[t,:]
-// Every chain starts from the gradient's value. (The CPU's tiled chains also
+// Every chain starts from the gradient's value, or from +0 when !add. (The CPU's tiled chains also
 // add the zero products of the masked triangle next to the diagonal; with
 // finite inputs and gradients that start as anything but -0 that changes no
 // bit, and the CPU's own ISA paths, whose tiles differ, rely on the same.)
@@ -171,6 +171,7 @@ struct AttnBwdArgs {
     const float* v;
     int B, T, H, Hkv, D;
     float scale;
+    bool add;  // dq/dk/dv += ...; false: = ...
 };
 // dS rows: block = (b * H + h) * T + t, kAttnThreads threads; sm: 16 lanes.
 MLK_HD inline void attn_bwd_ds_p1(const AttnBwdArgs& a, int64_t block, int tid) {
@@ -206,7 +207,7 @@ MLK_HD inline void attn_bwd_dq_at(const AttnBwdArgs& a, int64_t i) {
     const int h = (int)(r % H), t = (int)((r / H) % T), b = (int)(r / ((int64_t)H * T)), hk = h / (H / a.Hkv);
     const float* ds = a.ds + (((int64_t)b * H + h) * T + t) * T;
     const float* kb = a.k + ((int64_t)b * T * a.Hkv + hk) * D + d;
-    a.dq[i] = chain(a.dq[i], ds, 1, kb, (int64_t)a.Hkv * D, t + 1);
+    a.dq[i] = chain(a.add ? a.dq[i] : 0.0f, ds, 1, kb, (int64_t)a.Hkv * D, t + 1);
 }
 // dk and dv, one element per index i over B*T*Hkv*D (layout of k).
 MLK_HD inline void attn_bwd_dkdv_at(const AttnBwdArgs& a, int64_t i) {
@@ -216,7 +217,7 @@ MLK_HD inline void attn_bwd_dkdv_at(const AttnBwdArgs& a, int64_t i) {
     const int hk = (int)(r % Hkv), j = (int)((r / Hkv) % T), b = (int)(r / ((int64_t)Hkv * T));
     const int64_t qs = (int64_t)H * D;
     if (a.dk) {
-        float acc = a.dk[i];
+        float acc = a.add ? a.dk[i] : 0.0f;
         for (int h = hk * group; h < (hk + 1) * group; ++h) {
             const float* ds = a.ds + (((int64_t)b * H + h) * T + j) * T + j;  // dS_h[t=j, j], next t at +T
             const float* qh = a.q + (((int64_t)b * T + j) * H + h) * D + d;
@@ -225,7 +226,7 @@ MLK_HD inline void attn_bwd_dkdv_at(const AttnBwdArgs& a, int64_t i) {
         a.dk[i] = acc;
     }
     if (a.dv) {
-        float acc = a.dv[i];
+        float acc = a.add ? a.dv[i] : 0.0f;
         for (int h = hk * group; h < (hk + 1) * group; ++h) {
             const float* p = a.att + (((int64_t)b * H + h) * T + j) * T + j;
             const float* g = a.dout + (((int64_t)b * T + j) * H + h) * D + d;

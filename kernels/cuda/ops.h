@@ -48,7 +48,8 @@ void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float the
 void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k, const float* v, int B,
                        int T, int H, int Hkv, int D);
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att, const float* q,
-                        const float* k, const float* v, int B, int T, int H, int Hkv, int D);
+                        const float* k, const float* v, int B, int T, int H, int Hkv, int D,
+                        GradStore store = GradStore::add);
 // cache_stride / (Hkv * D) is taken as the cache's capacity Tmax (every
 // len[s] <= Tmax), as the [Tmax, Hkv, D] slot layout of kernels.h implies.
 void attention_decode(const Exec& ex, float* out, const float* q, const float* kcache, const float* vcache,

@@ -534,22 +534,38 @@ TEST(CudaBodies, AttentionBackward) {
         attention_forward({Family::batch_invariant}, out.data(), att.data(), q.data(), k.data(), v.data(), s.B, s.T,
                           s.H, s.Hkv, s.D);
         for_each_cpu_config([&] {
-            std::vector<float> dq(nq, 0.5f), dk(nk, 0.25f), dv(nk, 0.0f), dqg = dq, dkg = dk, dvg = dv;
-            attention_backward(dq.data(), dk.data(), dv.data(), go.data(), att.data(), q.data(), k.data(), v.data(),
-                               s.B, s.T, s.H, s.Hkv, s.D);
-            std::vector<float> ds(att.size(), -1.0f);
-            const B::AttnBwdArgs a{dqg.data(), dkg.data(), dvg.data(), ds.data(), go.data(),
-                                   att.data(), q.data(),   k.data(),   v.data(),  s.B,
-                                   s.T,        s.H,        s.Hkv,      s.D,       1.0f / std::sqrt((float)s.D)};
-            run_blocks((int64_t)s.B * s.H * s.T, B::kAttnThreads, B::kLanes,
-                       [&](int64_t b, int t, float*) { B::attn_bwd_ds_p1(a, b, t); },
-                       [&](int64_t b, int t, float* sm) { B::attn_bwd_ds_p2(a, b, t, sm); },
-                       [&](int64_t b, int t, float* sm) { B::attn_bwd_ds_p3(a, b, t, sm); });
-            for (int64_t i = 0; i < (int64_t)nq; ++i) B::attn_bwd_dq_at(a, i);
-            for (int64_t i = 0; i < (int64_t)nk; ++i) B::attn_bwd_dkdv_at(a, i);
-            EXPECT_TRUE(bits_equal(dqg, dq)) << "dq";
-            EXPECT_TRUE(bits_equal(dkg, dk)) << "dk";
-            EXPECT_TRUE(bits_equal(dvg, dv)) << "dv";
+            for (GradStore store : {GradStore::add, GradStore::overwrite}) {
+                SCOPED_TRACE(store == GradStore::add ? "add" : "overwrite");
+                std::vector<float> dq(nq, 0.5f), dk(nk, 0.25f), dv(nk, 0.0f), dqg = dq, dkg = dk, dvg = dv;
+                attention_backward(dq.data(), dk.data(), dv.data(), go.data(), att.data(), q.data(), k.data(), v.data(),
+                                   s.B, s.T, s.H, s.Hkv, s.D, store);
+                std::vector<float> ds(att.size(), -1.0f);
+                const B::AttnBwdArgs a{dqg.data(),
+                                       dkg.data(),
+                                       dvg.data(),
+                                       ds.data(),
+                                       go.data(),
+                                       att.data(),
+                                       q.data(),
+                                       k.data(),
+                                       v.data(),
+                                       s.B,
+                                       s.T,
+                                       s.H,
+                                       s.Hkv,
+                                       s.D,
+                                       1.0f / std::sqrt((float)s.D),
+                                       store == GradStore::add};
+                run_blocks((int64_t)s.B * s.H * s.T, B::kAttnThreads, B::kLanes,
+                           [&](int64_t b, int t, float*) { B::attn_bwd_ds_p1(a, b, t); },
+                           [&](int64_t b, int t, float* sm) { B::attn_bwd_ds_p2(a, b, t, sm); },
+                           [&](int64_t b, int t, float* sm) { B::attn_bwd_ds_p3(a, b, t, sm); });
+                for (int64_t i = 0; i < (int64_t)nq; ++i) B::attn_bwd_dq_at(a, i);
+                for (int64_t i = 0; i < (int64_t)nk; ++i) B::attn_bwd_dkdv_at(a, i);
+                EXPECT_TRUE(bits_equal(dqg, dq)) << "dq";
+                EXPECT_TRUE(bits_equal(dkg, dk)) << "dk";
+                EXPECT_TRUE(bits_equal(dvg, dv)) << "dv";
+            }
         });
     }
 }

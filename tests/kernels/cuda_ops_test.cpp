@@ -291,6 +291,15 @@ TEST(CudaOps, BackwardEqualsCpu) {
     EXPECT_TRUE(bits_equal(bgq.download(), gq)) << "attention dq";
     EXPECT_TRUE(bits_equal(bgk.download(), gk)) << "attention dk";
     EXPECT_TRUE(bits_equal(bgv.download(), gv)) << "attention dv";
+    std::vector<float> gqo(nq, 9.0f), gko(nk, 9.0f), gvo(nk, 9.0f);
+    Buffer<float> bgqo(gqo), bgko(gko), bgvo(gvo);
+    attention_backward(gqo.data(), gko.data(), gvo.data(), go.data(), att.data(), q.data(), kk.data(), v.data(), B, T,
+                       H, Hkv, D, GradStore::overwrite);
+    cuda::attention_backward(bgqo.data(), bgko.data(), bgvo.data(), bgo.data(), batt.data(), bq.data(), bk.data(),
+                             bv.data(), B, T, H, Hkv, D, GradStore::overwrite);
+    EXPECT_TRUE(bits_equal(bgqo.download(), gqo)) << "attention dq, overwritten";
+    EXPECT_TRUE(bits_equal(bgko.download(), gko)) << "attention dk, overwritten";
+    EXPECT_TRUE(bits_equal(bgvo.download(), gvo)) << "attention dv, overwritten";
 }
 
 // The AdamW step (one plan, in double): device == CPU bitwise, for the

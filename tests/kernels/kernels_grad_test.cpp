@@ -272,6 +272,22 @@ TEST(KernelsGrad, OverwrittenInputGradientEqualsAddingIntoZeros) {
                             GradStore::overwrite);
             EXPECT_TRUE(testdata::bits_equal(written, added)) << "swiglu dgate";
             EXPECT_TRUE(testdata::bits_equal(du_written, du_added)) << "swiglu dup";
+
+            // Attention: dk/dv gather two query heads per kv head (GQA).
+            const int Ba = 3, T = 40, H = 4, Hkv = 2, D = 16;
+            const size_t nq = (size_t)Ba * T * H * D, nk = (size_t)Ba * T * Hkv * D;
+            std::vector<float> o(nq), att((size_t)Ba * H * T * T);
+            const auto q = testdata::uniform(nq, 66, -2, 2), kk = testdata::uniform(nk, 67, -2, 2),
+                       v = testdata::uniform(nk, 68), go = testdata::uniform(nq, 69);
+            attention_forward(kFast, o.data(), att.data(), q.data(), kk.data(), v.data(), Ba, T, H, Hkv, D);
+            std::vector<float> dq0(nq, 0.0f), dk0(nk, 0.0f), dv0(nk, 0.0f), dq1(nq, 5.0f), dk1(nk, 5.0f), dv1(nk, 5.0f);
+            attention_backward(dq0.data(), dk0.data(), dv0.data(), go.data(), att.data(), q.data(), kk.data(), v.data(),
+                               Ba, T, H, Hkv, D);
+            attention_backward(dq1.data(), dk1.data(), dv1.data(), go.data(), att.data(), q.data(), kk.data(), v.data(),
+                               Ba, T, H, Hkv, D, GradStore::overwrite);
+            EXPECT_TRUE(testdata::bits_equal(dq1, dq0)) << "attention dq";
+            EXPECT_TRUE(testdata::bits_equal(dk1, dk0)) << "attention dk";
+            EXPECT_TRUE(testdata::bits_equal(dv1, dv0)) << "attention dv";
         }
         set_num_threads(0);
     });
