@@ -172,8 +172,6 @@ void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const Mode
 void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
                   const LayerWeights& w, const ModelConfig& cfg, GradStore dx_store) {
     const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
-    // The experts' gradients are added into dx row by row, so overwriting is zeroing first.
-    if (dx_store == GradStore::overwrite) zero_floats(dx, (size_t)M * D);
     GradBuffer dweights((size_t)M * k);
     // Each expert's backward is independent (its own weight gradients and
     // slots); their input gradients are kept and added into dx afterwards in
@@ -220,14 +218,31 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
                         GradStore::overwrite);
         matmul_backward(dxe, gw.e_up[e], nullptr, dup.data(), xe.x.data(), w.e_up[e], Me, D, Fm);
     });
-    for (int e = 0; e < E; ++e) {
-        const MoeActs::Expert& xe = a.experts[e];
-        const ActBuffer& dxe = xe.y;
-        for (int r = 0; r < (int)xe.rows.size(); ++r) {
-            float* dst = dx + (size_t)(xe.rows[r] / k) * D;
-            for (int d = 0; d < D; ++d) dst[d] += dxe[(size_t)r * D + d];
+    // dx[m] += each expert's gradient row for token m, in ascending expert
+    // order (the order of one loop over the experts, so its bits). Tokens are
+    // independent, so the threads split them; overwriting starts the row at 0.
+    std::vector<int32_t> slot_row((size_t)M * k);
+    for (const MoeActs::Expert& xe : a.experts)
+        for (int r = 0; r < (int)xe.rows.size(); ++r) slot_row[xe.rows[r]] = r;
+    const int parts = std::clamp(M / 64, 1, 4 * std::max(num_threads(), 1));
+    parallel_tasks(parts, nullptr, [&](int part) {
+        for (int m = (int)((int64_t)M * part / parts); m < (int)((int64_t)M * (part + 1) / parts); ++m) {
+            float* dst = dx + (size_t)m * D;
+            if (dx_store == GradStore::overwrite) std::fill(dst, dst + D, 0.0f);
+            int slots[64];  // this token's slots by ascending expert (top-k <= 64, a distinct expert each)
+            for (int j = 0; j < k; ++j) {
+                int i = j;
+                for (; i > 0 && a.ids[(size_t)m * k + slots[i - 1]] > a.ids[(size_t)m * k + j]; --i)
+                    slots[i] = slots[i - 1];
+                slots[i] = j;
+            }
+            for (int i = 0; i < k; ++i) {
+                const size_t slot = (size_t)m * k + slots[i];
+                const float* src = a.experts[a.ids[slot]].y.data() + (size_t)slot_row[slot] * D;
+                for (int d = 0; d < D; ++d) dst[d] += src[d];
+            }
         }
-    }
+    });
     GradBuffer dlogits((size_t)M * E);
     router_backward(dlogits.data(), dweights.data(), a.weights.data(), a.ids.data(), M, E, k);
     matmul_backward(dx, gw.router, nullptr, dlogits.data(), x, w.router, M, D, E);
