@@ -191,8 +191,12 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
         throw std::invalid_argument("rollout: prompt + rollout.max_new_tokens exceeds max_position_embeddings (" +
                                     std::to_string(cfg_.max_position_embeddings) + ")");
     cache_stride_ = (int64_t)t_max_ * kv;
-    kcache_.assign(L, std::vector<float>((size_t)slots * cache_stride_, 0.0f));
-    vcache_.assign(L, std::vector<float>((size_t)slots * cache_stride_, 0.0f));
+    // Not zeroed: attention reads a slot's positions below its length only,
+    // which this batch wrote (a freed slot's next sequence already relies on it).
+    for (auto* cache : {&kcache_, &vcache_}) {
+        cache->assign(L, ActBuffer());
+        for (ActBuffer& layer : *cache) layer.resize((size_t)slots * cache_stride_);
+    }
 
     RolloutResult res;
     res.sequences.resize(N);
@@ -317,8 +321,8 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
         for (auto& layer_ids : s.expert_ids) layer_ids.resize(s.tokens.size() * k);
     // The cache is rebuilt for the next batch: free it now, so the training
     // phase reuses its memory instead of adding to it.
-    std::vector<std::vector<float>>().swap(kcache_);
-    std::vector<std::vector<float>>().swap(vcache_);
+    std::vector<ActBuffer>().swap(kcache_);
+    std::vector<ActBuffer>().swap(vcache_);
     scratch_ = Scratch{};
     return res;
 }
