@@ -215,6 +215,50 @@ TEST(KernelsInvariance, DecodeEqualsPrefillAtEveryPosition) {
     }
 }
 
+// A sequence's cache slot holds whatever its previous user left past the
+// sequence's length (the rollout neither zeroes the cache nor clears a freed
+// slot): decode in either family reads positions below len only, so NaN there
+// changes no bit of the output.
+TEST(KernelsInvariance, DecodeReadsNoCachePositionPastItsLength) {
+    Restore restore;
+    struct S {
+        int B, H, Hkv, D, Tmax;
+    };
+    for (const S s : {S{5, 4, 2, 16, 90}, S{3, 2, 1, 40, 300}}) {
+        SCOPED_TRACE(testing::Message() << "B" << s.B << " H" << s.H << "/" << s.Hkv << " D" << s.D);
+        const int64_t cs = (int64_t)s.Tmax * s.Hkv * s.D;
+        const size_t slots = (size_t)s.B + 1;
+        std::vector<int32_t> slot(s.B), len(s.B);
+        for (int b = 0; b < s.B; ++b) {
+            slot[b] = (int32_t)((b + 1) % slots);
+            len[b] = 1 + (37 * b + 11) % s.Tmax;
+        }
+        const auto k = testdata::uniform(slots * cs, 41, -2, 2), v = testdata::uniform(slots * cs, 42);
+        const auto q = testdata::uniform((size_t)s.B * s.H * s.D, 43, -2, 2);
+        std::vector<float> kz(slots * cs, 0.0f), vz = kz, kn(slots * cs, std::nanf("")), vn = kn;
+        for (int b = 0; b < s.B; ++b)
+            for (int64_t i = 0; i < (int64_t)len[b] * s.Hkv * s.D; ++i) {
+                const size_t at = (size_t)slot[b] * cs + i;
+                kz[at] = kn[at] = k[at];
+                vz[at] = vn[at] = v[at];
+            }
+        for (const Config& c : configs())
+            for (Family fam : {Family::fast, Family::batch_invariant}) {
+                cpu::force_isa(c.isa);
+                set_num_threads(c.threads);
+                SCOPED_TRACE(testing::Message() << cpu::isa_name(c.isa) << " threads " << c.threads
+                                                << (fam == Family::fast ? " fast" : " batch-invariant"));
+                const Exec ex{fam, Dtype::f32};
+                std::vector<float> oz(q.size()), on(q.size());
+                attention_decode(ex, oz.data(), q.data(), kz.data(), vz.data(), slot.data(), len.data(), cs, s.B, s.H,
+                                 s.Hkv, s.D);
+                attention_decode(ex, on.data(), q.data(), kn.data(), vn.data(), slot.data(), len.data(), cs, s.B, s.H,
+                                 s.Hkv, s.D);
+                EXPECT_TRUE(bits_equal(on, oz));
+            }
+    }
+}
+
 // The fast family's prefill (online softmax over 16-key blocks) is one plan per
 // query: its output and saved probabilities have the same bits on every ISA path
 // and thread count. The AVX-512 path runs up to 16 blocks' maxima, running maxima
