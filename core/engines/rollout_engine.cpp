@@ -70,11 +70,13 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
         store_kv(qkv.v.data(), M, Hkv, hd, num_);
         float* kc = kcache_[l].data();
         float* vc = vcache_[l].data();
-        for (int r = 0; r < M; ++r) {
-            int64_t at = row_slot[r] * cache_stride_ + (int64_t)pos[r] * kv;
-            std::copy_n(&qkv.k[(size_t)r * kv], kv, kc + at);
-            std::copy_n(&qkv.v[(size_t)r * kv], kv, vc + at);
-        }
+        for_parts(M, kFloatsPerPart / (2 * kv), [&](size_t r0, size_t r1) {
+            for (size_t r = r0; r < r1; ++r) {
+                const int64_t at = row_slot[r] * cache_stride_ + (int64_t)pos[r] * kv;
+                std::copy_n(&qkv.k[r * kv], kv, kc + at);
+                std::copy_n(&qkv.v[r * kv], kv, vc + at);
+            }
+        });
         if (prefill) {
             int off = 0;
             for (int len : prefill_lens) {
@@ -146,17 +148,17 @@ Sampled sample_row(const float* lp, const float* lp_raw, int V, const SamplingPa
     return {tok, lpp, lp_raw[tok]};
 }
 
-// The kTopAlternatives most likely tokens of one log-prob row, most likely
-// first, ties to the lower id; a NaN ranks last.
-void top_alternatives(const float* lp, int V, std::vector<TokenAlternative>& out) {
+// The kTopAlternatives most likely tokens of one log-prob row into
+// out[kTopAlternatives], most likely first, ties to the lower id; a NaN ranks last.
+void top_alternatives(const float* lp, int V, TokenAlternative* out) {
     const auto key = [&](int t) { return std::isnan(lp[t]) ? -std::numeric_limits<float>::infinity() : lp[t]; };
     std::vector<int32_t> order(V);
     std::iota(order.begin(), order.end(), 0);
     const int n = std::min(kTopAlternatives, V);
     std::partial_sort(order.begin(), order.begin() + n, order.end(),
                       [&](int a, int b) { return key(a) > key(b) || (key(a) == key(b) && a < b); });
-    for (int i = 0; i < n; ++i) out.push_back({order[i], lp[order[i]]});
-    for (int i = n; i < kTopAlternatives; ++i) out.push_back({-1, -std::numeric_limits<float>::infinity()});
+    for (int i = 0; i < n; ++i) out[i] = {order[i], lp[order[i]]};
+    for (int i = n; i < kTopAlternatives; ++i) out[i] = {-1, -std::numeric_limits<float>::infinity()};
 }
 
 }  // namespace
@@ -213,6 +215,9 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
 
     std::vector<float> logits, lp((size_t)0), lp_raw;
     std::vector<std::vector<int32_t>> ids;
+    std::vector<Sampled> drawn;
+    std::vector<TokenAlternative> tops;
+    std::vector<char> forced_row;
 
     auto record_ids = [&](const std::vector<int>& row_seq, const std::vector<int32_t>& row_pos) {
         for (int l = 0; l < (int)ids.size(); ++l)
@@ -233,27 +238,43 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
             logsoftmax_forward(lp_ex, lp_raw.data(), logits.data(), 1.0f, R, V);
             raw = lp_raw.data();
         }
+        // Each row's draw (a hash of seed, sequence and step) and its top
+        // alternatives are independent of the others: the threads split the
+        // rows. What follows a draw (appending, finishing, the environment)
+        // stays in row order on this thread.
+        drawn.resize(R);
+        tops.resize((size_t)R * kTopAlternatives);
+        forced_row.resize(R);
+        for (int r = 0; r < R; ++r) forced_row[r] = seqs[who[r]].next_pending < seqs[who[r]].pending.size();
+        for_parts(R, 32, [&](size_t r0, size_t r1) {
+            for (size_t r = r0; r < r1; ++r) {
+                const RolloutSequence& out = res.sequences[who[r]];
+                const int step = (int)out.tokens.size() - out.prompt_len;
+                if (!forced_row[r])
+                    drawn[r] = sample_row(&lp[r * V], raw + r * V, V, sampling,
+                                          hash_uniform(seed, (uint64_t)seqs[who[r]].index, (uint64_t)step));
+                top_alternatives(&lp[r * V], V, &tops[r * kTopAlternatives]);
+            }
+        });
         for (int r = 0; r < R; ++r) {
             Seq& s = seqs[who[r]];
             RolloutSequence& out = res.sequences[who[r]];
             const int step = (int)out.tokens.size() - out.prompt_len;
-            const bool forced = s.next_pending < s.pending.size();
-            Sampled smp;
+            const bool forced = forced_row[r];
+            Sampled smp = drawn[r];
             if (forced) {
                 // The log-prob of the forced token at the temperature, what the
                 // trainer computes there; top-k/top-p may exclude it. Kept for
                 // dumps only: env tokens are masked out of every metric.
                 const int32_t t = s.pending[s.next_pending++];
                 smp = {t, lp[(size_t)r * V + t], raw[(size_t)r * V + t]};
-            } else {
-                smp = sample_row(&lp[(size_t)r * V], raw + (size_t)r * V, V, sampling,
-                                 hash_uniform(seed, (uint64_t)s.index, (uint64_t)step));
             }
             out.tokens.push_back(smp.token);
             out.lp_processed.push_back(smp.lp_processed);
             out.lp_raw.push_back(smp.lp_raw);
             out.env.push_back(forced ? 1 : 0);
-            top_alternatives(&lp[(size_t)r * V], V, out.top);
+            out.top.insert(out.top.end(), tops.begin() + (ptrdiff_t)r * kTopAlternatives,
+                           tops.begin() + (ptrdiff_t)(r + 1) * kTopAlternatives);
             out.rows.push_back(forward_rows);
             if ((!forced && smp.token == Vocab::eos) || step + 1 >= max_new_tokens) {
                 out.finished_by_eos = !forced && smp.token == Vocab::eos;

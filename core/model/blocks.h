@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -45,17 +46,25 @@ struct ActBuffer : std::vector<float, UnsetAllocator<float>> {
     }
 };
 
-// dst = src as one memmove: assigning an ActBuffer would copy element by
-// element through its allocator.
+// fn(begin, end) over parts of [0, n) on the pool's threads, at least
+// min_part items each (a single call inline when n is smaller than two parts):
+// for the memory-bound fills and copies between kernels, which on the calling
+// thread alone left the other thread idle (perf, two threads: memset 3.8 % of
+// a dense-small step's samples, all on the calling thread).
+void for_parts(size_t n, size_t min_part, const std::function<void(size_t, size_t)>& fn);
+// 1 MB: below a few such parts a second thread's wake-up costs more than it saves.
+inline constexpr size_t kFloatsPerPart = size_t{1} << 18;
+// p[0..n) = 0, in parts.
+void zero_floats(float* p, size_t n);
+// dst[0..n) = src[0..n), in parts.
+void copy_floats(float* dst, const float* src, size_t n);
+
+// dst = src without the element-by-element copy an ActBuffer's assignment
+// makes through its allocator.
 inline void copy_into(ActBuffer& dst, const ActBuffer& src) {
     dst.resize(src.size());
-    std::copy(src.begin(), src.end(), dst.begin());
+    copy_floats(dst.data(), src.data(), src.size());
 }
-
-// p[0..n) = 0; large spans on the pool's threads: one thread's memset of a
-// backward's gradient scratch left the other idle (perf, two threads: memset
-// 3.8 % of a dense-small step's samples, all on the calling thread).
-void zero_floats(float* p, size_t n);
 
 // Gradient scratch of n zeros, for kernels that add into their output. Where
 // the first kernel can write it whole (GradStore::overwrite), an ActBuffer

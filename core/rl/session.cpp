@@ -199,7 +199,8 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
         size_t ti = 0;
         for (int b = 0; b < mb.B; ++b)
             for (int t = mb.prompt_lens[b]; t < mb.lengths[b]; ++t) dlogp[(size_t)b * mb.T + t] = (float)pl.grad[ti++];
-        grads_.assign(layout_.total, 0.0f);
+        grads_.resize(layout_.total);
+        zero_floats(grads_.data(), grads_.size());
         train_.backward(grads_, dlogp);
         lr_used = warmup_lr(cfg_.optim.lr, cfg_.optim.warmup_steps, opt_.step);
         norm_sum += opt_.update(params_, grads_, aw, lr_used);
