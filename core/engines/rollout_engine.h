@@ -118,7 +118,7 @@ private:
     int t_max_ = 0;
     int64_t cache_stride_ = 0;
     std::vector<ActBuffer> kcache_, vcache_;  // [L][slots*Tmax*Hkv*hd]
-    std::vector<int> moe_layers_;                      // cfg_.moe_layers()
+    std::vector<int> moe_layers_;             // cfg_.moe_layers()
     // One layer's activations, kept from one forward_rows call to the next
     // of a generate() (freed with the cache): a decode step of a few rows
     // then reuses them instead of allocating them again.
