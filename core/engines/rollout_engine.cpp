@@ -25,7 +25,7 @@ void RolloutEngine::load_weights(const std::vector<float>& master, const EngineN
 }
 
 void RolloutEngine::release_weights() {
-    std::vector<float>().swap(params_);
+    ActBuffer().swap(params_);
     std::vector<float>().swap(head_);
     w_ = Weights{};
 }

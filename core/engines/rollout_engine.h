@@ -112,7 +112,8 @@ private:
 
     ModelConfig cfg_;
     ParamLayout layout_;
-    std::vector<float> params_, head_;  // head_: [D, V] at num_.lm_head
+    ActBuffer params_;
+    std::vector<float> head_;  // [D, V] at num_.lm_head
     Weights w_{};
     EngineNumerics num_;
     int t_max_ = 0;

@@ -63,7 +63,7 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
     M_ = M;
 
     if (computes_on_master(numerics)) {
-        std::vector<float>().swap(compute_params_);
+        ActBuffer().swap(compute_params_);
         // Weights views are writable because gradients use them too; the
         // engine only ever reads w_.
         w_ = bind_weights(cfg_, layout_, const_cast<float*>(params.data()));

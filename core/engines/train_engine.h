@@ -120,8 +120,9 @@ private:
     void layer_forward(LayerActs& a, int layer, const int32_t* replay, ActBuffer& x, bool save_att);
     ModelConfig cfg_;
     ParamLayout layout_;
-    std::vector<int> moe_layers_;               // cfg_.moe_layers()
-    std::vector<float> compute_params_, head_;  // head_: [D, V] at the profile's lm_head
+    std::vector<int> moe_layers_;  // cfg_.moe_layers()
+    ActBuffer compute_params_;
+    std::vector<float> head_;  // [D, V] at the profile's lm_head
     Weights w_;
     const SeqBatch* batch_ = nullptr;
     bool have_activations_ = false;

@@ -82,8 +82,9 @@ void init_params(const ModelConfig& cfg, const ParamLayout& L, float* arena, uin
     }
 }
 
-void cast_params(std::vector<float>& out, const std::vector<float>& master, Dtype dtype) {
-    out = master;
+void cast_params(ActBuffer& out, const std::vector<float>& master, Dtype dtype) {
+    out.resize(master.size());
+    copy_floats(out.data(), master.data(), master.size());
     round_buffer(out.data(), out.size(), dtype);
 }
 

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "core/model/buffers.h"
 #include "core/model/params.h"
 #include "kernels/kernels.h"
 
@@ -44,8 +45,9 @@ Weights bind_weights(const ModelConfig& cfg, const ParamLayout& layout, float* a
 void init_params(const ModelConfig& cfg, const ParamLayout& layout, float* arena, uint64_t seed);
 
 // A copy of the parameters rounded to a storage precision (what an engine
-// computes with). For f32 it is a plain copy.
-void cast_params(std::vector<float>& out, const std::vector<float>& master, Dtype dtype);
+// computes with). For f32 it is a plain copy. The engines free it after their
+// phase, so each step's copy lands on fresh pages: both threads take them.
+void cast_params(ActBuffer& out, const std::vector<float>& master, Dtype dtype);
 
 // lm_head as [D,V] for the tied case: a transposed copy of the embedding.
 void tied_lm_head(std::vector<float>& out, const float* embed, int V, int D);
