@@ -78,12 +78,20 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
             }
         });
         if (prefill) {
-            int off = 0;
-            for (int len : prefill_lens) {
-                attention_forward(ex, &atty[(size_t)off * H * hd], nullptr, &qkv.q[(size_t)off * H * hd],
-                                  &qkv.k[(size_t)off * kv], &qkv.v[(size_t)off * kv], 1, len, H, Hkv, hd);
-                off += len;
+            // One call per prompt, each too small to split; the threads share
+            // the prompts instead (a query's bits depend on its length only).
+            const int P = (int)prefill_lens.size();
+            std::vector<int> first(P + 1, 0);
+            std::vector<double> cost(P);
+            for (int i = 0; i < P; ++i) {
+                first[i + 1] = first[i] + prefill_lens[i];
+                cost[i] = (double)prefill_lens[i] * prefill_lens[i];
             }
+            parallel_tasks(P, cost.data(), [&](int i) {
+                const size_t off = (size_t)first[i];
+                attention_forward(ex, &atty[off * H * hd], nullptr, &qkv.q[off * H * hd], &qkv.k[off * kv],
+                                  &qkv.v[off * kv], 1, prefill_lens[i], H, Hkv, hd);
+            });
         } else {
             attention_decode(ex, atty.data(), qkv.q.data(), kc, vc, row_slot.data(), dec_len.data(), cache_stride_, M,
                              H, Hkv, hd);
