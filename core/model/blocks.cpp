@@ -171,7 +171,10 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
         MoeActs::Expert& xe = a.experts[e];
         const int Me = (int)xe.rows.size();
         if (Me == 0) return;
-        ActBuffer dy((size_t)Me * D);  // every element written below
+        // Per-thread scratch kept across calls: fresh buffers for every
+        // expert of every layer and step took their pages anew each time.
+        thread_local ActBuffer dy, dact, dgate, dup;
+        dy.resize((size_t)Me * D);  // every element written below
         for (int r = 0; r < Me; ++r) {
             const int slot = xe.rows[r];
             const float wgt = a.weights[slot];
@@ -195,7 +198,9 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
                 for (int i = 0; i < kRows; ++i) dw[i] += (double)g[i][d] * y[i][d];
             for (int i = 0; i < n; ++i) dweights[xe.rows[r0 + i]] = (float)dw[i];
         }
-        ActBuffer dact((size_t)Me * Fm), dgate((size_t)Me * Fm), dup((size_t)Me * Fm);
+        dact.resize((size_t)Me * Fm);
+        dgate.resize((size_t)Me * Fm);
+        dup.resize((size_t)Me * Fm);
         float* dxe = xe.y.data();
         matmul_backward(dact.data(), gw.e_down[e], nullptr, dy.data(), xe.act.data(), w.e_down[e], Me, Fm, D,
                         GradStore::overwrite);
