@@ -143,9 +143,14 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
 
 void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const ModelConfig& cfg) {
     const int D = cfg.hidden_size, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
-    for (MoeActs::Expert& xe : a.experts) {
+    const int E = (int)a.experts.size();
+    std::vector<double> rows_of(E);
+    for (int e = 0; e < E; ++e) rows_of[e] = (double)a.experts[e].rows.size();
+    // Each expert's gather and SwiGLU write its own buffers: the threads share the experts.
+    parallel_tasks(E, rows_of.data(), [&](int e) {
+        MoeActs::Expert& xe = a.experts[e];
         const int Me = (int)xe.rows.size();
-        if (Me == 0) continue;
+        if (Me == 0) return;
         xe.x.resize((size_t)Me * D);
         xe.act.resize((size_t)Me * Fm);
         for (int r = 0; r < Me; ++r) {
@@ -153,7 +158,7 @@ void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const Mode
             std::copy(src, src + D, &xe.x[(size_t)r * D]);
         }
         swiglu_forward(ex, xe.act.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm);
-    }
+    });
 }
 
 void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
