@@ -70,6 +70,31 @@ void dense_mlp_backward(float* dx, LayerWeights& gw, const float* dout, const De
     matmul_backward(dx, gw.w_up, nullptr, dup.data(), x, w.w_up, M, D, F);
 }
 
+namespace {
+// Each expert's row count: the cost by which the threads share the experts out.
+std::vector<double> expert_costs(const MoeActs& a) {
+    std::vector<double> rows(a.experts.size());
+    for (size_t e = 0; e < a.experts.size(); ++e) rows[e] = (double)a.experts[e].rows.size();
+    return rows;
+}
+// slot (m*k + j) -> its row within its expert's buffers.
+std::vector<int32_t> expert_slot_rows(const MoeActs& a, size_t slots) {
+    std::vector<int32_t> row(slots);
+    for (const MoeActs::Expert& xe : a.experts)
+        for (int r = 0; r < (int)xe.rows.size(); ++r) row[xe.rows[r]] = r;
+    return row;
+}
+// The expert's input rows x[Me, D], gathered from the layer input by token.
+void gather_expert_input(MoeActs::Expert& xe, const float* x, int D, int k) {
+    const int Me = (int)xe.rows.size();
+    xe.x.resize((size_t)Me * D);
+    for (int r = 0; r < Me; ++r) {
+        const float* src = x + (size_t)(xe.rows[r] / k) * D;
+        std::copy(src, src + D, &xe.x[(size_t)r * D]);
+    }
+}
+}  // namespace
+
 void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, const LayerWeights& w,
                  const ModelConfig& cfg, const int32_t* replay_ids) {
     const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
@@ -102,13 +127,8 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
     for (auto& e : a.experts) e.rows.clear();
     for (int m = 0; m < M; ++m)
         for (int j = 0; j < k; ++j) a.experts[a.ids[(size_t)m * k + j]].rows.push_back(m * k + j);
-    std::vector<int32_t> slot_row((size_t)M * k);
-    std::vector<double> rows_of(E);
-    for (int e = 0; e < E; ++e) {
-        const MoeActs::Expert& xe = a.experts[e];
-        rows_of[e] = (double)xe.rows.size();
-        for (int r = 0; r < (int)xe.rows.size(); ++r) slot_row[xe.rows[r]] = r;
-    }
+    const std::vector<int32_t> slot_row = expert_slot_rows(a, (size_t)M * k);
+    const std::vector<double> rows_of = expert_costs(a);
     // The experts are independent GEMMs of a few rows each: the threads share
     // them out (a grouped GEMM) rather than splitting each small one, with
     // every expert's plan and bits those of its own matmul calls.
@@ -116,15 +136,11 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
         MoeActs::Expert& xe = a.experts[e];
         const int Me = (int)xe.rows.size();
         if (Me == 0) return;
-        xe.x.resize((size_t)Me * D);
+        gather_expert_input(xe, x, D, k);
         xe.gate.resize((size_t)Me * Fm);
         xe.up.resize((size_t)Me * Fm);
         xe.act.resize((size_t)Me * Fm);
         xe.y.resize((size_t)Me * D);
-        for (int r = 0; r < Me; ++r) {
-            const float* src = x + (size_t)(xe.rows[r] / k) * D;
-            std::copy(src, src + D, &xe.x[(size_t)r * D]);
-        }
         matmul_forward(ex, xe.gate.data(), xe.x.data(), w.e_gate[e], nullptr, Me, D, Fm);
         matmul_forward(ex, xe.up.data(), xe.x.data(), w.e_up[e], nullptr, Me, D, Fm);
         swiglu_forward(ex, xe.act.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm);
@@ -143,20 +159,14 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
 
 void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const ModelConfig& cfg) {
     const int D = cfg.hidden_size, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
-    const int E = (int)a.experts.size();
-    std::vector<double> rows_of(E);
-    for (int e = 0; e < E; ++e) rows_of[e] = (double)a.experts[e].rows.size();
+    const std::vector<double> rows_of = expert_costs(a);
     // Each expert's gather and SwiGLU write its own buffers: the threads share the experts.
-    parallel_tasks(E, rows_of.data(), [&](int e) {
+    parallel_tasks((int)a.experts.size(), rows_of.data(), [&](int e) {
         MoeActs::Expert& xe = a.experts[e];
         const int Me = (int)xe.rows.size();
         if (Me == 0) return;
-        xe.x.resize((size_t)Me * D);
+        gather_expert_input(xe, x, D, k);
         xe.act.resize((size_t)Me * Fm);
-        for (int r = 0; r < Me; ++r) {
-            const float* src = x + (size_t)(xe.rows[r] / k) * D;
-            std::copy(src, src + D, &xe.x[(size_t)r * D]);
-        }
         swiglu_forward(ex, xe.act.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm);
     });
 }
@@ -170,8 +180,7 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
     // expert order, the order of the sequential loop, so dx has its bits.
     // They are kept in the expert's output rows y, which are dead once the
     // gate weights' gradients are taken (same shape, no second copy).
-    std::vector<double> rows_of(E);
-    for (int e = 0; e < E; ++e) rows_of[e] = (double)a.experts[e].rows.size();
+    const std::vector<double> rows_of = expert_costs(a);
     parallel_tasks(E, rows_of.data(), [&](int e) {
         MoeActs::Expert& xe = a.experts[e];
         const int Me = (int)xe.rows.size();
@@ -218,23 +227,19 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
     // dx[m] += each expert's gradient row for token m, in ascending expert
     // order (the order of one loop over the experts, so its bits). Tokens are
     // independent, so the threads split them; overwriting starts the row at 0.
-    std::vector<int32_t> slot_row((size_t)M * k);
-    for (const MoeActs::Expert& xe : a.experts)
-        for (int r = 0; r < (int)xe.rows.size(); ++r) slot_row[xe.rows[r]] = r;
-    const int parts = std::clamp(M / 64, 1, 4 * std::max(num_threads(), 1));
-    parallel_tasks(parts, nullptr, [&](int part) {
-        for (int m = (int)((int64_t)M * part / parts); m < (int)((int64_t)M * (part + 1) / parts); ++m) {
-            float* dst = dx + (size_t)m * D;
+    const std::vector<int32_t> slot_row = expert_slot_rows(a, (size_t)M * k);
+    for_parts(M, 64, [&](size_t m0, size_t m1) {
+        for (size_t m = m0; m < m1; ++m) {
+            float* dst = dx + m * D;
             if (dx_store == GradStore::overwrite) std::fill(dst, dst + D, 0.0f);
             int slots[64];  // this token's slots by ascending expert (top-k <= 64, a distinct expert each)
             for (int j = 0; j < k; ++j) {
                 int i = j;
-                for (; i > 0 && a.ids[(size_t)m * k + slots[i - 1]] > a.ids[(size_t)m * k + j]; --i)
-                    slots[i] = slots[i - 1];
+                for (; i > 0 && a.ids[m * k + slots[i - 1]] > a.ids[m * k + j]; --i) slots[i] = slots[i - 1];
                 slots[i] = j;
             }
             for (int i = 0; i < k; ++i) {
-                const size_t slot = (size_t)m * k + slots[i];
+                const size_t slot = m * k + slots[i];
                 const float* src = a.experts[a.ids[slot]].y.data() + (size_t)slot_row[slot] * D;
                 for (int d = 0; d < D; ++d) dst[d] += src[d];
             }
