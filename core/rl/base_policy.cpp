@@ -45,7 +45,7 @@ std::string base_policy_key(const Config& c) {
                         {"threads", warm_up_threads(c)},
                         {"seed", c.seed},
                         {"base", j["base"]},
-                        {"format", 2}};
+                        {"format", 3}};
     const std::string hex = fnv1a_hex(k.dump(), kStoredNameBasis);
     return "base-" + std::string(enum_name(c.task.name)) + std::to_string(c.task.length) + "-" +
            model_config_of(c).preset_name() + "-s" + std::to_string(c.seed) + "-" + hex.substr(0, 8);

@@ -61,7 +61,9 @@ using namespace cpu;
 //    a few queries side by side without changing any query's arithmetic) is the
 //    one attention_decode uses too, so decode against a cache gives the prefill
 //    bits for every position. Depends only on the query's length t+1.
-//  * fast: blocked online softmax over key blocks of 16: per block
+//  * fast: blocked online softmax over key blocks of 128 (FlashAttention-2's
+//    key tile at head sizes up to 64; a query of at most 128 keys is therefore
+//    the batch-invariant plan): per block
 //    m' = max(m, block max), alpha = exp(m - m'), l = l*alpha + tree(p of block,
 //    key j in lane j%16),
 //    o = o*alpha then FMA chain over the block's keys; out = round(o / l).
@@ -131,11 +133,10 @@ void attention_forward(const Exec& ex, float* out, float* att, const float* q, c
 //  * fast: split-KV (flash-decoding). S = fast_decode_splits(len, Bq*H,
 //    threads): 1 when the batch alone fills the threads, else up to 16, at most
 //    one split per 32 keys. Scores: dot over d in 16 lanes (d -> lane d%16) +
-//    tree, x scale. Chunk c (contiguous, a multiple of 16 keys): m_c = max,
-//    p = exp(s - m_c), l_c = interleave2 plan, o_c = FMA chain over its keys.
-//    Combined over c ascending: w_c = exp(m_c - M), L = fma(l_c, w_c, L),
-//    O = fma(w_c, o_c, O); out = round(O / L). Bits depend on len, Bq and the
-//    thread count.
+//    tree, x scale (not the prefill's chain over d: decode and prefill differ). Chunk c (contiguous, a multiple of 16
+//    keys): m_c = max, p = exp(s - m_c), l_c = interleave2 plan, o_c = FMA chain over its keys. Combined over c
+//    ascending: w_c = exp(m_c - M), L = fma(l_c, w_c, L), O = fma(w_c, o_c, O); out = round(O / L). Bits depend on len,
+//    Bq and the thread count.
 // Threads split (sequence, kv head) pairs (bi) or (sequence, head) pairs (fast).
 void attention_decode(const Exec& ex, float* out, const float* q, const float* kcache, const float* vcache,
                       const int32_t* cache_slot, const int32_t* len, int64_t cache_stride, int Bq, int H, int Hkv,

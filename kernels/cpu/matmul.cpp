@@ -42,7 +42,7 @@ int fast_splitk_parts(int M, int K, int threads) {
     return std::clamp(K / 16, 1, std::min(cap, 32));
 }
 
-int fast_kblock(int M) { return M >= 64 ? 32 : 64; }
+int fast_kblock(int M) { return M >= 64 ? 256 : 64; }
 
 }  // namespace cpu
 
@@ -60,7 +60,9 @@ using namespace cpu;
 //      by a pairwise tree ((P0+P1)+(P2+P3))..., then + bias, rounded.
 //    - 8 < M < 64: K-blocked, blocks of 64 k: each block a fresh chain, added
 //      left to right into the fp32 output ((b0 + b1) + b2)..., + bias, rounded.
-//    - M >= 64 (training): the same with blocks of 32.
+//    - M >= 64 (training, prefill, wide decode): the same with blocks of 256,
+//      a CPU BLAS's K panel; K <= 256 is then the one chain (the batch-invariant
+//      bits), which costs nothing where most of the FLOPs are.
 //    So the bits of a row depend on M (and, for M <= 8, on the thread count).
 //  * ex.quant fp8: the input rows are first quantised (quantize_rows, per-row
 //    power-of-two scales) into a buffer; the plans above then run on it.

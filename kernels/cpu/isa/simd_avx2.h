@@ -93,28 +93,11 @@ struct V {
         __m128 m1 = _mm_max_ss(m2, _mm_shuffle_ps(m2, m2, 1));
         return _mm_cvtss_f32(m1);
     }
-    // As in simd_scalar.h; lane by lane through memory (AVX2 runs the fast
-    // family's online softmax rarely enough not to need the transposes).
+    // As in simd_scalar.h; lane by lane through memory (AVX2 machines are not
+    // where the fast decode's scores need the transposes).
     static V sum_tree_lanes(const V* x, int n) {
         alignas(32) float r[16] = {};
         for (int b = 0; b < n; ++b) r[b] = x[b].sum_tree();
-        return load(r);
-    }
-    static V max_all_lanes(const V* x, int n) {
-        alignas(32) float r[16] = {};
-        for (int b = 0; b < n; ++b) r[b] = x[b].max_all();
-        return load(r);
-    }
-    V prefix_max(int n) const {
-        alignas(32) float r[16];
-        store(r);
-        for (int i = 1; i < n; ++i) r[i] = r[i] > r[i - 1] ? r[i] : r[i - 1];
-        return load(r);
-    }
-    V shift_in(float first) const {
-        alignas(32) float r[17];
-        r[0] = first;
-        store(r + 1);
         return load(r);
     }
 

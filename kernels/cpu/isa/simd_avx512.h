@@ -72,59 +72,33 @@ struct V {
     float max_all() const { return _mm512_reduce_max_ps(v); }
 
     // Up to sixteen reductions side by side: lane b < n of the result is
-    // x[b].sum_tree() (max_all for max_all_lanes), the same tree run as a transpose:
+    // x[b].sum_tree(), the same tree run as a transpose:
     // each level adds the halves sum_tree adds, two vectors' worth per
     // instruction, so 16 trees cost 15 adds instead of 60 dependent horizontal
     // steps. The last level leaves x[q + 4c] in lane 4q + c, put in order by
     // one permute. Lanes b >= n are unspecified; x is read up to 4, 8 or 16
     // vectors, the first that holds n (fewer inputs skip the unused levels).
-    template <bool Max>
-    __attribute__((always_inline)) static __m512 op16(__m512 a, __m512 b) {
-        return Max ? _mm512_max_ps(a, b) : _mm512_add_ps(a, b);
-    }
-    template <bool Max, int N>
-    __attribute__((always_inline)) static V reduce_lanes(const V* x) {
-        constexpr auto op = op16<Max>;
+    template <int N>
+    __attribute__((always_inline)) static V sum_tree_lanes(const V* x) {
         constexpr int ny = N / 2, nz = N / 4, nw = N > 8 ? 2 : 1;
         __m512 y[8], z[4], w[2];
         for (int k = 0; k < ny; ++k)  // lane i of each 8: lane i + lane i+8
-            y[k] = op(_mm512_shuffle_f32x4(x[2 * k].v, x[2 * k + 1].v, 0x44),
-                      _mm512_shuffle_f32x4(x[2 * k].v, x[2 * k + 1].v, 0xEE));
+            y[k] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * k].v, x[2 * k + 1].v, 0x44),
+                                 _mm512_shuffle_f32x4(x[2 * k].v, x[2 * k + 1].v, 0xEE));
         for (int k = 0; k < nz; ++k)  // each 4: lane i + lane i+4
-            z[k] = op(_mm512_shuffle_f32x4(y[2 * k], y[2 * k + 1], 0x88),
-                      _mm512_shuffle_f32x4(y[2 * k], y[2 * k + 1], 0xDD));
+            z[k] = _mm512_add_ps(_mm512_shuffle_f32x4(y[2 * k], y[2 * k + 1], 0x88),
+                                 _mm512_shuffle_f32x4(y[2 * k], y[2 * k + 1], 0xDD));
         if (nz == 1) z[1] = z[0];     // stands in for inputs past n
         for (int k = 0; k < nw; ++k)  // each 2: lane i + lane i+2
-            w[k] = op(_mm512_shuffle_ps(z[2 * k], z[2 * k + 1], 0x44), _mm512_shuffle_ps(z[2 * k], z[2 * k + 1], 0xEE));
+            w[k] = _mm512_add_ps(_mm512_shuffle_ps(z[2 * k], z[2 * k + 1], 0x44),
+                                 _mm512_shuffle_ps(z[2 * k], z[2 * k + 1], 0xEE));
         if (nw == 1) w[1] = w[0];
-        const __m512 r = op(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
+        const __m512 r = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
         const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
         return {_mm512_permutexvar_ps(order, r)};
     }
-    template <bool Max>
-    __attribute__((always_inline)) static V reduce_lanes(const V* x, int n) {
-        return n <= 4 ? reduce_lanes<Max, 4>(x) : n <= 8 ? reduce_lanes<Max, 8>(x) : reduce_lanes<Max, 16>(x);
-    }
-    __attribute__((always_inline)) static V sum_tree_lanes(const V* x, int n) { return reduce_lanes<false>(x, n); }
-    __attribute__((always_inline)) static V max_all_lanes(const V* x, int n) { return reduce_lanes<true>(x, n); }
-    // lane i = max of lanes 0..i, for i < n (shifted maxes; valignd shifts -inf in)
-    __attribute__((always_inline)) V prefix_max(int n) const {
-        const __m512i ninf = _mm512_castps_si512(_mm512_set1_ps(-std::numeric_limits<float>::infinity()));
-        __m512 x = v;
-        for (int s = 1; s < n; s *= 2) {
-            const __m512i xi = _mm512_castps_si512(x);
-            const __m512i sh = s == 1   ? _mm512_alignr_epi32(xi, ninf, 15)
-                               : s == 2 ? _mm512_alignr_epi32(xi, ninf, 14)
-                               : s == 4 ? _mm512_alignr_epi32(xi, ninf, 12)
-                                        : _mm512_alignr_epi32(xi, ninf, 8);
-            x = _mm512_max_ps(x, _mm512_castsi512_ps(sh));
-        }
-        return {x};
-    }
-    // lane 0 = first, lane i = lane i-1 of this
-    __attribute__((always_inline)) V shift_in(float first) const {
-        return {_mm512_castsi512_ps(
-            _mm512_alignr_epi32(_mm512_castps_si512(v), _mm512_castps_si512(_mm512_set1_ps(first)), 15))};
+    __attribute__((always_inline)) static V sum_tree_lanes(const V* x, int n) {
+        return n <= 4 ? sum_tree_lanes<4>(x) : n <= 8 ? sum_tree_lanes<8>(x) : sum_tree_lanes<16>(x);
     }
 
     __attribute__((always_inline)) V round(Dtype dt) const {

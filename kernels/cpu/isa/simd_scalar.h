@@ -77,30 +77,12 @@ struct V {
         return m;
     }
     // Up to sixteen reductions side by side (lane b < n of the result is
-    // x[b]'s; the other lanes are unspecified, here 0): the same trees as
-    // sum_tree and max_all, for the SIMD types to run as transposes instead of
-    // n horizontal reductions.
+    // x[b]'s; the other lanes are unspecified, here 0): the same tree as
+    // sum_tree, for the SIMD types to run as a transpose instead of n
+    // horizontal reductions.
     static V sum_tree_lanes(const V* x, int n) {
         V r = zero();
         for (int b = 0; b < n; ++b) r.f[b] = x[b].sum_tree();
-        return r;
-    }
-    static V max_all_lanes(const V* x, int n) {
-        V r = zero();
-        for (int b = 0; b < n; ++b) r.f[b] = x[b].max_all();
-        return r;
-    }
-    // lane i = max of lanes 0..i for i < n (maxps' convention at each step)
-    V prefix_max(int n) const {
-        V r = *this;
-        for (int i = 1; i < n; ++i) r.f[i] = r.f[i] > r.f[i - 1] ? r.f[i] : r.f[i - 1];
-        return r;
-    }
-    // lane 0 = first, lane i = lane i-1 of this
-    V shift_in(float first) const {
-        V r;
-        r.f[0] = first;
-        for (int i = 1; i < 16; ++i) r.f[i] = f[i - 1];
         return r;
     }
     V round(Dtype dt) const {

@@ -412,8 +412,7 @@ TEST(Engines, BackwardAfterReleaseIsRefused) {
 }
 
 // A forward for log-probs only (probe, several mini-steps) keeps no
-// activations and saves no attention probabilities: the fast family's online
-// softmax then skips its second exponential pass. Its log-probs, entropies and
+// activations and saves no attention probabilities. Its log-probs, entropies and
 // routes must be the keeping forward's bits, in both families, dense and MoE
 // (with a precision that casts the weights and one that computes on the
 // master arena itself), and a backward after it is refused.
@@ -427,8 +426,7 @@ TEST(Engines, ForwardForLogprobsOnlyGivesTheSameBits) {
                 std::vector<float> params = random_params(cfg, 11);
                 RolloutEngine roll(cfg);
                 roll.load_weights(params, EngineNumerics::simple(Dtype::bf16));
-                // Long enough answers that attention spans several of the
-                // online softmax's 16-key blocks.
+                // Long enough answers for a few full 16-key vectors of scores.
                 const SeqBatch batch = to_seq_batch(roll.generate(fam, prompts(16, 3), 40, SamplingParams{}, 5));
                 ASSERT_GT(batch.T, 32);
                 TrainEngine keep(cfg), once(cfg);
