@@ -18,7 +18,9 @@ struct AdamW {
     std::vector<float> m, v;  // first and second moments, arena layout
     int64_t step = 0;
 
-    // Global L2 norm of grads (double accumulation in arena order).
+    // Global L2 norm of grads: double sums of fixed blocks (eight chains and a
+    // fixed tree each, on the pool's threads), added in arena order. The order
+    // depends only on the arena's size, so the bits do not depend on threads.
     static double grad_norm(const std::vector<float>& grads);
 
     // Clips grads to settings.grad_clip (by the norm above), then one AdamW

@@ -1,14 +1,18 @@
 // Hand-computed values and finite-difference gradients of core/policy_loss,
-// and the advantage estimators of core/advantage.
+// the advantage estimators of core/advantage, and the optimizer's gradient norm.
 #include "core/rl/policy_loss.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
 #include "core/rl/advantage.h"
+#include "core/rl/optim.h"
+#include "kernels/kernels.h"
 
 namespace mlk {
 namespace {
@@ -279,6 +283,32 @@ TEST(Advantage, BroadcastToTokens) {
     EXPECT_EQ(t, (std::vector<double>{1.5, 1.5, 7.0, 7.0, 7.0}));
     const std::vector<int> bad{0, 2};
     EXPECT_THROW(broadcast_to_tokens(a, bad), std::invalid_argument);
+}
+
+// The gradient norm's blocked double sum: close to the exact norm, and the
+// same bits on one thread and on two (its order follows the arena's size only).
+// Sizes: below one block, a block and a tail, many blocks.
+TEST(AdamW, GradNormIsExactEnoughAndIndependentOfThreads) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> dist(0.0f, 0.01f);
+    for (size_t n : {size_t{13}, size_t{16384 + 5}, size_t{1000003}}) {
+        SCOPED_TRACE(n);
+        std::vector<float> g(n);
+        for (float& x : g) x = dist(rng);
+        long double exact = 0;
+        for (float x : g) exact += (long double)x * x;
+        set_num_threads(1);
+        const double one = AdamW::grad_norm(g);
+        set_num_threads(2);
+        const double two = AdamW::grad_norm(g);
+        set_num_threads(0);
+        EXPECT_NEAR(one, std::sqrt((double)exact), 1e-12 * std::sqrt((double)exact));
+        EXPECT_EQ(std::memcmp(&one, &two, sizeof one), 0);
+    }
+    // A NaN anywhere is the norm's NaN (the update then skips).
+    std::vector<float> g(40000, 1.0f);
+    g[39999] = std::nanf("");
+    EXPECT_TRUE(std::isnan(AdamW::grad_norm(g)));
 }
 
 }  // namespace
