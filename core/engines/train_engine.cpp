@@ -131,7 +131,7 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
 // One decoder layer from a.x_in (the last forward's batch and numerics); x
 // receives its output. The probabilities are saved only when a backward will
 // read these activations (the fast family's online softmax computes them a
-// second time).
+// second time for a query longer than one key block).
 void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, ActBuffer& x, bool save_att) {
     const Exec& ex = ex_;
     const int B = batch_->B, T = batch_->T, D = cfg_.hidden_size, M = M_;

@@ -46,7 +46,7 @@ public:
     // for_backward = false: log-probs only (a probe, or the recompute of a
     // step trained in several mini-steps): no activations are kept and no
     // attention probabilities saved, which the fast family's online softmax
-    // otherwise computes a second time; the log-probs have the same bits, and
+    // otherwise computes a second time past one key block; the log-probs have the same bits, and
     // a backward then needs a new forward.
     const TrainForward& forward(Family family, const EngineNumerics& numerics, const std::vector<float>& params,
                                 const SeqBatch& batch, float inv_temp,

@@ -90,6 +90,9 @@ struct GemmCall {
     Dtype dt = Dtype::f32;          // epilogue: round to dt
 };
 
+// Most parts a split-K GEMM sums (fast family, M <= 8).
+inline constexpr int kMaxSplitK = 32;
+
 // Row splits for threads happen at multiples of this, so that row tiles (of
 // every ISA's height: 6, 4, 1 rows) start at the same rows whatever the
 // thread count.
@@ -125,10 +128,9 @@ struct AttnQuery {
 struct IsaTable {
     const char* name;
     void (*gemm)(const GemmCall& g, int m0, int m1, int n0, int n1);
-    // out[m, n] = round(tree_sum_s P[s][m, n] + bias[n]) for m < M, n < ncols;
-    // P[s] at P + s*pstride with rows ldp apart, out rows ldo apart.
-    void (*splitk_combine)(float* out, int64_t ldo, const float* P, int S, int64_t pstride, int64_t ldp,
-                           const float* bias, Dtype dt, int M, int ncols);
+    // Split-K GEMM rows m0..m1, columns n0..n1: C = round(pairwise tree over
+    // s < S of the fresh chain over k in [s*K/S, (s+1)*K/S), + bias), S <= kMaxSplitK.
+    void (*gemm_splitk)(const GemmCall& g, int S, int m0, int m1, int n0, int n1);
     float (*row_sum)(Plan plan, const float* x, int64_t n);
     // sdt: the storage precision of 1/rms (Exec::stats).
     void (*rmsnorm_rows)(Plan plan, float* out, float* rstd, const float* inp, const float* w, float eps, int C,

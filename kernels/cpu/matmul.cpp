@@ -39,7 +39,7 @@ void run_gemm(const IsaTable& T, const GemmCall& g, int M, int N, bool allow_thr
 int fast_splitk_parts(int M, int K, int threads) {
     if (M > 8) return 1;
     const int cap = (M <= 4 ? 4 : 2) * std::max(threads, 1);
-    return std::clamp(K / 16, 1, std::min(cap, 32));
+    return std::clamp(K / 16, 1, std::min(cap, kMaxSplitK));
 }
 
 int fast_kblock(int M) { return M >= 64 ? 256 : 64; }
@@ -98,36 +98,13 @@ void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w
         run_gemm(T, g, M, N, true);
         return;
     }
-    // Split-K, one column block per task: its S partials stay in a small
-    // buffer in cache and are combined right away, so decode pays about what
-    // one chain per output costs.
+    // Split-K, one column block per task: each tile keeps its S partials in
+    // registers and on the stack and sums them right away, so decode pays
+    // about what one chain per output costs.
     constexpr int kColBlock = 64;
     const int nb = (N + kColBlock - 1) / kColBlock;
-    const int64_t pstride = (int64_t)M * kColBlock;
     parallel_for(
-        nb,
-        [&](int b, int e) {
-            thread_local std::vector<float> partial;
-            if ((int64_t)partial.size() < S * pstride) partial.resize(S * pstride);
-            for (int bj = b; bj < e; ++bj) {
-                const int n0 = bj * kColBlock, ncols = std::min(N - n0, kColBlock);
-                for (int s = 0; s < S; ++s) {
-                    const int k0 = (int)((int64_t)s * K / S), k1 = (int)((int64_t)(s + 1) * K / S);
-                    GemmCall gs;
-                    gs.A = inp + k0;
-                    gs.ars = K;
-                    gs.acs = 1;
-                    gs.B = w + (int64_t)k0 * N + n0;
-                    gs.ldb = N;
-                    gs.C = partial.data() + s * pstride;
-                    gs.ldc = kColBlock;
-                    gs.K = k1 - k0;
-                    T.gemm(gs, 0, M, 0, ncols);
-                }
-                T.splitk_combine(out + n0, N, partial.data(), S, pstride, kColBlock, bias ? bias + n0 : nullptr,
-                                 ex.dtype, M, ncols);
-            }
-        },
+        nb, [&](int b, int e) { T.gemm_splitk(g, S, 0, M, b * kColBlock, std::min(N, e * kColBlock)); },
         2.0 * M * N * K >= kParallelWork && num_threads() > 1);
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/cpu/features.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/kernels.h"
 #include "tests/bits.h"
 #include "tests/random_data.h"
@@ -529,6 +530,50 @@ TEST(KernelsInvariance, FastFamilyChangesBitsWithBatch) {
             count_diff(o, std::vector<float>(pre.begin() + (size_t)t * H * D, pre.begin() + (size_t)(t + 1) * H * D));
     }
     EXPECT_GT(diff, 0u);
+}
+
+// The fast family's decode-size matmul is the split-K plan its comment states:
+// S = fast_splitk_parts(M, K, threads) fresh FMA chains over [s*K/S, (s+1)*K/S),
+// summed by the pairwise tree, + bias, rounded. Checked against that plan
+// written out in scalar code, on every ISA and thread count, for shapes with
+// partial column vectors, one-row and two-tile row counts, and S from 2 to 8.
+TEST(KernelsInvariance, FastSplitKFollowsItsPlan) {
+    Restore restore;
+    struct S {
+        int M, K, N;
+    };
+    for (const S sh : {S{1, 64, 52}, S{3, 128, 70}, S{5, 96, 128}, S{8, 384, 128}, S{7, 256, 200}}) {
+        const auto x = testdata::uniform((size_t)sh.M * sh.K, 91, -2, 2),
+                   w = testdata::uniform((size_t)sh.K * sh.N, 92), b = testdata::uniform(sh.N, 93);
+        for (const Config& c : configs()) {
+            cpu::force_isa(c.isa);
+            set_num_threads(c.threads);
+            const int parts = cpu::fast_splitk_parts(sh.M, sh.K, c.threads);
+            SCOPED_TRACE(testing::Message() << cpu::isa_name(c.isa) << " threads " << c.threads << " M" << sh.M << " K"
+                                            << sh.K << " N" << sh.N << " S" << parts);
+            ASSERT_GT(parts, 1);
+            std::vector<float> want((size_t)sh.M * sh.N), got(want.size());
+            std::vector<float> partial(parts);
+            for (int m = 0; m < sh.M; ++m)
+                for (int n = 0; n < sh.N; ++n) {
+                    for (int s = 0; s < parts; ++s) {
+                        const int k0 = (int)((int64_t)s * sh.K / parts), k1 = (int)((int64_t)(s + 1) * sh.K / parts);
+                        float acc = 0.0f;
+                        for (int k = k0; k < k1; ++k)
+                            acc = __builtin_fmaf(x[(size_t)m * sh.K + k], w[(size_t)k * sh.N + n], acc);
+                        partial[s] = acc;
+                    }
+                    const std::function<float(int, int)> tree = [&](int lo, int hi) -> float {
+                        if (hi - lo == 1) return partial[lo];
+                        const int mid = lo + (hi - lo) / 2;
+                        return tree(lo, mid) + tree(mid, hi);
+                    };
+                    want[(size_t)m * sh.N + n] = tree(0, parts) + b[n];
+                }
+            matmul_forward(Exec{Family::fast, Dtype::f32}, got.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N);
+            EXPECT_TRUE(bits_equal(got, want));
+        }
+    }
 }
 
 // The pool survives resizing between and around parallel kernels.
