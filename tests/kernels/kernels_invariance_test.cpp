@@ -532,34 +532,41 @@ TEST(KernelsInvariance, FastFamilyChangesBitsWithBatch) {
     EXPECT_GT(diff, 0u);
 }
 
-// The fast family's decode-size matmul is the split-K plan its comment states:
-// S = fast_splitk_parts(M, K, threads) fresh FMA chains over [s*K/S, (s+1)*K/S),
-// summed by the pairwise tree, + bias, rounded. Checked against that plan
-// written out in scalar code, on every ISA and thread count, for shapes with
-// partial column vectors, one-row and two-tile row counts, and S from 2 to 8.
-TEST(KernelsInvariance, FastSplitKFollowsItsPlan) {
+// The fast family's matmul is the plan its comment states. M <= 8: split-K,
+// S = fast_splitk_parts(M, K, threads) fresh FMA chains over [s*K/S, (s+1)*K/S)
+// summed by the pairwise tree; M > 8: K blocks of fast_kblock(M), each a fresh
+// chain, added left to right; then + bias. Checked against those plans written
+// out in scalar code, on every ISA and thread count: S from 2 to 8, one to
+// six K blocks (the tiles that keep the total in C and those that keep it in
+// registers), partial column vectors and one-row and two-tile row counts.
+TEST(KernelsInvariance, FastMatmulFollowsItsPlan) {
     Restore restore;
     struct S {
         int M, K, N;
     };
-    for (const S sh : {S{1, 64, 52}, S{3, 128, 70}, S{5, 96, 128}, S{8, 384, 128}, S{7, 256, 200}}) {
+    const S shapes[] = {{1, 64, 52},   {3, 128, 70},  {5, 96, 128},   {8, 384, 128},  {7, 256, 200},
+                        {20, 384, 52}, {33, 100, 64}, {64, 384, 128}, {100, 600, 70}, {70, 256, 16}};
+    for (const S sh : shapes) {
         const auto x = testdata::uniform((size_t)sh.M * sh.K, 91, -2, 2),
                    w = testdata::uniform((size_t)sh.K * sh.N, 92), b = testdata::uniform(sh.N, 93);
         for (const Config& c : configs()) {
             cpu::force_isa(c.isa);
             set_num_threads(c.threads);
+            // Part s of the reduction: [bound(s), bound(s + 1)).
             const int parts = cpu::fast_splitk_parts(sh.M, sh.K, c.threads);
+            const int kblock = cpu::fast_kblock(sh.M);
+            const int nparts = parts > 1 ? parts : (sh.K + kblock - 1) / kblock;
+            const auto bound = [&](int s) {
+                return parts > 1 ? (int)((int64_t)s * sh.K / parts) : std::min(sh.K, s * kblock);
+            };
             SCOPED_TRACE(testing::Message() << cpu::isa_name(c.isa) << " threads " << c.threads << " M" << sh.M << " K"
-                                            << sh.K << " N" << sh.N << " S" << parts);
-            ASSERT_GT(parts, 1);
-            std::vector<float> want((size_t)sh.M * sh.N), got(want.size());
-            std::vector<float> partial(parts);
+                                            << sh.K << " N" << sh.N << " parts " << nparts);
+            std::vector<float> want((size_t)sh.M * sh.N), got(want.size()), partial(nparts);
             for (int m = 0; m < sh.M; ++m)
                 for (int n = 0; n < sh.N; ++n) {
-                    for (int s = 0; s < parts; ++s) {
-                        const int k0 = (int)((int64_t)s * sh.K / parts), k1 = (int)((int64_t)(s + 1) * sh.K / parts);
+                    for (int s = 0; s < nparts; ++s) {
                         float acc = 0.0f;
-                        for (int k = k0; k < k1; ++k)
+                        for (int k = bound(s); k < bound(s + 1); ++k)
                             acc = __builtin_fmaf(x[(size_t)m * sh.K + k], w[(size_t)k * sh.N + n], acc);
                         partial[s] = acc;
                     }
@@ -568,7 +575,9 @@ TEST(KernelsInvariance, FastSplitKFollowsItsPlan) {
                         const int mid = lo + (hi - lo) / 2;
                         return tree(lo, mid) + tree(mid, hi);
                     };
-                    want[(size_t)m * sh.N + n] = tree(0, parts) + b[n];
+                    float total = partial[0];
+                    for (int s = 1; s < nparts; ++s) total = total + partial[s];
+                    want[(size_t)m * sh.N + n] = (parts > 1 ? tree(0, parts) : total) + b[n];
                 }
             matmul_forward(Exec{Family::fast, Dtype::f32}, got.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N);
             EXPECT_TRUE(bits_equal(got, want));
