@@ -11,12 +11,16 @@
 namespace mlk {
 namespace cpu {
 
-void run_gemm(const IsaTable& T, const GemmCall& g, int M, int N, bool allow_threads) {
+namespace {
+// tiles(m0, m1, n0, n1) over C rows [0,M) x cols [0,N): threads split rows at
+// multiples of kRowQuantum and columns at multiples of 64, never the reduction.
+template <class Tiles>
+void run_tiles(int M, int N, int K, bool allow_threads, Tiles&& tiles) {
     if (M <= 0 || N <= 0) return;
-    const double work = 2.0 * M * N * std::max(g.K, 1);
+    const double work = 2.0 * M * N * std::max(K, 1);
     const int nt = num_threads();
     if (!allow_threads || nt <= 1 || work < kParallelWork) {
-        T.gemm(g, 0, M, 0, N);
+        tiles(0, M, 0, N);
         return;
     }
     constexpr int kColBlock = 64;
@@ -24,16 +28,21 @@ void run_gemm(const IsaTable& T, const GemmCall& g, int M, int N, bool allow_thr
     const int nb = (N + kColBlock - 1) / kColBlock;
     if (mb >= 2 * nt) {
         // row blocks only; a thread's blocks are contiguous, so it runs them as one range
-        parallel_for(mb, [&](int b, int e) { T.gemm(g, b * kRowQuantum, std::min(M, e * kRowQuantum), 0, N); });
+        parallel_for(mb, [&](int b, int e) { tiles(b * kRowQuantum, std::min(M, e * kRowQuantum), 0, N); });
     } else {
         parallel_for(mb * nb, [&](int b, int e) {
             for (int t = b; t < e; ++t) {
                 const int bi = t / nb, bj = t % nb;
-                T.gemm(g, bi * kRowQuantum, std::min(M, (bi + 1) * kRowQuantum), bj * kColBlock,
-                       std::min(N, (bj + 1) * kColBlock));
+                tiles(bi * kRowQuantum, std::min(M, (bi + 1) * kRowQuantum), bj * kColBlock,
+                      std::min(N, (bj + 1) * kColBlock));
             }
         });
     }
+}
+}  // namespace
+
+void run_gemm(const IsaTable& T, const GemmCall& g, int M, int N, bool allow_threads) {
+    run_tiles(M, N, g.K, allow_threads, [&](int m0, int m1, int n0, int n1) { T.gemm(g, m0, m1, n0, n1); });
 }
 
 int fast_splitk_parts(int M, int K, int threads) {
@@ -98,14 +107,10 @@ void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w
         run_gemm(T, g, M, N, true);
         return;
     }
-    // Split-K, one column block per task: each tile keeps its S partials in
-    // registers and on the stack and sums them right away, so decode pays
+    // Split-K, tiled and threaded as any GEMM: each tile keeps its S partials
+    // in registers and on the stack and sums them right away, so decode pays
     // about what one chain per output costs.
-    constexpr int kColBlock = 64;
-    const int nb = (N + kColBlock - 1) / kColBlock;
-    parallel_for(
-        nb, [&](int b, int e) { T.gemm_splitk(g, S, 0, M, b * kColBlock, std::min(N, e * kColBlock)); },
-        2.0 * M * N * K >= kParallelWork && num_threads() > 1);
+    run_tiles(M, N, g.K, true, [&](int m0, int m1, int n0, int n1) { T.gemm_splitk(g, S, m0, m1, n0, n1); });
 }
 
 // matmul_backward. Deterministic, independent of thread count (threads split
