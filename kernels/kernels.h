@@ -185,6 +185,15 @@ void router_backward(float* dlogits, const float* dweights, const float* weights
 // both families.
 void moe_combine_forward(const Exec& ex, float* out, const float* const* slot_rows, const float* weights, int M, int k,
                          int D);
+// Its backward for the n slots one expert serves (slots[r]: the slot of the
+// expert's row r, token m = slots[r] / k; y[n,D]: the expert's output rows):
+//   dy[r,d] = weights[slots[r]] * dout[m,d]   (one fp32 product)
+//   dweights[slots[r]] = (float)(dout[m,0]*y[r,0] + ... + dout[m,D-1]*y[r,D-1])
+// the dot one double chain over d ascending from 0.0 (each product of two
+// floats is exact in double, so fused or not gives the same bits). One thread:
+// the MoE backward runs each expert on its own thread.
+void moe_combine_backward(float* dy, float* dweights, const float* dout, const float* y, const float* weights,
+                          const int32_t* slots, int n, int k, int D);
 
 // ---- fp8 quantisation -------------------------------------------------------
 // Scales are powers of two (UE8M0, as MXFP8 and DeepSeek's FP8 recipes use):

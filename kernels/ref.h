@@ -282,6 +282,20 @@ void moe_combine_forward(T* out, const T* const* slot_rows, const T* weights, in
         }
 }
 
+// dy[r] = w[slot] * dout[token]; dweights[slot] = dout[token] . y[r] in double, d ascending.
+inline void moe_combine_backward(float* dy, float* dweights, const float* dout, const float* y, const float* weights,
+                                 const int32_t* slots, int n, int k, int D) {
+    for (int r = 0; r < n; ++r) {
+        const float* g = dout + (int64_t)(slots[r] / k) * D;
+        double dot = 0;
+        for (int d = 0; d < D; ++d) {
+            dy[(int64_t)r * D + d] = weights[slots[r]] * g[d];
+            dot += (double)g[d] * (double)y[(int64_t)r * D + d];
+        }
+        dweights[slots[r]] = (float)dot;
+    }
+}
+
 template <class T>
 void router_backward(T* dlogits, const T* dweights, const T* weights, const int32_t* ids, int M, int E, int k) {
     for (int m = 0; m < M; ++m) {

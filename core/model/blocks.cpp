@@ -188,30 +188,8 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
         // Per-thread scratch kept across calls: fresh buffers for every
         // expert of every layer and step took their pages anew each time.
         thread_local ActBuffer dy, dact, dgate, dup;
-        dy.resize((size_t)Me * D);  // every element written below
-        for (int r = 0; r < Me; ++r) {
-            const int slot = xe.rows[r];
-            const float wgt = a.weights[slot];
-            const float* g = dout + (size_t)(slot / k) * D;
-            for (int d = 0; d < D; ++d) dy[(size_t)r * D + d] = wgt * g[d];
-        }
-        // The gate weight's gradient: per slot one double chain over d
-        // ascending (the plan). Eight rows' chains run side by side, as
-        // independent adds, instead of one latency-bound chain at a time.
-        constexpr int kRows = 8;
-        for (int r0 = 0; r0 < Me; r0 += kRows) {
-            const int n = std::min(kRows, Me - r0);
-            const float *g[kRows], *y[kRows];
-            for (int i = 0; i < kRows; ++i) {
-                const int r = r0 + std::min(i, n - 1);  // a short group repeats its last row, unstored
-                g[i] = dout + (size_t)(xe.rows[r] / k) * D;
-                y[i] = xe.y.data() + (size_t)r * D;
-            }
-            double dw[kRows] = {};
-            for (int d = 0; d < D; ++d)
-                for (int i = 0; i < kRows; ++i) dw[i] += (double)g[i][d] * y[i][d];
-            for (int i = 0; i < n; ++i) dweights[xe.rows[r0 + i]] = (float)dw[i];
-        }
+        dy.resize((size_t)Me * D);  // written whole by moe_combine_backward
+        moe_combine_backward(dy.data(), dweights.data(), dout, xe.y.data(), a.weights.data(), xe.rows.data(), Me, k, D);
         dact.resize((size_t)Me * Fm);
         dgate.resize((size_t)Me * Fm);
         dup.resize((size_t)Me * Fm);

@@ -153,6 +153,9 @@ struct IsaTable {
     // rows m0..m1 of moe_combine_forward's out[M,D]
     void (*moe_combine_rows)(float* out, const float* const* slot_rows, const float* w, int k, int D, Dtype dt, int m0,
                              int m1);
+    // moe_combine_backward (kernels.h), whole
+    void (*moe_combine_bwd)(float* dy, float* dweights, const float* dout, const float* y, const float* w,
+                            const int32_t* slots, int n, int k, int D);
     void (*adamw)(float* p, float* m, float* v, const float* g, const AdamWStep& s, int64_t i0, int64_t i1);
     // x rows m0..m1 of [M,H,D]; cs[m] -> cos[D/2] followed by sin[D/2].
     void (*rope_rows)(float* x, const float* const* cs, int H, int D, Dtype dt, bool inverse, int m0, int m1);

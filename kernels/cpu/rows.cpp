@@ -202,6 +202,12 @@ void moe_combine_forward(const Exec& ex, float* out, const float* const* slot_ro
              [&](int m0, int m1) { I.moe_combine_rows(out, slot_rows, weights, k, D, ex.dtype, m0, m1); });
 }
 
+void moe_combine_backward(float* dy, float* dweights, const float* dout, const float* y, const float* weights,
+                          const int32_t* slots, int n, int k, int D) {
+    if (n <= 0 || D <= 0) return;
+    isa_table().moe_combine_bwd(dy, dweights, dout, y, weights, slots, n, k, D);
+}
+
 // router_backward: dot = w_0 g_0 + w_1 g_1 + ... left to right (products rounded,
 // no fma); dlogits[id_j] += w_j * (g_j - dot) in j order.
 void router_backward(float* dlogits, const float* dweights, const float* weights, const int32_t* ids, int M, int E,
