@@ -214,7 +214,7 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
         ActBuffer dln2((size_t)M * D);
         if (!cfg_.is_moe_layer(l))
             dense_mlp_backward(dln2.data(), g, dx.data(), a.mlp, a.ln2.data(), M, lw, cfg_, GradStore::overwrite);
-        else moe_backward(dln2.data(), g, dx.data(), a.moe, a.ln2.data(), M, lw, cfg_, GradStore::overwrite);
+        else moe_backward(dln2.data(), g, dx.data(), a.moe, a.ln2.data(), M, lw, cfg_);
         rmsnorm_backward(dx.data(), g.post_norm, dln2.data(), a.x_mid.data(), lw.post_norm, a.rstd2.data(), M, D);
         // x_mid = x_in + o_proj(attn(...)).
         ActBuffer datty((size_t)M * H * hd);

@@ -172,7 +172,7 @@ void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const Mode
 }
 
 void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
-                  const LayerWeights& w, const ModelConfig& cfg, GradStore dx_store) {
+                  const LayerWeights& w, const ModelConfig& cfg) {
     const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
     GradBuffer dweights((size_t)M * k);
     // Each expert's backward is independent (its own weight gradients and
@@ -202,27 +202,26 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
                         GradStore::overwrite);
         matmul_backward(dxe, gw.e_up[e], nullptr, dup.data(), xe.x.data(), w.e_up[e], Me, D, Fm);
     });
-    // dx[m] += each expert's gradient row for token m, in ascending expert
-    // order (the order of one loop over the experts, so its bits). Tokens are
-    // independent, so the threads split them; overwriting starts the row at 0.
+    // dx[m] = token m's expert input gradients added in ascending expert order
+    // (the order of one loop over the experts, so its bits): the combine with
+    // unit weights, whose fma(1, y, acc) from 0 is exactly that sum of adds,
+    // split over the pool's threads and in vector lanes.
     const std::vector<int32_t> slot_row = expert_slot_rows(a, (size_t)M * k);
-    for_parts(M, 64, [&](size_t m0, size_t m1) {
-        for (size_t m = m0; m < m1; ++m) {
-            float* dst = dx + m * D;
-            if (dx_store == GradStore::overwrite) std::fill(dst, dst + D, 0.0f);
-            int slots[64];  // this token's slots by ascending expert (top-k <= 64, a distinct expert each)
-            for (int j = 0; j < k; ++j) {
-                int i = j;
-                for (; i > 0 && a.ids[m * k + slots[i - 1]] > a.ids[m * k + j]; --i) slots[i] = slots[i - 1];
-                slots[i] = j;
-            }
-            for (int i = 0; i < k; ++i) {
-                const size_t slot = m * k + slots[i];
-                const float* src = a.experts[a.ids[slot]].y.data() + (size_t)slot_row[slot] * D;
-                for (int d = 0; d < D; ++d) dst[d] += src[d];
-            }
+    std::vector<const float*> by_expert((size_t)M * k);
+    for (size_t m = 0; m < (size_t)M; ++m) {
+        int order[64];  // this token's slots by ascending expert (top-k <= 64, a distinct expert each)
+        for (int j = 0; j < k; ++j) {
+            int i = j;
+            for (; i > 0 && a.ids[m * k + order[i - 1]] > a.ids[m * k + j]; --i) order[i] = order[i - 1];
+            order[i] = j;
         }
-    });
+        for (int i = 0; i < k; ++i) {
+            const size_t slot = m * k + order[i];
+            by_expert[m * k + i] = a.experts[a.ids[slot]].y.data() + (size_t)slot_row[slot] * D;
+        }
+    }
+    const std::vector<float> unit((size_t)M * k, 1.0f);
+    moe_combine_forward(Exec{Family::batch_invariant, Dtype::f32}, dx, by_expert.data(), unit.data(), M, k, D);
     GradBuffer dlogits((size_t)M * E);
     router_backward(dlogits.data(), dweights.data(), a.weights.data(), a.ids.data(), M, E, k);
     matmul_backward(dx, gw.router, nullptr, dlogits.data(), x, w.router, M, D, E);

@@ -58,9 +58,9 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
 // Each expert's gathered input rows x and SwiGLU output act, recomputed from
 // the layer input and the kept gate/up (the same bits moe_forward made).
 void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const ModelConfig& cfg);
-// dx[M,D] += ... (= with GradStore::overwrite), weight gradients into gw.
+// dx[M,D] = d(loss)/dx (overwritten), weight gradients added into gw.
 // Consumes a.experts[].y (overwritten with the experts' input gradients).
 void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
-                  const LayerWeights& w, const ModelConfig& cfg, GradStore dx_store = GradStore::add);
+                  const LayerWeights& w, const ModelConfig& cfg);
 
 }  // namespace mlk
