@@ -22,6 +22,7 @@ struct V {
         __m256 b = _mm256_set1_ps(x);
         return {b, b};
     }
+    V swap_halves() const { return {hi, lo}; }  // lanes 8-15, 0-7
     static V load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
     static V loadm(const float* p, const Mask& m) {
         return {_mm256_maskload_ps(p, m.lo), _mm256_maskload_ps(p + 8, m.hi)};

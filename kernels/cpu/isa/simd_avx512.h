@@ -24,6 +24,7 @@ struct V {
         return {_mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, base, 4)};
     }
 
+    V swap_halves() const { return {_mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2))}; }  // lanes 8-15, 0-7
     static V fma(V a, V b, V c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
     static V max(V a, V b) { return {_mm512_max_ps(a.v, b.v)}; }
     static V select(Mask m, V a, V b) { return {_mm512_mask_blend_ps(m, b.v, a.v)}; }  // m ? a : b

@@ -58,6 +58,10 @@ struct V {
         return r;
     }
     static V max(const V& a, const V& b) { return V{a.f > b.f ? a.f : b.f}; }  // maxps' NaN/zero convention
+    V swap_halves() const {                                                    // lanes 8-15, 0-7
+        const ILanes idx = {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7};
+        return V{__builtin_shuffle(f, idx)};
+    }
     static V select(Mask m, const V& a, const V& b) { return V{lanes(m) ? a.f : b.f}; }
     static V exp(const V& x) {
         V r;
