@@ -160,5 +160,7 @@ MLK_HD inline float round_to(float x, Dtype d) {
 
 // Rounds n floats in place (no-op for f32).
 void round_buffer(float* x, size_t n, Dtype d);
+// dst[0..n) = src[0..n) rounded to d, in one pass (dst may equal src).
+void copy_rounded(float* dst, const float* src, size_t n, Dtype d);
 
 }  // namespace mlk

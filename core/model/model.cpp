@@ -84,8 +84,7 @@ void init_params(const ModelConfig& cfg, const ParamLayout& L, float* arena, uin
 
 void cast_params(ActBuffer& out, const std::vector<float>& master, Dtype dtype) {
     out.resize(master.size());
-    copy_floats(out.data(), master.data(), master.size());
-    round_buffer(out.data(), out.size(), dtype);
+    copy_rounded(out.data(), master.data(), master.size(), dtype);
 }
 
 void tied_lm_head(std::vector<float>& out, const float* embed, int V, int D) {

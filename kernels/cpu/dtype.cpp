@@ -166,7 +166,11 @@ void quantize_cols(float* w, float* scale, int K, int N, Dtype fmt) {
 }
 
 void round_buffer(float* x, size_t n, Dtype d) {
-    if (d == Dtype::f32 || n == 0) return;
+    if (d != Dtype::f32) copy_rounded(x, x, n, d);
+}
+
+void copy_rounded(float* dst, const float* src, size_t n, Dtype d) {
+    if (n == 0) return;
     const cpu::IsaTable& T = cpu::isa_table();
     constexpr int64_t kChunk = 1 << 16;
     const int64_t nn = static_cast<int64_t>(n);
@@ -175,7 +179,7 @@ void round_buffer(float* x, size_t n, Dtype d) {
         chunks,
         [&](int b, int e) {
             const int64_t i0 = b * kChunk, i1 = std::min<int64_t>(nn, e * kChunk);
-            T.copy_round(x + i0, x + i0, d, i1 - i0);
+            T.copy_round(dst + i0, src + i0, d, i1 - i0);
         },
         nn >= 4 * kChunk);
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -111,27 +112,36 @@ TEST(KernelsDtype, F16HandComputed) {
 }
 
 // The vectorised rounding (F16C / integer bf16 code) equals the scalar rules on
-// many random bit patterns, through round_buffer on every ISA path.
+// many random bit patterns, through round_buffer and copy_rounded on every ISA path.
 TEST(KernelsDtype, RoundBufferMatchesScalarEverywhere) {
     std::mt19937 g(7);
-    std::vector<float> src(4099);
+    std::vector<float> src(4 * 65536 + 4099);
     for (auto& x : src) x = bits_float(g());
     src[0] = 65520.0f;
     src[1] = 0x1p-25f;
     src[2] = -0.0f;
     for_each_isa([&] {
-        for (Dtype d : {Dtype::bf16, Dtype::f16}) {
-            std::vector<float> v = src;
-            round_buffer(v.data(), v.size(), d);
-            for (size_t i = 0; i < v.size(); ++i) {
-                const float want = round_to(src[i], d);
-                if (std::isnan(want)) {
-                    ASSERT_TRUE(std::isnan(v[i]));
+        for (Dtype d : {Dtype::bf16, Dtype::f16, Dtype::f32})
+            for (bool copy : {false, true}) {
+                SCOPED_TRACE(copy ? "copy_rounded" : "round_buffer");
+                std::vector<float> v = src, from = src;
+                if (copy) {
+                    // more than four 64K chunks, so the threaded split runs too
+                    v.assign(src.size(), 0.0f);
+                    copy_rounded(v.data(), from.data(), v.size(), d);
+                    ASSERT_EQ(0, std::memcmp(from.data(), src.data(), src.size() * sizeof(float)));
                 } else {
-                    ASSERT_TRUE(same_bits(v[i], want)) << i << " " << src[i];
+                    round_buffer(v.data(), v.size(), d);
+                }
+                for (size_t i = 0; i < v.size(); ++i) {
+                    const float want = round_to(src[i], d);
+                    if (std::isnan(want)) {
+                        ASSERT_TRUE(std::isnan(v[i]));
+                    } else {
+                        ASSERT_TRUE(same_bits(v[i], want)) << i << " " << src[i];
+                    }
                 }
             }
-        }
     });
 }
 
