@@ -23,4 +23,10 @@ void keep_step_buffers_in_heap() {
 #endif
 }
 
+void return_free_heap() {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
+
 }  // namespace mlk

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <limits>
 
+#include "core/engines/heap.h"
 #include "core/model/checkpoint.h"
 #include "core/model/vocab.h"
 #include "core/rl/advantage.h"
@@ -47,6 +48,7 @@ RlSession::RlSession(const Config& cfg, std::vector<float> params, Store* store,
       next_step_(first_step) {
     if ((int64_t)params_.size() != layout_.total)
         throw std::invalid_argument("RL session: parameters do not match model " + model_.preset_name());
+    return_free_heap();
 }
 
 void RlSession::checkpoint() {
