@@ -463,4 +463,30 @@ MLK_HD inline void router_bwd_row(float* dlogits, const float* dweights, const f
     for (int j = 0; j < k; ++j) dlogits[(int64_t)m * E + id[j]] += w[j] * (g[j] - dot);
 }
 
+// The MoE combine, element i = m*D + d of out[M,D]: one fp32 FMA chain over
+// token m's k slots in slot order from +0, then rounded (the CPU's plan in
+// both families).
+MLK_HD inline void moe_combine_at(float* out, const float* const* slot_rows, const float* w, int k, int D, Dtype dt,
+                                  int64_t i) {
+    const int64_t m = i / D, d = i % D;
+    float acc = 0.0f;
+    for (int j = 0; j < k; ++j) acc = fma_rn(w[m * k + j], slot_rows[m * k + j][d], acc);
+    out[i] = round_to(acc, dt);
+}
+// Its backward for one expert's slots: element i = r*D + d of dy[n,D] is one
+// fp32 product; slot row r's gate-weight gradient is one double chain over d
+// ascending (each float product is exact in double).
+MLK_HD inline void moe_combine_bwd_dy_at(float* dy, const float* dout, const float* w, const int32_t* slots, int k,
+                                         int D, int64_t i) {
+    const int64_t r = i / D, d = i % D;
+    dy[i] = w[slots[r]] * dout[(int64_t)(slots[r] / k) * D + d];
+}
+MLK_HD inline void moe_combine_bwd_dweight_row(float* dweights, const float* dout, const float* y, const int32_t* slots,
+                                               int k, int D, int64_t r) {
+    const float* g = dout + (int64_t)(slots[r] / k) * D;
+    double dot = 0.0;
+    for (int d = 0; d < D; ++d) dot = dot + (double)g[d] * (double)y[r * D + d];
+    dweights[slots[r]] = (float)dot;
+}
+
 }  // namespace mlk::cuda::body

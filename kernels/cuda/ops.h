@@ -72,6 +72,11 @@ void router_replay_forward(const Exec& ex, float* weights, const float* logits, 
                            int k);
 void router_backward(float* dlogits, const float* dweights, const float* weights, const int32_t* ids, int M, int E,
                      int k);
+// slot_rows: a device array of M*k device row pointers.
+void moe_combine_forward(const Exec& ex, float* out, const float* const* slot_rows, const float* weights, int M, int k,
+                         int D);
+void moe_combine_backward(float* dy, float* dweights, const float* dout, const float* y, const float* weights,
+                          const int32_t* slots, int n, int k, int D);
 
 void quantize_rows(float* out, float* scale, const float* inp, int M, int K, Dtype fmt);
 void quantize_cols(float* w, float* scale, int K, int N, Dtype fmt);

@@ -186,6 +186,30 @@ struct RouterBwdF {
     int E, k;
     __device__ void operator()(int64_t m) const { body::router_bwd_row(dz, dw, w, ids, E, k, (int)m); }
 };
+struct MoeCombineF {
+    float* out;
+    const float* const* rows;
+    const float* w;
+    int k, D;
+    Dtype dt;
+    __device__ void operator()(int64_t i) const { body::moe_combine_at(out, rows, w, k, D, dt, i); }
+};
+struct MoeCombineDyF {
+    float* dy;
+    const float *dout, *w;
+    const int32_t* slots;
+    int k, D;
+    __device__ void operator()(int64_t i) const { body::moe_combine_bwd_dy_at(dy, dout, w, slots, k, D, i); }
+};
+struct MoeCombineDweightF {
+    float* dweights;
+    const float *dout, *y;
+    const int32_t* slots;
+    int k, D;
+    __device__ void operator()(int64_t r) const {
+        body::moe_combine_bwd_dweight_row(dweights, dout, y, slots, k, D, r);
+    }
+};
 struct DweightF {
     float* dw;
     const float *dout, *inp, *rstd;
@@ -281,6 +305,18 @@ void router_backward(float* dlogits, const float* dweights, const float* weights
                      int k) {
     if (M <= 0 || k <= 0) return;
     launch_elementwise(M, RouterBwdF{dlogits, dweights, weights, ids, E, k}, "router_backward");
+}
+
+void moe_combine_forward(const Exec& ex, float* out, const float* const* slot_rows, const float* weights, int M, int k,
+                         int D) {
+    if (M <= 0 || D <= 0) return;
+    launch_elementwise((int64_t)M * D, MoeCombineF{out, slot_rows, weights, k, D, ex.dtype}, "moe_combine_forward");
+}
+void moe_combine_backward(float* dy, float* dweights, const float* dout, const float* y, const float* weights,
+                          const int32_t* slots, int n, int k, int D) {
+    if (n <= 0 || D <= 0) return;
+    launch_elementwise((int64_t)n * D, MoeCombineDyF{dy, dout, weights, slots, k, D}, "moe_combine_backward dy");
+    launch_elementwise(n, MoeCombineDweightF{dweights, dout, y, slots, k, D}, "moe_combine_backward dweights");
 }
 
 }  // namespace mlk::cuda

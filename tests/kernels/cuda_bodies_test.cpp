@@ -399,6 +399,37 @@ TEST(CudaBodies, Router) {
             }
 }
 
+// The MoE combine and its backward are the CPU's plans: the per-token chain
+// over the slots, dy one product, the gate-weight gradient one double chain.
+TEST(CudaBodies, MoeCombine) {
+    const int M = 11, k = 3, D = 40, rows = 9;
+    const auto pool = testdata::uniform((size_t)rows * D, 31, -3, 3);
+    const auto w = testdata::uniform((size_t)M * k, 32, 0, 1);
+    const auto dout = testdata::uniform((size_t)M * D, 33, -2, 2);
+    std::vector<const float*> slot((size_t)M * k);
+    for (size_t i = 0; i < slot.size(); ++i) slot[i] = pool.data() + (i * 5 % rows) * D;
+    std::vector<int32_t> slots = {0, 4, 5, 9, 13, 20, 32};  // one expert's slots, ascending
+    const int n = (int)slots.size();
+    const auto y = testdata::uniform((size_t)n * D, 34, -3, 3);
+    for_each_cpu_config([&] {
+        for (Dtype dt : kStorage) {
+            std::vector<float> want((size_t)M * D), got(want.size());
+            moe_combine_forward({Family::fast, dt}, want.data(), slot.data(), w.data(), M, k, D);
+            for (int64_t i = 0; i < (int64_t)M * D; ++i)
+                B::moe_combine_at(got.data(), slot.data(), w.data(), k, D, dt, i);
+            EXPECT_TRUE(bits_equal(got, want)) << "forward " << dt_name(dt);
+        }
+        std::vector<float> dyw((size_t)n * D), dyg(dyw.size()), dww((size_t)M * k, -1.0f), dwg = dww;
+        moe_combine_backward(dyw.data(), dww.data(), dout.data(), y.data(), w.data(), slots.data(), n, k, D);
+        for (int64_t i = 0; i < (int64_t)n * D; ++i)
+            B::moe_combine_bwd_dy_at(dyg.data(), dout.data(), w.data(), slots.data(), k, D, i);
+        for (int r = 0; r < n; ++r)
+            B::moe_combine_bwd_dweight_row(dwg.data(), dout.data(), y.data(), slots.data(), k, D, r);
+        EXPECT_TRUE(bits_equal(dyg, dyw)) << "backward dy";
+        EXPECT_TRUE(bits_equal(dwg, dww)) << "backward dweights";
+    });
+}
+
 namespace {
 
 // AdamW steps: the defaults; step 1 with clipping (grad scale < 1) and decay;

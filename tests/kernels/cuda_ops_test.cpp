@@ -277,6 +277,38 @@ TEST(CudaOps, BackwardEqualsCpu) {
     cuda::router_backward(bdrz.data(), brgw.data(), brw.data(), bids.data(), M, E, k);
     EXPECT_TRUE(bits_equal(bdrz.download(), drz)) << "router_backward";
 
+    // The MoE combine (a family-free op) and its backward on one expert's slots.
+    {
+        const int Mc = 7, kc = 2, Dc = 24, rows = 5;
+        const auto pool = testdata::uniform((size_t)rows * Dc, 40, -3, 3), cw = testdata::uniform((size_t)Mc * kc, 41);
+        const auto cdout = testdata::uniform((size_t)Mc * Dc, 42, -2, 2);
+        Buffer<float> bpool(pool), bcw(cw), bcdout(cdout);
+        std::vector<const float*> hrows((size_t)Mc * kc), drows(hrows.size());
+        for (size_t i = 0; i < hrows.size(); ++i) {
+            hrows[i] = pool.data() + (i * 3 % rows) * Dc;
+            drows[i] = bpool.data() + (i * 3 % rows) * Dc;
+        }
+        Buffer<const float*> bdrows(drows);
+        for (Dtype dt : kStorage) {
+            std::vector<float> co((size_t)Mc * Dc);
+            Buffer<float> bco(co.size());
+            moe_combine_forward({Family::batch_invariant, dt}, co.data(), hrows.data(), cw.data(), Mc, kc, Dc);
+            cuda::moe_combine_forward({Family::batch_invariant, dt}, bco.data(), bdrows.data(), bcw.data(), Mc, kc, Dc);
+            EXPECT_TRUE(bits_equal(bco.download(), co)) << "moe_combine_forward " << dtype_name(dt);
+        }
+        const std::vector<int32_t> slots = {1, 2, 6, 11};
+        const int n = (int)slots.size();
+        const auto y = testdata::uniform((size_t)n * Dc, 43, -3, 3);
+        std::vector<float> dy((size_t)n * Dc), dwts((size_t)Mc * kc, -1.0f);
+        Buffer<int32_t> bslots(slots);
+        Buffer<float> by(y), bdy(dy.size()), bdwts(dwts);
+        moe_combine_backward(dy.data(), dwts.data(), cdout.data(), y.data(), cw.data(), slots.data(), n, kc, Dc);
+        cuda::moe_combine_backward(bdy.data(), bdwts.data(), bcdout.data(), by.data(), bcw.data(), bslots.data(), n, kc,
+                                   Dc);
+        EXPECT_TRUE(bits_equal(bdy.download(), dy)) << "moe_combine_backward dy";
+        EXPECT_TRUE(bits_equal(bdwts.download(), dwts)) << "moe_combine_backward dweights";
+    }
+
     const int B = 2, T = 50, H = 4, Hkv = 2, D = 16;
     const size_t nq = (size_t)B * T * H * D, nk = (size_t)B * T * Hkv * D;
     const auto q = testdata::uniform(nq, 22, -2, 2), kk = testdata::uniform(nk, 23, -2, 2),
