@@ -131,7 +131,19 @@ void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, co
     if (dinp && K > 0) {
         thread_local std::vector<float> wt;
         if (wt.size() < (size_t)K * N) wt.resize((size_t)K * N);
-        T.transpose(wt.data(), K, w, N, K, N);  // wt[n*K + k] = w[k*N + n]
+        // wt[n*K + k] = w[k*N + n], its rows n in blocks of 16 on the pool:
+        // on one thread the transpose (gathers) was a serial stretch of every
+        // small-M backward (3 % of a deep preset's warm-up, the other thread idle).
+        // (wt is this thread's: the workers get its address, not their own copy)
+        float* const wtp = wt.data();
+        const int tb = (N + 15) / 16;
+        parallel_for(
+            tb,
+            [&](int b, int e) {
+                const int n0 = b * 16, n1 = std::min(N, e * 16);
+                T.transpose(wtp + (int64_t)n0 * K, K, w + n0, N, K, n1 - n0);
+            },
+            tb > 1 && 8.0 * K * N >= kParallelWork && num_threads() > 1);
         GemmCall g;
         g.A = dout;
         g.ars = N;
