@@ -207,19 +207,23 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
     // unit weights, whose fma(1, y, acc) from 0 is exactly that sum of adds,
     // split over the pool's threads and in vector lanes.
     const std::vector<int32_t> slot_row = expert_slot_rows(a, (size_t)M * k);
+    // Each token's slot list is its own, so the threads split the tokens (on
+    // the calling thread alone this loop left the other thread idle).
     std::vector<const float*> by_expert((size_t)M * k);
-    for (size_t m = 0; m < (size_t)M; ++m) {
-        int order[64];  // this token's slots by ascending expert (top-k <= 64, a distinct expert each)
-        for (int j = 0; j < k; ++j) {
-            int i = j;
-            for (; i > 0 && a.ids[m * k + order[i - 1]] > a.ids[m * k + j]; --i) order[i] = order[i - 1];
-            order[i] = j;
+    for_parts(M, 64, [&](size_t m0, size_t m1) {
+        for (size_t m = m0; m < m1; ++m) {
+            int order[64];  // this token's slots by ascending expert (top-k <= 64, a distinct expert each)
+            for (int j = 0; j < k; ++j) {
+                int i = j;
+                for (; i > 0 && a.ids[m * k + order[i - 1]] > a.ids[m * k + j]; --i) order[i] = order[i - 1];
+                order[i] = j;
+            }
+            for (int i = 0; i < k; ++i) {
+                const size_t slot = m * k + order[i];
+                by_expert[m * k + i] = a.experts[a.ids[slot]].y.data() + (size_t)slot_row[slot] * D;
+            }
         }
-        for (int i = 0; i < k; ++i) {
-            const size_t slot = m * k + order[i];
-            by_expert[m * k + i] = a.experts[a.ids[slot]].y.data() + (size_t)slot_row[slot] * D;
-        }
-    }
+    });
     const std::vector<float> unit((size_t)M * k, 1.0f);
     moe_combine_forward(Exec{Family::batch_invariant, Dtype::f32}, dx, by_expert.data(), unit.data(), M, k, D);
     GradBuffer dlogits((size_t)M * E);
