@@ -73,6 +73,10 @@ void parallel_tasks(int n, const double* cost, const std::function<void(int)>& t
 // the kernels did, not an estimate of it. Row ops (norms, softmax, RoPE) are
 // left out: they are under 1% of the multiply-adds at these sizes.
 double kernel_flop_count();
+// Adds work done for the calling thread elsewhere: a device's kernels, which
+// the engines' device path (core/engines/device_model.h) counts with the
+// formulas the CPU kernels use, so a phase on a GPU counts the same FLOPs.
+void count_kernel_flops(double flop);
 // One GEMM as the matmul entry points issue it: op 'f' out[M,N] = A[M,K] @ B[K,N];
 // 'd' dinp[M,K] += dout[M,N] @ w[K,N]^T; 'w' dw[K,N] += inp[M,K]^T @ dout[M,N].
 struct GemmShape {
@@ -213,6 +217,13 @@ float fp8_scale(float amax, Dtype fmt);
 // ---- elementwise / reductions ---------------------------------------------
 // y[n] = round(y + x) (residual add).
 void add_inplace(float* y, const float* x, int64_t n, Dtype dtype);
+
+// ---- row copies --------------------------------------------------------------
+// dst[dst_off[r] + c] = src[src_off[r] + c] for r < M, c < C (offsets in
+// floats); a null offset array means r * C. The gathers and scatters between
+// kernels (an MoE layer's expert inputs, rows into a KV cache) as one op: on a
+// device a loop of copies would be one transfer per row. Rows must not overlap.
+void copy_rows(float* dst, const int64_t* dst_off, const float* src, const int64_t* src_off, int M, int C);
 
 // ---- optimizer -------------------------------------------------------------
 // One AdamW step (decoupled weight decay, bias correction) over n parameters.

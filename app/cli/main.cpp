@@ -23,7 +23,7 @@ const char* kUsage =
     "  presets [--json]\n"
     "  metrics [--json]\n"
     "  export RUN --db FILE --format csv|json --out FILE\n"
-    "  bench [--steps N] [--set k=v ...] [--preset MODEL ...] [--blas] [--json]\n"
+    "  bench [--steps N] [--set k=v ...] [--preset MODEL ...] [--device cpu|cuda|both] [--blas] [--json]\n"
     "  sweep --db FILE [--preset P ...] [--grid key=v1,v2,... ...] [--seeds N] [--steps N] [--json]\n"
     "        [--cache-dir DIR] [--verdict key=value ...] [--baseline CONFIG];\n"
     "        sweep --db FILE --family NAME [--seeds N] [--steps N]; sweep --db FILE --summary SWEEP; sweep --list\n"

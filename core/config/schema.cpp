@@ -233,6 +233,14 @@ std::vector<Entry> build_schema() {
             .hf("max_position_embeddings"));
 
     section = "Rollout engine";
+    add(field(F(rollout.device))
+            .label("Rollout device")
+            .desc("Where the rollout engine runs: cpu, or cuda (the first visible NVIDIA GPU, with the CUDA "
+                  "backend's kernels: cuBLAS for the fast family, this project's own for the batch-invariant one). "
+                  "The training engine runs on the CPU, so with cuda rollout and training run on different "
+                  "hardware: with batch-invariant kernels and equal numerics their log-probs still agree bit for "
+                  "bit; with fast kernels they differ as production stacks do. cuda needs a build with the CUDA "
+                  "toolkit and a visible GPU; a run that asks for it without them stops with an error."));
     add(field(F(rollout.precision))
             .label("Rollout precision")
             .desc("With rollout.profile=simple: storage precision of the rollout engine's weights, activations, "

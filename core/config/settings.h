@@ -35,6 +35,8 @@ enum class VetoKind { ratio, old_prob };
 enum class NumericsProfile { simple, fp32_reference, vllm_bf16, sglang_fp8, fsdp_bf16, megatron_bf16 };
 // One rounding point's precision; auto = what the engine's profile says.
 enum class PointDtype { auto_, f32, bf16, f16, fp8_e4m3, fp8_e5m2 };
+// Where an engine computes (core/engines/device.h).
+enum class Device { cpu, cuda };
 
 // The JSON / CLI names of an enumeration, indexed by value. One table per
 // enumeration, used by the schema, the CLI, messages and the UI.
@@ -61,6 +63,7 @@ MLK_ENUM_NAMES(RsLevel, "off", "token", "sequence", "geometric", "seq_mean_k3")
 MLK_ENUM_NAMES(VetoKind, "ratio", "old_prob")
 MLK_ENUM_NAMES(NumericsProfile, "simple", "fp32-reference", "vllm-bf16", "sglang-fp8", "fsdp-bf16", "megatron-bf16")
 MLK_ENUM_NAMES(PointDtype, "auto", "fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
+MLK_ENUM_NAMES(Device, "cpu", "cuda")
 #undef MLK_ENUM_NAMES
 template <>
 struct EnumNames<Dtype> {
@@ -132,6 +135,7 @@ struct RoundingPoints {
     bool operator==(const RoundingPoints&) const = default;
 };
 struct RolloutSettings : RoundingPoints {
+    Device device = Device::cpu;
     Dtype precision = Dtype::bf16;                  // the simple profile's one precision
     PointDtype kv_cache_dtype = PointDtype::auto_;  // auto = the activations' storage precision
     double temperature = 1.0;

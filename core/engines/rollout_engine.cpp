@@ -11,20 +11,27 @@
 
 namespace mlk {
 
-RolloutEngine::RolloutEngine(const ModelConfig& cfg)
+RolloutEngine::RolloutEngine(const ModelConfig& cfg, const DeviceOps* device)
     : cfg_(cfg), layout_(make_param_layout(cfg)), moe_layers_(cfg.moe_layers()) {
     keep_step_buffers_in_heap();
+    if (device) device_ = std::make_unique<DeviceModel>(cfg, *device);
 }
+
+RolloutEngine::~RolloutEngine() = default;
+
+std::string RolloutEngine::device_name() const { return device_ ? device_->ops().name() : "cpu"; }
 
 void RolloutEngine::load_weights(const std::vector<float>& master, const EngineNumerics& numerics) {
     if ((int64_t)master.size() != layout_.total) throw std::invalid_argument("rollout load_weights: arena size");
     num_ = numerics;
+    if (device_) return device_->load_weights(master, numerics);
     cast_params(params_, master, layout_, num_);
     w_ = bind_weights(cfg_, layout_, params_.data());
     lm_head_weights(head_, master, cfg_, layout_, num_);
 }
 
 void RolloutEngine::release_weights() {
+    if (device_) device_->release_weights();
     ActBuffer().swap(params_);
     std::vector<float>().swap(head_);
     w_ = Weights{};
@@ -32,8 +39,19 @@ void RolloutEngine::release_weights() {
 
 void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok, const std::vector<int32_t>& pos,
                                  const std::vector<int32_t>& slot, const std::vector<int32_t>& prefill_lens,
-                                 const std::vector<int32_t>& want_rows, std::vector<float>& logits,
+                                 const std::vector<int32_t>& want_rows, const Exec& lp_ex, float inv_temp,
+                                 std::vector<float>& lp, std::vector<float>* lp_raw,
                                  std::vector<std::vector<int32_t>>& ids_out) {
+    if (device_) {
+        std::vector<int32_t> row_slot;
+        if (prefill_lens.empty()) {
+            row_slot = slot;
+        } else {
+            for (size_t s = 0; s < prefill_lens.size(); ++s) row_slot.insert(row_slot.end(), prefill_lens[s], slot[s]);
+        }
+        return device_->forward_rows(ex, tok, pos, row_slot, prefill_lens, want_rows, lp_ex, inv_temp, lp, lp_raw,
+                                     ids_out);
+    }
     const int M = (int)tok.size(), D = cfg_.hidden_size, V = cfg_.vocab_size;
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim, kv = Hkv * hd;
     const bool prefill = !prefill_lens.empty();
@@ -111,8 +129,14 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
     std::vector<float> xr((size_t)R * D), lnr((size_t)R * D);
     for (int i = 0; i < R; ++i) std::copy_n(&x[(size_t)want_rows[i] * D], D, &xr[(size_t)i * D]);
     rmsnorm_forward(ex, lnr.data(), nullptr, xr.data(), w_.final_norm, cfg_.rms_norm_eps, R, D);
-    logits.resize((size_t)R * V);
-    matmul_forward(num_.head_exec(ex.family), logits.data(), lnr.data(), head_.data(), nullptr, R, D, V);
+    logits_.resize((size_t)R * V);
+    matmul_forward(num_.head_exec(ex.family), logits_.data(), lnr.data(), head_.data(), nullptr, R, D, V);
+    lp.resize((size_t)R * V);
+    logsoftmax_forward(lp_ex, lp.data(), logits_.data(), inv_temp, R, V);
+    if (lp_raw) {
+        lp_raw->resize((size_t)R * V);
+        logsoftmax_forward(lp_ex, lp_raw->data(), logits_.data(), 1.0f, R, V);
+    }
 }
 
 namespace {
@@ -183,7 +207,8 @@ struct RolloutEngine::Seq {
 RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vector<int32_t>>& prompts,
                                       int max_new_tokens, const SamplingParams& sampling, uint64_t seed, int max_batch,
                                       const Environment& environment) {
-    if (params_.empty()) throw std::logic_error("rollout generate before load_weights");
+    if (device_ ? !device_->has_weights() : params_.empty())
+        throw std::logic_error("rollout generate before load_weights");
     const int N = (int)prompts.size(), V = cfg_.vocab_size, L = cfg_.num_layers, k = cfg_.num_experts_per_tok;
     const int Lm = (int)moe_layers_.size();
     const int kv = cfg_.num_kv_heads * cfg_.head_dim;
@@ -203,9 +228,13 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
     cache_stride_ = (int64_t)t_max_ * kv;
     // Not zeroed: attention reads a slot's positions below its length only,
     // which this batch wrote (a freed slot's next sequence already relies on it).
-    for (auto* cache : {&kcache_, &vcache_}) {
-        cache->assign(L, ActBuffer());
-        for (ActBuffer& layer : *cache) layer.resize((size_t)slots * cache_stride_);
+    if (device_) {
+        device_->open_cache(slots, t_max_);
+    } else {
+        for (auto* cache : {&kcache_, &vcache_}) {
+            cache->assign(L, ActBuffer());
+            for (ActBuffer& layer : *cache) layer.resize((size_t)slots * cache_stride_);
+        }
     }
 
     RolloutResult res;
@@ -221,7 +250,8 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
     for (int s = 0; s < slots; ++s) free_slots[s] = slots - 1 - s;
     int next_waiting = 0, finished = 0;
 
-    std::vector<float> logits, lp((size_t)0), lp_raw;
+    std::vector<float> lp, lp_raw;
+    std::vector<float>* raw_rows = inv_temp != 1.0f ? &lp_raw : nullptr;
     std::vector<std::vector<int32_t>> ids;
     std::vector<Sampled> drawn;
     std::vector<TokenAlternative> tops;
@@ -238,14 +268,7 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
     // sampled tokens.
     auto sample_rows = [&](const std::vector<int>& who, int forward_rows) {
         const int R = (int)who.size();
-        lp.resize((size_t)R * V);
-        logsoftmax_forward(lp_ex, lp.data(), logits.data(), inv_temp, R, V);
-        const float* raw = lp.data();
-        if (inv_temp != 1.0f) {
-            lp_raw.resize((size_t)R * V);
-            logsoftmax_forward(lp_ex, lp_raw.data(), logits.data(), 1.0f, R, V);
-            raw = lp_raw.data();
-        }
+        const float* raw = raw_rows ? lp_raw.data() : lp.data();
         // Each row's draw (a hash of seed, sequence and step) and its top
         // alternatives are independent of the others: the threads split the
         // rows. What follows a draw (appending, finishing, the environment)
@@ -322,7 +345,7 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
                 want.push_back((int)tok.size() - 1);
                 seqs[i].next_pos = (int)p.size();
             }
-            forward_rows(ex, tok, pos, slot, lens, want, logits, ids);
+            forward_rows(ex, tok, pos, slot, lens, want, lp_ex, inv_temp, lp, raw_rows, ids);
             record_ids(row_seq, pos);
             ++res.prefill_calls;
             sample_rows(admitted, (int)tok.size());
@@ -340,7 +363,7 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
             slot.push_back(seqs[i].slot);
             want.push_back((int)want.size());
         }
-        forward_rows(ex, tok, pos, slot, {}, want, logits, ids);
+        forward_rows(ex, tok, pos, slot, {}, want, lp_ex, inv_temp, lp, raw_rows, ids);
         record_ids(active, pos);
         res.decode_batch_sizes.push_back((int)active.size());
         for (int i : active) ++seqs[i].next_pos;
@@ -353,6 +376,8 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
     std::vector<ActBuffer>().swap(kcache_);
     std::vector<ActBuffer>().swap(vcache_);
     scratch_ = Scratch{};
+    std::vector<float>().swap(logits_);
+    if (device_) device_->close_cache();
     return res;
 }
 

@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "core/engines/device_model.h"
 #include "core/engines/numerics.h"
 #include "core/engines/train_engine.h"
 #include "core/model/blocks.h"
@@ -80,7 +81,13 @@ std::vector<std::vector<int32_t>> replay_table(const RolloutResult& r, int T, in
 
 class RolloutEngine {
 public:
-    explicit RolloutEngine(const ModelConfig& cfg);
+    // device: where the model runs (device.h): nullptr, the CPU engine's own
+    // code; else every forward runs there (DeviceModel) and only sampling,
+    // the scheduling and the environment stay on the host.
+    explicit RolloutEngine(const ModelConfig& cfg, const DeviceOps* device = nullptr);
+    ~RolloutEngine();
+    // "cpu", or the device's name.
+    std::string device_name() const;
 
     // Weight sync from the trainer: the master fp32 arena as this engine
     // stores it (numerics.h: cast_params, lm_head_weights).
@@ -103,12 +110,12 @@ private:
     struct Seq;
     // Runs rows (token ids at positions) through the model, writing K/V to the
     // cache. prefill_lens non-empty: rows are whole prompts packed back to
-    // back; else one decode row per sequence. Returns logits of the rows in
-    // `want_rows`.
+    // back; else one decode row per sequence. lp: the log-softmax at
+    // inv_temp of the rows in `want_rows`; lp_raw (when non-null) at temperature 1.
     void forward_rows(const Exec& ex, const std::vector<int32_t>& tok, const std::vector<int32_t>& pos,
                       const std::vector<int32_t>& slot, const std::vector<int32_t>& prefill_lens,
-                      const std::vector<int32_t>& want_rows, std::vector<float>& logits,
-                      std::vector<std::vector<int32_t>>& ids_out);
+                      const std::vector<int32_t>& want_rows, const Exec& lp_ex, float inv_temp, std::vector<float>& lp,
+                      std::vector<float>* lp_raw, std::vector<std::vector<int32_t>>& ids_out);
 
     ModelConfig cfg_;
     ParamLayout layout_;
@@ -130,6 +137,8 @@ private:
         MoeActs moe;
     };
     Scratch scratch_;
+    std::vector<float> logits_;
+    std::unique_ptr<DeviceModel> device_;  // null: the CPU engine
 };
 
 }  // namespace mlk

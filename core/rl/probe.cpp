@@ -19,7 +19,7 @@ ProbeResult run_probe(const Config& cfg, const std::vector<float>& params) {
         for (int n = 0; n < cfg.rl.samples_per_prompt; ++n) prompts.push_back(drawn.back().tokens);
     }
     if (cfg.kernels.threads > 0) set_num_threads(cfg.kernels.threads);
-    RolloutEngine rollout(r.model);
+    RolloutEngine rollout(r.model, device_ops_for(cfg.rollout.device, "rollout.device"));
     TrainEngine train(r.model);
     static_cast<Measurement&>(r) = measure(cfg, rollout, train, params, prompts, hash_u64((uint64_t)cfg.seed, 0x9a0be),
                                            false, {}, task_environment(*task, drawn, cfg.rl.samples_per_prompt));

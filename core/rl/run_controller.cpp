@@ -47,6 +47,7 @@ RunController RunController::create(Store& store, const Config& cfg_in, const st
     Config cfg = cfg_in;
     if (total_steps > 0) cfg.rl.steps = (int)total_steps;
     validate(cfg);
+    check_devices(cfg);
     RunController rc;
     rc.store_ = &store;
     rc.cb_ = cb;
@@ -80,6 +81,7 @@ RunController RunController::resume(Store& store, int64_t run_id, const RunCallb
     // Everything that can fail comes before the first write to the store.
     RunWriterLock lock = RunWriterLock::acquire(store.path(), run_id);
     Config cfg = config_from_json(nlohmann::json::parse(info->config_json));
+    check_devices(cfg);
     RunController rc;
     rc.store_ = &store;
     rc.cb_ = cb;

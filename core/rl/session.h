@@ -40,6 +40,8 @@ public:
     int64_t next_step() const { return next_step_; }
     const std::vector<float>& params() const { return params_; }
     const Config& config() const { return cfg_; }
+    // "cpu", or the rollout's device (rollout.device) by name.
+    std::string rollout_device_name() const { return rollout_.device_name(); }
 
     // Writes a checkpoint for the last completed step now (also done every
     // run.checkpoint_every steps), then deletes those run.keep_last and

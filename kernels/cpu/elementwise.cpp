@@ -74,6 +74,16 @@ void add_inplace(float* y, const float* x, int64_t n, Dtype dtype) {
     for_range(n, 2.0, [&](int64_t i0, int64_t i1) { I.add_round(y, x, dtype, i0, i1); });
 }
 
+// copy_rows: rows split across the pool, a memcpy each.
+void copy_rows(float* dst, const int64_t* dst_off, const float* src, const int64_t* src_off, int M, int C) {
+    if (M <= 0 || C <= 0) return;
+    for_range(M, (double)C, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r)
+            std::memcpy(dst + (dst_off ? dst_off[r] : r * C), src + (src_off ? src_off[r] : r * C),
+                        (size_t)C * sizeof(float));
+    });
+}
+
 // ---- RoPE ------------------------------------------------------------------------
 // Angle(pos, i) = pos * theta^(-2i/D) in double (exactly the expression of
 // ref::rope_forward), cos/sin cast to float, cached per (D, theta) in a table

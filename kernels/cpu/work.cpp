@@ -88,6 +88,7 @@ GemmShapeLog* gemm_shape_log() { return tl_shape_log; }
 }  // namespace cpu
 
 double kernel_flop_count() { return cpu::tl_flops; }
+void count_kernel_flops(double flop) { cpu::tl_flops += flop; }
 
 void set_gemm_shape_log(GemmShapeLog* log) { cpu::tl_shape_log = log; }
 

@@ -60,6 +60,18 @@ struct EmbeddingBwdF {
     int M, C;
     __device__ void operator()(int64_t c) const { body::embedding_bwd_col(dtable, dout, tok, M, C, (int)c); }
 };
+// A copy, no arithmetic: no body to share with the CPU.
+struct CopyRowsF {
+    float* dst;
+    const int64_t* dst_off;
+    const float* src;
+    const int64_t* src_off;
+    int C;
+    __device__ void operator()(int64_t i) const {
+        const int64_t r = i / C, c = i % C;
+        dst[(dst_off ? dst_off[r] : r * C) + c] = src[(src_off ? src_off[r] : r * C) + c];
+    }
+};
 struct RopeF {
     body::RopeArgs a;
     __device__ void operator()(int64_t i) const { body::rope_at(a, i); }
@@ -164,6 +176,11 @@ void embedding_forward(float* out, const int32_t* tok, const float* table, int M
 void embedding_backward(float* dtable, const float* dout, const int32_t* tok, int M, int C) {
     if (M <= 0 || C <= 0) return;
     launch_elementwise(C, EmbeddingBwdF{dtable, dout, tok, M, C}, "embedding_backward");
+}
+
+void copy_rows(float* dst, const int64_t* dst_off, const float* src, const int64_t* src_off, int M, int C) {
+    if (M <= 0 || C <= 0) return;
+    launch_elementwise((int64_t)M * C, CopyRowsF{dst, dst_off, src, src_off, C}, "copy_rows");
 }
 
 void add_inplace(float* y, const float* x, int64_t n, Dtype dtype) {

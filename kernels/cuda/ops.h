@@ -82,6 +82,8 @@ void quantize_rows(float* out, float* scale, const float* inp, int M, int K, Dty
 void quantize_cols(float* w, float* scale, int K, int N, Dtype fmt);
 
 void add_inplace(float* y, const float* x, int64_t n, Dtype dtype);
+// Offsets (device arrays, or null) as mlk::copy_rows.
+void copy_rows(float* dst, const int64_t* dst_off, const float* src, const int64_t* src_off, int M, int C);
 
 // One AdamW step over n parameters, as mlk::adamw_update: params, m and v are
 // updated in place, grads read (all device memory); s is a host value (the

@@ -129,6 +129,15 @@ TEST(CudaOps, BatchInvariantForwardEqualsCpu) {
             cuda::add_inplace(dyy.data(), dy.data(), (int64_t)M * C, dt);
             EXPECT_TRUE(bits_equal(dsw.download(), sw)) << "swiglu";
             EXPECT_TRUE(bits_equal(dyy.download(), yy)) << "add_inplace";
+            // rows gathered by offset into rows scattered by offset (reversed order)
+            std::vector<int64_t> from(M), to(M);
+            for (int m = 0; m < M; ++m) from[m] = (int64_t)((m * 7) % M) * C, to[m] = (int64_t)(M - 1 - m) * C;
+            std::vector<float> moved((size_t)M * C);
+            copy_rows(moved.data(), to.data(), h.data(), from.data(), M, C);
+            Buffer<float> dmoved(moved.size());
+            Buffer<int64_t> dfrom(from), dto(to);
+            cuda::copy_rows(dmoved.data(), dto.data(), dh.data(), dfrom.data(), M, C);
+            EXPECT_TRUE(bits_equal(dmoved.download(), moved)) << "copy_rows";
             const auto table = testdata::uniform((size_t)V * C, 9);  // tokens tgt[m] < V
             std::vector<float> emb((size_t)M * C), ro((size_t)M * C), qr((size_t)M * C), qs(M);
             embedding_forward(emb.data(), tgt.data(), table.data(), M, C, dt);

@@ -44,7 +44,8 @@ QStringList ProbePanel::keys() {
             "train.profile",
             "kernels.batch_invariant",
             "moe.routing_replay",
-            "rollout.kv_cache_dtype"};
+            "rollout.kv_cache_dtype",
+            "rollout.device"};
 }
 
 QStringList ProbePanel::metrics() {

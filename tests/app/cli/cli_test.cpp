@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/engines/device.h"
 #include "../../cli_runner.h"
 #include "core/config/config.h"
 #include "core/config/presets.h"
@@ -308,6 +309,18 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
     // The training pass (backward only, the recompute's forward is reused) does about twice the
     // recompute's matmul work.
     EXPECT_NEAR(b[0]["train"]["gflop"].get<double>() / b[0]["recompute"]["gflop"].get<double>(), 2.0, 0.3);
+    for (const char* phase : {"rollout", "recompute", "train"}) EXPECT_EQ(b[0][phase]["device"], "cpu") << phase;
+    EXPECT_EQ(b[0]["rollout_device"], "cpu");
+    // --device names its values; cuda without a GPU stops before any preset runs, naming the key.
+    r = cli("bench --preset dense-tiny --steps 1 --device gpu");
+    EXPECT_NE(r.code, 0);
+    EXPECT_NE(r.out.find("allowed values: cpu, cuda, both"), std::string::npos) << r.out;
+    if (mlk::cuda_devices() == 0) {
+        r = cli("bench --preset dense-tiny --steps 1 --device both");
+        EXPECT_NE(r.code, 0);
+        EXPECT_NE(r.out.find("rollout.device = cuda"), std::string::npos) << r.out;
+        EXPECT_EQ(r.out.find("dense-tiny "), std::string::npos) << "no preset ran: " << r.out;
+    }
     // --blas times OpenBLAS at the shapes each phase issued.
     r = cli("bench --preset dense-tiny --steps 1 --set rl.prompts_per_step=2 --blas --json");
     ASSERT_EQ(r.code, 0) << r.out;

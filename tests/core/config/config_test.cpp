@@ -118,6 +118,7 @@ TEST(Config, DefaultsMatchTheSpecification) {
         {"run.checkpoint_every", 10},
         {"run.keep_last", 3},
         {"run.keep_every", 0},
+        {"rollout.device", "cpu"},
         {"rollout.profile", "simple"},
         {"rollout.matmul_dtype", "auto"},
         {"rollout.residual_dtype", "auto"},

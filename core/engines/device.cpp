@@ -1,0 +1,97 @@
+#include "core/engines/device.h"
+
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+namespace mlk {
+std::string HostDeviceOps::name() const { return "host (CPU kernels)"; }
+void* HostDeviceOps::allocate(size_t bytes) const {
+    return bytes ? ::operator new (bytes, std::align_val_t{64}) : nullptr;
+}
+void HostDeviceOps::release(void* p) const {
+    if (p) ::operator delete (p, std::align_val_t{64});
+}
+void HostDeviceOps::to_device(void* dst, const void* src, size_t bytes) const { std::memcpy(dst, src, bytes); }
+void HostDeviceOps::to_host(void* dst, const void* src, size_t bytes) const { std::memcpy(dst, src, bytes); }
+
+void HostDeviceOps::matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, int M, int K,
+                                   int N) const {
+    mlk::matmul_forward(ex, out, inp, w, nullptr, M, K, N);
+}
+void HostDeviceOps::rmsnorm_forward(const Exec& ex, float* out, const float* inp, const float* weight, float eps, int M,
+                                    int C) const {
+    mlk::rmsnorm_forward(ex, out, nullptr, inp, weight, eps, M, C);
+}
+void HostDeviceOps::rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype) const {
+    mlk::rope_forward(x, pos, M, H, D, theta, dtype);
+}
+void HostDeviceOps::attention_forward(const Exec& ex, float* out, const float* q, const float* k, const float* v, int B,
+                                      int T, int H, int Hkv, int D) const {
+    mlk::attention_forward(ex, out, nullptr, q, k, v, B, T, H, Hkv, D);
+}
+void HostDeviceOps::attention_decode(const Exec& ex, float* out, const float* q, const float* kcache,
+                                     const float* vcache, const int32_t* slot, const int32_t* len, int64_t cache_stride,
+                                     int Bq, int H, int Hkv, int D) const {
+    mlk::attention_decode(ex, out, q, kcache, vcache, slot, len, cache_stride, Bq, H, Hkv, D);
+}
+void HostDeviceOps::logsoftmax_forward(const Exec& ex, float* lp, const float* logits, float inv_temp, int M,
+                                       int V) const {
+    mlk::logsoftmax_forward(ex, lp, logits, inv_temp, M, V);
+}
+void HostDeviceOps::entropy_forward(const Exec& ex, float* ent, const float* lp, int M, int V) const {
+    mlk::entropy_forward(ex, ent, lp, M, V);
+}
+void HostDeviceOps::swiglu_forward(const Exec& ex, float* out, const float* gate, const float* up, int64_t n) const {
+    mlk::swiglu_forward(ex, out, gate, up, n);
+}
+void HostDeviceOps::embedding_forward(float* out, const int32_t* tok, const float* table, int M, int C,
+                                      Dtype dtype) const {
+    mlk::embedding_forward(out, tok, table, M, C, dtype);
+}
+void HostDeviceOps::router_topk_forward(const Exec& ex, int32_t* ids, float* weights, const float* logits, int M, int E,
+                                        int k) const {
+    mlk::router_topk_forward(ex, ids, weights, logits, M, E, k);
+}
+void HostDeviceOps::router_replay_forward(const Exec& ex, float* weights, const float* logits, const int32_t* ids,
+                                          int M, int E, int k) const {
+    mlk::router_replay_forward(ex, weights, logits, ids, M, E, k);
+}
+void HostDeviceOps::moe_combine_forward(const Exec& ex, float* out, const float* const* slot_rows, const float* weights,
+                                        int M, int k, int D) const {
+    mlk::moe_combine_forward(ex, out, slot_rows, weights, M, k, D);
+}
+void HostDeviceOps::quantize_rows(float* x, int M, int K, Dtype fmt) const {
+    mlk::quantize_rows(x, nullptr, x, M, K, fmt);
+}
+void HostDeviceOps::round_buffer(float* x, size_t n, Dtype d) const { mlk::round_buffer(x, n, d); }
+void HostDeviceOps::add_inplace(float* y, const float* x, int64_t n, Dtype dtype) const {
+    mlk::add_inplace(y, x, n, dtype);
+}
+void HostDeviceOps::copy_rows(float* dst, const int64_t* dst_off, const float* src, const int64_t* src_off, int M,
+                              int C) const {
+    mlk::copy_rows(dst, dst_off, src, src_off, M, C);
+}
+
+const DeviceOps& host_device_ops() {
+    static const HostDeviceOps device;
+    return device;
+}
+
+const DeviceOps* device_ops_for(Device device, const std::string& field) {
+    return device == Device::cpu ? nullptr : &cuda_device_ops(field);
+}
+
+void check_devices(const Config& c) { device_ops_for(c.rollout.device, "rollout.device"); }
+
+#ifndef MLK_HAVE_CUDA
+bool cuda_built() { return false; }
+int cuda_devices() { return 0; }
+const DeviceOps& cuda_device_ops(const std::string& field) {
+    throw std::runtime_error(field +
+                             " = cuda: this build has no CUDA backend (CMake found no CUDA toolkit when it was "
+                             "configured); allowed here: cpu");
+}
+#endif
+
+}  // namespace mlk
