@@ -20,6 +20,7 @@
 #include <QVBoxLayout>
 
 #include "core/config/presets.h"
+#include "core/engines/device.h"
 #include "widgets/data/palette.h"
 #include "widgets/panels/config_editors.h"
 #include "widgets/panels/footprint_label.h"
@@ -322,6 +323,12 @@ void ConfigForm::revalidate() {
     } catch (const ConfigError& e) {
         for (const QString& m : splitMessages(e.what()))
             if (!errs.contains(m)) errs << m;
+    }
+    // A device this machine lacks: valid in a stored config, but no run can start here.
+    try {
+        check_devices(cfg_);
+    } catch (const std::runtime_error& e) {
+        errs << qs(e.what());
     }
     for (const std::string& w : config_warnings(cfg_)) warns << qs(w);
     errors_ = errs;
