@@ -3,10 +3,10 @@
 // a step): time, the floating-point work the kernels did (kernel_flop_count),
 // GFLOP/s and the share of this machine's FP32 FMA peak, measured in the same
 // run. `--blas` also times OpenBLAS sgemm at exactly the GEMM shapes each
-// phase issued (bench_blas.cpp). `--device cuda` runs the rollout on the GPU
-// (rollout.device = cuda; the trainer stays on the CPU), `--device both` each
-// preset on the CPU and then so, side by side; a GPU phase reports its
-// GFLOP/s but no share of the CPU's peak.
+// phase issued (bench_blas.cpp). `--device cuda` runs both engines on the GPU
+// (rollout.device = train.device = cuda; the optimizer steps the weights on
+// the host), `--device both` each preset on the CPU and then so, side by
+// side; a GPU phase reports its GFLOP/s but no share of the CPU's peak.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -64,7 +64,7 @@ int cmd_bench(const Argv& argv) {
         for (const auto& kv : a.all("--set")) apply_set(c, kv);
         validate(c);
         for (const auto& d : devices)
-            if (d) c.rollout.device = *d, check_devices(c);
+            if (d) c.rollout.device = c.train.device = *d, check_devices(c);
         check_devices(c);
         if (c.kernels.threads > 0) set_num_threads(c.kernels.threads);
     }
@@ -89,16 +89,19 @@ int cmd_bench(const Argv& argv) {
         for (const auto& device : devices) {
             Config c = preset_named(name);
             for (const auto& kv : a.all("--set")) apply_set(c, kv);
-            if (device) c.rollout.device = *device;
+            if (device) c.rollout.device = c.train.device = *device;
             ModelConfig m = model_config_of(c);
             ParamLayout layout = make_param_layout(m);
             std::vector<float> params(layout.total);
             init_params(m, layout, params.data(), (uint64_t)c.seed);
             RlSession session(c, params, nullptr, 0, "", 0);
             const std::string rollout_device = session.rollout_device_name();
-            if (!json && rollout_device != "cpu" && rollout_device != described_device)
-                std::printf("rollout device: %s\n", (described_device = rollout_device).c_str());
-            const std::string phase_device[3] = {rollout_device == "cpu" ? "cpu" : "gpu", "cpu", "cpu"};
+            const std::string train_device = session.train_device_name();
+            for (const std::string& d : {rollout_device, train_device})
+                if (!json && d != "cpu" && d != described_device)
+                    std::printf("device: %s\n", (described_device = d).c_str());
+            const auto on = [](const std::string& d) { return d == "cpu" ? "cpu" : "gpu"; };
+            const std::string phase_device[3] = {on(rollout_device), on(train_device), on(train_device)};
             session.step();  // warm caches, scratch buffers and the thread pool
 
             PhaseTotals ph[3];
@@ -132,17 +135,12 @@ int cmd_bench(const Argv& argv) {
             const double step_gflop = (ph[0].gflop + ph[1].gflop + ph[2].gflop) / steps;
             const double step_gflops = step_gflop / (step_ms * 1e-3);
             const char* family = c.kernels.batch_invariant ? "batch-invariant" : "fast";
-            const bool all_cpu = rollout_device == "cpu";
-            nlohmann::json j = {{"preset", name},
-                                {"params", layout.total},
-                                {"kernels", family},
-                                {"threads", num_threads()},
-                                {"rollout_device", rollout_device},
-                                {"step_ms", step_ms},
-                                {"step_gflop", step_gflop},
-                                {"step_gflops", step_gflops},
-                                {"peak_gflops", peak},
-                                {"tokens_per_s", tok / steps}};
+            const bool all_cpu = rollout_device == "cpu" && train_device == "cpu";
+            nlohmann::json j = {
+                {"preset", name},           {"params", layout.total},           {"kernels", family},
+                {"threads", num_threads()}, {"rollout_device", rollout_device}, {"train_device", train_device},
+                {"step_ms", step_ms},       {"step_gflop", step_gflop},         {"step_gflops", step_gflops},
+                {"peak_gflops", peak},      {"tokens_per_s", tok / steps}};
             // A step with a GPU phase has no share of the CPU's peak.
             j["percent_of_peak"] = all_cpu ? nlohmann::json(100 * step_gflops / peak) : nlohmann::json(nullptr);
             for (int p = 0; p < 3; ++p) {

@@ -237,10 +237,10 @@ std::vector<Entry> build_schema() {
             .label("Rollout device")
             .desc("Where the rollout engine runs: cpu, or cuda (the first visible NVIDIA GPU, with the CUDA "
                   "backend's kernels: cuBLAS for the fast family, this project's own for the batch-invariant one). "
-                  "The training engine runs on the CPU, so with cuda rollout and training run on different "
-                  "hardware: with batch-invariant kernels and equal numerics their log-probs still agree bit for "
-                  "bit; with fast kernels they differ as production stacks do. cuda needs a build with the CUDA "
-                  "toolkit and a visible GPU; a run that asks for it without them stops with an error."));
+                  "With rollout.device and train.device apart, rollout and training run on different hardware: "
+                  "with batch-invariant kernels and equal numerics their log-probs still agree bit for bit; with "
+                  "fast kernels they differ as production stacks do. cuda needs a build with the CUDA toolkit and "
+                  "a visible GPU; a run that asks for it without them stops with an error."));
     add(field(F(rollout.precision))
             .label("Rollout precision")
             .desc("With rollout.profile=simple: storage precision of the rollout engine's weights, activations, "
@@ -298,6 +298,11 @@ std::vector<Entry> build_schema() {
                   "position or thread count. With train.precision = rollout.precision, training and rollout "
                   "log-probs agree bitwise (K3 KL exactly 0).")
             .names("", "--true-on-policy-mode (Miles, with equal precisions)"));
+    add(field(F(train.device))
+            .label("Training device")
+            .desc("Where the training engine runs its forward and backward: cpu, or cuda (the first visible NVIDIA "
+                  "GPU, as rollout.device). The optimizer steps the master weights on the host either way; the "
+                  "gradients come back each step. cuda needs a build with the CUDA toolkit and a visible GPU."));
     add(field(F(train.precision))
             .label("Training precision")
             .desc("With train.profile=simple: storage precision of the training engine's weights, activations, "

@@ -147,6 +147,7 @@ struct RolloutSettings : RoundingPoints {
     bool operator==(const RolloutSettings&) const = default;
 };
 struct TrainSettings : RoundingPoints {
+    Device device = Device::cpu;
     Dtype precision = Dtype::f32;  // the simple profile's one precision
     bool operator==(const TrainSettings&) const = default;
 };

@@ -34,31 +34,49 @@ public:
     virtual void to_device(void* dst, const void* src, size_t bytes) const = 0;
     virtual void to_host(void* dst, const void* src, size_t bytes) const = 0;
 
-    // The forward ops, as kernels.h declares them.
+    // The op set of kernels.h (matmul without a bias; quantize_rows in place,
+    // without scales; round_buffer from dtype.h), in its argument order.
+    virtual void fill_zero(float* x, size_t n) const = 0;
     virtual void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, int M, int K,
                                 int N) const = 0;
-    virtual void rmsnorm_forward(const Exec& ex, float* out, const float* inp, const float* weight, float eps, int M,
-                                 int C) const = 0;
+    virtual void matmul_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, int M,
+                                 int K, int N, GradStore dinp_store) const = 0;
+    virtual void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, const float* weight,
+                                 float eps, int M, int C) const = 0;
+    virtual void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                                  const float* rstd, int M, int C, GradStore dinp_store) const = 0;
     virtual void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype) const = 0;
-    virtual void attention_forward(const Exec& ex, float* out, const float* q, const float* k, const float* v, int B,
-                                   int T, int H, int Hkv, int D) const = 0;
+    virtual void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float theta) const = 0;
+    virtual void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k,
+                                   const float* v, int B, int T, int H, int Hkv, int D) const = 0;
+    virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att,
+                                    const float* q, const float* k, const float* v, int B, int T, int H, int Hkv, int D,
+                                    GradStore store) const = 0;
     virtual void attention_decode(const Exec& ex, float* out, const float* q, const float* kcache, const float* vcache,
                                   const int32_t* slot, const int32_t* len, int64_t cache_stride, int Bq, int H, int Hkv,
                                   int D) const = 0;
     virtual void logsoftmax_forward(const Exec& ex, float* lp, const float* logits, float inv_temp, int M,
                                     int V) const = 0;
+    virtual void logsoftmax_backward(float* dlogits, const float* dlp, const float* lp, float inv_temp, int M,
+                                     int V) const = 0;
     virtual void entropy_forward(const Exec& ex, float* ent, const float* lp, int M, int V) const = 0;
     virtual void swiglu_forward(const Exec& ex, float* out, const float* gate, const float* up, int64_t n) const = 0;
+    virtual void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up,
+                                 int64_t n, GradStore store) const = 0;
     virtual void embedding_forward(float* out, const int32_t* tok, const float* table, int M, int C,
                                    Dtype dtype) const = 0;
+    virtual void embedding_backward(float* dtable, const float* dout, const int32_t* tok, int M, int C) const = 0;
     virtual void router_topk_forward(const Exec& ex, int32_t* ids, float* weights, const float* logits, int M, int E,
                                      int k) const = 0;
     virtual void router_replay_forward(const Exec& ex, float* weights, const float* logits, const int32_t* ids, int M,
                                        int E, int k) const = 0;
-    // slot_rows: a device array of M*k device row pointers.
+    virtual void router_backward(float* dlogits, const float* dweights, const float* weights, const int32_t* ids, int M,
+                                 int E, int k) const = 0;
     virtual void moe_combine_forward(const Exec& ex, float* out, const float* const* slot_rows, const float* weights,
                                      int M, int k, int D) const = 0;
-    virtual void quantize_rows(float* x, int M, int K, Dtype fmt) const = 0;  // in place, no scales kept
+    virtual void moe_combine_backward(float* dy, float* dweights, const float* dout, const float* y,
+                                      const float* weights, const int32_t* slots, int n, int k, int D) const = 0;
+    virtual void quantize_rows(float* x, int M, int K, Dtype fmt) const = 0;
     virtual void round_buffer(float* x, size_t n, Dtype d) const = 0;
     virtual void add_inplace(float* y, const float* x, int64_t n, Dtype dtype) const = 0;
     virtual void copy_rows(float* dst, const int64_t* dst_off, const float* src, const int64_t* src_off, int M,
@@ -77,28 +95,46 @@ public:
     void release(void* p) const override;
     void to_device(void* dst, const void* src, size_t bytes) const override;
     void to_host(void* dst, const void* src, size_t bytes) const override;
+    void fill_zero(float* x, size_t n) const override;
     void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, int M, int K,
                         int N) const override;
-    void rmsnorm_forward(const Exec& ex, float* out, const float* inp, const float* weight, float eps, int M,
-                         int C) const override;
+    void matmul_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, int M, int K,
+                         int N, GradStore dinp_store) const override;
+    void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, const float* weight, float eps,
+                         int M, int C) const override;
+    void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                          const float* rstd, int M, int C, GradStore dinp_store) const override;
     void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype) const override;
-    void attention_forward(const Exec& ex, float* out, const float* q, const float* k, const float* v, int B, int T,
-                           int H, int Hkv, int D) const override;
+    void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float theta) const override;
+    void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k, const float* v,
+                           int B, int T, int H, int Hkv, int D) const override;
+    void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att, const float* q,
+                            const float* k, const float* v, int B, int T, int H, int Hkv, int D,
+                            GradStore store) const override;
     void attention_decode(const Exec& ex, float* out, const float* q, const float* kcache, const float* vcache,
                           const int32_t* slot, const int32_t* len, int64_t cache_stride, int Bq, int H, int Hkv,
                           int D) const override;
     void logsoftmax_forward(const Exec& ex, float* lp, const float* logits, float inv_temp, int M,
                             int V) const override;
+    void logsoftmax_backward(float* dlogits, const float* dlp, const float* lp, float inv_temp, int M,
+                             int V) const override;
     void entropy_forward(const Exec& ex, float* ent, const float* lp, int M, int V) const override;
     void swiglu_forward(const Exec& ex, float* out, const float* gate, const float* up, int64_t n) const override;
+    void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, int64_t n,
+                         GradStore store) const override;
     void embedding_forward(float* out, const int32_t* tok, const float* table, int M, int C,
                            Dtype dtype) const override;
+    void embedding_backward(float* dtable, const float* dout, const int32_t* tok, int M, int C) const override;
     void router_topk_forward(const Exec& ex, int32_t* ids, float* weights, const float* logits, int M, int E,
                              int k) const override;
     void router_replay_forward(const Exec& ex, float* weights, const float* logits, const int32_t* ids, int M, int E,
                                int k) const override;
+    void router_backward(float* dlogits, const float* dweights, const float* weights, const int32_t* ids, int M, int E,
+                         int k) const override;
     void moe_combine_forward(const Exec& ex, float* out, const float* const* slot_rows, const float* weights, int M,
                              int k, int D) const override;
+    void moe_combine_backward(float* dy, float* dweights, const float* dout, const float* y, const float* weights,
+                              const int32_t* slots, int n, int k, int D) const override;
     void quantize_rows(float* x, int M, int K, Dtype fmt) const override;
     void round_buffer(float* x, size_t n, Dtype d) const override;
     void add_inplace(float* y, const float* x, int64_t n, Dtype dtype) const override;
@@ -119,6 +155,8 @@ const DeviceOps* device_ops_for(Device device, const std::string& field);
 // Throws (as cuda_device_ops) unless every engine's device setting of c can
 // run here: called before a run does any work or writes anything.
 void check_devices(const Config& c);
+// check_devices' message, or "" when c can run here.
+std::string device_problem(const Config& c);
 // Whether this build has the CUDA backend, and how many devices it sees.
 bool cuda_built();
 int cuda_devices();

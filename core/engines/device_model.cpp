@@ -1,57 +1,48 @@
 #include "core/engines/device_model.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 namespace mlk {
 
-// Device memory, kept from one call to the next (resize keeps capacity):
-// every buffer is written whole by the op that fills it.
+// One layer's activations on the device. Every buffer is written whole by
+// the op that fills it (resize keeps capacity, not contents).
+struct DeviceModel::Layer {
+    explicit Layer(const DeviceOps& ops) : o(&ops) {}
+    const DeviceOps* o;
+    DeviceArray<float> x_in{*o}, ln1{*o}, rstd1{*o};                  // [M,D], [M,D], [M]
+    DeviceArray<float> q_pre{*o}, k_pre{*o}, rstd_q{*o}, rstd_k{*o};  // [M,H*hd], [M,kv], [M*H], [M*Hkv]
+    DeviceArray<float> q{*o}, k{*o}, v{*o}, att{*o}, atty{*o};        // ..., [B,H,T,T], [M,H*hd]
+    DeviceArray<float> x_mid{*o}, ln2{*o}, rstd2{*o}, ffn{*o};        // [M,D], [M,D], [M], [M,D]
+    DeviceArray<float> gate{*o}, up{*o}, act{*o};                     // [M,F] dense; [M*k,Fm] MoE, by expert
+    // MoE: the router, the experts' rows (expert e's are first[e] .. first[e+1], its tokens in token order)
+    DeviceArray<float> router_logits{*o}, own_weights{*o}, replay_weights{*o};  // [M,E], [M,k], [M,k]
+    DeviceArray<float> xs{*o}, ys{*o};                                          // [M*k,D] inputs, outputs
+    DeviceArray<int32_t> own_ids{*o}, replay_ids{*o}, row_slot{*o};             // [M,k], [M,k], [M*k]
+    DeviceArray<int64_t> gather_off{*o};
+    DeviceArray<const float*> slot_rows{*o};
+    bool replayed = false;
+    std::vector<int64_t> first;     // [E+1]
+    std::vector<int32_t> ids;       // [M,k] the experts used, on the host
+    std::vector<int64_t> slot_row;  // slot -> its expert row
+    const float* used_weights() const { return replayed ? replay_weights.data() : own_weights.data(); }
+    const int32_t* used_ids() const { return replayed ? replay_ids.data() : own_ids.data(); }
+};
+
 struct DeviceModel::Buffers {
-    explicit Buffers(const DeviceOps& o)
-        : params(o),
-          head(o),
-          x(o),
-          ln(o),
-          q_pre(o),
-          k_pre(o),
-          q(o),
-          k(o),
-          v(o),
-          atty(o),
-          o(o),
-          ffn(o),
-          gate(o),
-          up(o),
-          act(o),
-          router_logits(o),
-          own_weights(o),
-          weights(o),
-          xs(o),
-          ys(o),
-          rows_out(o),
-          logits(o),
-          lp(o),
-          ent(o),
-          tok(o),
-          pos(o),
-          slot(o),
-          len(o),
-          own_ids(o),
-          ids(o),
-          kv_off(o),
-          gather_off(o),
-          slot_rows(o) {}
-    DeviceArray<float> params, head;                 // the engine's copy of the arena; the LM head [D, V]
+    explicit Buffers(const DeviceOps& ops) : o(&ops), work(ops) {}
+    const DeviceOps* o;
+    DeviceArray<float> params{*o}, head{*o};         // the engine's copy of the arena; the LM head [D, V]
     std::vector<DeviceArray<float>> kcache, vcache;  // [L][slots * t_max * Hkv*hd]
-    DeviceArray<float> x, ln, q_pre, k_pre, q, k, v, atty, o, ffn;  // one layer's activations
-    DeviceArray<float> gate, up, act;                               // [M,F] dense; [M*k,Fm] MoE, by expert
-    DeviceArray<float> router_logits, own_weights, weights;         // [M,E], [M,k], [M,k]
-    DeviceArray<float> xs, ys;                                      // [M*k,D]: experts' input and output rows
-    DeviceArray<float> rows_out, logits, lp, ent;                   // final rows, [R,V] x2, [R]
-    DeviceArray<int32_t> tok, pos, slot, len, own_ids, ids;
-    DeviceArray<int64_t> kv_off, gather_off;
-    DeviceArray<const float*> slot_rows;
+    DeviceArray<float> x{*o}, o_proj{*o};            // the residual stream [M,D], attention's projection
+    DeviceArray<float> rows_out{*o}, lnf{*o}, rstdf{*o}, logits{*o}, lp{*o}, ent{*o};
+    DeviceArray<int32_t> tok{*o}, pos{*o}, slot{*o}, len{*o};
+    DeviceArray<int64_t> kv_off{*o}, gather_off{*o};
+    Layer work;               // inference: every layer in turn
+    std::vector<Layer> kept;  // training: each layer's own
+    const SeqBatch* batch = nullptr;
+    float inv_temp = 1.0f;
 };
 
 DeviceModel::DeviceModel(const ModelConfig& cfg, const DeviceOps& ops)
@@ -94,13 +85,16 @@ void DeviceModel::open_cache(int slots, int t_max) {
 }
 
 void DeviceModel::close_cache() {
-    b_->kcache.clear();
-    b_->vcache.clear();
-    // The weights stay (until release_weights); the activations go.
-    auto kept = std::make_unique<Buffers>(ops_);
-    kept->params = std::move(b_->params);
-    kept->head = std::move(b_->head);
-    b_ = std::move(kept);  // the device pointers, and with them w_, are unchanged
+    // The weights stay (until release_weights); the cache and activations go.
+    auto fresh = std::make_unique<Buffers>(ops_);
+    fresh->params = std::move(b_->params);
+    fresh->head = std::move(b_->head);
+    b_ = std::move(fresh);  // the device pointers, and with them w_, are unchanged
+}
+
+void DeviceModel::release_activations() {
+    b_->kept.clear();
+    b_->batch = nullptr;
 }
 
 void DeviceModel::count(double flop) const {
@@ -112,144 +106,160 @@ void DeviceModel::matmul(const Exec& ex, float* out, const float* inp, const flo
     count(2.0 * M * K * N);
 }
 
-// One decoder layer on b_->x (in place), the CPU engines' calls in their order.
-void DeviceModel::layer_forward(const Exec& ex, int l, Rows& rows, std::vector<int32_t>* own_ids,
-                                std::vector<int32_t>* used_ids) {
+void DeviceModel::matmul_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, int M,
+                                  int K, int N, GradStore dinp_store) {
+    ops_.matmul_backward(dinp, dw, dout, inp, w, M, K, N, dinp_store);
+    count((dinp ? 2.0 : 0.0) * M * K * N + (dw ? 2.0 : 0.0) * M * K * N);
+}
+
+// The CPU engines' calls in their order (blocks.cpp, the engines' layer loops).
+void DeviceModel::layer_forward(const Exec& ex, int l, const Rows& rows, Layer& a, bool keep) {
     Buffers& b = *b_;
     const int M = rows.M, D = cfg_.hidden_size, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
     const int kv = Hkv * hd;
     const float eps = cfg_.rms_norm_eps;
     const LayerWeights& lw = w_.layers[l];
-    b.ln.resize((size_t)M * D);
-    ops_.rmsnorm_forward(ex, b.ln.data(), b.x.data(), lw.input_norm, eps, M, D);
+    if (keep) {
+        a.x_in.resize((size_t)M * D);
+        ops_.copy_rows(a.x_in.data(), nullptr, b.x.data(), nullptr, M, D);
+        a.rstd1.resize(M);
+        a.rstd_q.resize((size_t)M * H);
+        a.rstd_k.resize((size_t)M * Hkv);
+        a.rstd2.resize(M);
+    }
+    a.ln1.resize((size_t)M * D);
+    ops_.rmsnorm_forward(ex, a.ln1.data(), keep ? a.rstd1.data() : nullptr, b.x.data(), lw.input_norm, eps, M, D);
     // q/k/v, Qwen3's per-head RMSNorm on q and k, RoPE (blocks.cpp: qkv_forward).
-    b.q_pre.resize((size_t)M * H * hd);
-    b.k_pre.resize((size_t)M * kv);
-    b.v.resize((size_t)M * kv);
-    b.q.resize((size_t)M * H * hd);
-    b.k.resize((size_t)M * kv);
-    matmul(ex, b.q_pre.data(), b.ln.data(), lw.wq, M, D, H * hd);
-    matmul(ex, b.k_pre.data(), b.ln.data(), lw.wk, M, D, kv);
-    matmul(ex, b.v.data(), b.ln.data(), lw.wv, M, D, kv);
-    ops_.rmsnorm_forward(ex, b.q.data(), b.q_pre.data(), lw.q_norm, eps, M * H, hd);
-    ops_.rmsnorm_forward(ex, b.k.data(), b.k_pre.data(), lw.k_norm, eps, M * Hkv, hd);
-    ops_.rope_forward(b.q.data(), b.pos.data(), M, H, hd, cfg_.rope_theta, ex.dtype);
-    ops_.rope_forward(b.k.data(), b.pos.data(), M, Hkv, hd, cfg_.rope_theta, ex.dtype);
+    a.q_pre.resize((size_t)M * H * hd);
+    a.k_pre.resize((size_t)M * kv);
+    a.v.resize((size_t)M * kv);
+    a.q.resize((size_t)M * H * hd);
+    a.k.resize((size_t)M * kv);
+    matmul(ex, a.q_pre.data(), a.ln1.data(), lw.wq, M, D, H * hd);
+    matmul(ex, a.k_pre.data(), a.ln1.data(), lw.wk, M, D, kv);
+    matmul(ex, a.v.data(), a.ln1.data(), lw.wv, M, D, kv);
+    ops_.rmsnorm_forward(ex, a.q.data(), keep ? a.rstd_q.data() : nullptr, a.q_pre.data(), lw.q_norm, eps, M * H, hd);
+    ops_.rmsnorm_forward(ex, a.k.data(), keep ? a.rstd_k.data() : nullptr, a.k_pre.data(), lw.k_norm, eps, M * Hkv, hd);
+    ops_.rope_forward(a.q.data(), b.pos.data(), M, H, hd, cfg_.rope_theta, ex.dtype);
+    ops_.rope_forward(a.k.data(), b.pos.data(), M, Hkv, hd, cfg_.rope_theta, ex.dtype);
 
-    b.atty.resize((size_t)M * H * hd);
+    a.atty.resize((size_t)M * H * hd);
     if (rows.attend == Attend::sequences) {
-        ops_.attention_forward(ex, b.atty.data(), b.q.data(), b.k.data(), b.v.data(), rows.B, rows.T, H, Hkv, hd);
+        float* att = nullptr;  // the probabilities backward reads
+        if (keep) {
+            a.att.resize((size_t)rows.B * H * rows.T * rows.T);
+            att = a.att.data();
+        }
+        ops_.attention_forward(ex, a.atty.data(), att, a.q.data(), a.k.data(), a.v.data(), rows.B, rows.T, H, Hkv, hd);
         count(2.0 * rows.B * H * (double)rows.T * (rows.T + 1) * hd);  // QK and PV over the causal triangle
     } else {
         // K and V as the cache stores them (store_kv); the prompt's attention reads these too.
-        for (DeviceArray<float>* t : {&b.k, &b.v}) {
+        for (DeviceArray<float>* t : {&a.k, &a.v}) {
             if (is_fp8(num_.kv_cache)) ops_.quantize_rows(t->data(), M * Hkv, hd, num_.kv_cache);
             else ops_.round_buffer(t->data(), (size_t)M * kv, num_.kv_cache);
         }
         float* kc = b.kcache[l].data();
         float* vc = b.vcache[l].data();
-        ops_.copy_rows(kc, b.kv_off.data(), b.k.data(), nullptr, M, kv);
-        ops_.copy_rows(vc, b.kv_off.data(), b.v.data(), nullptr, M, kv);
+        ops_.copy_rows(kc, b.kv_off.data(), a.k.data(), nullptr, M, kv);
+        ops_.copy_rows(vc, b.kv_off.data(), a.v.data(), nullptr, M, kv);
         if (rows.attend == Attend::prompts) {
             size_t off = 0;
             for (int len : rows.lens) {
-                ops_.attention_forward(ex, b.atty.data() + off * H * hd, b.q.data() + off * H * hd,
-                                       b.k.data() + off * kv, b.v.data() + off * kv, 1, len, H, Hkv, hd);
+                ops_.attention_forward(ex, a.atty.data() + off * H * hd, nullptr, a.q.data() + off * H * hd,
+                                       a.k.data() + off * kv, a.v.data() + off * kv, 1, len, H, Hkv, hd);
                 off += (size_t)len;
                 count(2.0 * H * (double)len * (len + 1) * hd);
             }
         } else {
-            ops_.attention_decode(ex, b.atty.data(), b.q.data(), kc, vc, b.slot.data(), b.len.data(), cache_stride_, M,
+            ops_.attention_decode(ex, a.atty.data(), a.q.data(), kc, vc, b.slot.data(), b.len.data(), cache_stride_, M,
                                   H, Hkv, hd);
             count(4.0 * H * rows.decode_positions * hd);
         }
     }
-    b.o.resize((size_t)M * D);
-    matmul(ex, b.o.data(), b.atty.data(), lw.wo, M, H * hd, D);
-    ops_.add_inplace(b.x.data(), b.o.data(), (int64_t)M * D, num_.residual);
-    ops_.rmsnorm_forward(ex, b.ln.data(), b.x.data(), lw.post_norm, eps, M, D);
-    b.ffn.resize((size_t)M * D);
+    b.o_proj.resize((size_t)M * D);
+    matmul(ex, b.o_proj.data(), a.atty.data(), lw.wo, M, H * hd, D);
+    ops_.add_inplace(b.x.data(), b.o_proj.data(), (int64_t)M * D, num_.residual);
+    if (keep) {
+        a.x_mid.resize((size_t)M * D);
+        ops_.copy_rows(a.x_mid.data(), nullptr, b.x.data(), nullptr, M, D);
+    }
+    a.ln2.resize((size_t)M * D);
+    ops_.rmsnorm_forward(ex, a.ln2.data(), keep ? a.rstd2.data() : nullptr, b.x.data(), lw.post_norm, eps, M, D);
+    a.ffn.resize((size_t)M * D);
     if (!cfg_.is_moe_layer(l)) {
         const int F = cfg_.intermediate_size;
-        b.gate.resize((size_t)M * F);
-        b.up.resize((size_t)M * F);
-        b.act.resize((size_t)M * F);
-        matmul(ex, b.gate.data(), b.ln.data(), lw.w_gate, M, D, F);
-        matmul(ex, b.up.data(), b.ln.data(), lw.w_up, M, D, F);
-        ops_.swiglu_forward(ex, b.act.data(), b.gate.data(), b.up.data(), (int64_t)M * F);
-        matmul(ex, b.ffn.data(), b.act.data(), lw.w_down, M, F, D);
+        a.gate.resize((size_t)M * F);
+        a.up.resize((size_t)M * F);
+        a.act.resize((size_t)M * F);
+        matmul(ex, a.gate.data(), a.ln2.data(), lw.w_gate, M, D, F);
+        matmul(ex, a.up.data(), a.ln2.data(), lw.w_up, M, D, F);
+        ops_.swiglu_forward(ex, a.act.data(), a.gate.data(), a.up.data(), (int64_t)M * F);
+        matmul(ex, a.ffn.data(), a.act.data(), lw.w_down, M, F, D);
     } else {
-        std::vector<int32_t> own, used;
-        moe_forward(ex, lw, rows, own, used);
-        if (own_ids) *own_ids = std::move(own);
-        if (used_ids) *used_ids = std::move(used);
+        moe_forward(ex, lw, rows, a, keep);
     }
-    ops_.add_inplace(b.x.data(), b.ffn.data(), (int64_t)M * D, num_.residual);
+    ops_.add_inplace(b.x.data(), a.ffn.data(), (int64_t)M * D, num_.residual);
 }
 
-// The MoE feed-forward of b_->ln into b_->ffn (blocks.cpp: moe_forward): the
+// The MoE feed-forward of a.ln2 into a.ffn (blocks.cpp: moe_forward): the
 // router on the device, its top-k brought to the host, the tokens grouped by
 // expert in token order there, one GEMM chain per expert over its rows, and
-// the combine over each token's slots.
-void DeviceModel::moe_forward(const Exec& ex, const LayerWeights& w, const Rows& rows, std::vector<int32_t>& own,
-                              std::vector<int32_t>& ids) {
-    Buffers& b = *b_;
+// the combine over each token's slots. a.ids holds the experts used.
+void DeviceModel::moe_forward(const Exec& ex, const LayerWeights& w, const Rows& rows, Layer& a, bool keep) {
     const int M = rows.M, D = cfg_.hidden_size, E = cfg_.num_experts, k = cfg_.num_experts_per_tok;
     const int Fm = cfg_.moe_intermediate_size;
     const size_t S = (size_t)M * k;
     Exec router_ex = ex;  // the router's GEMM is not quantised
     router_ex.quant = Dtype::f32;
-    b.router_logits.resize((size_t)M * E);
-    b.own_ids.resize(S);
-    b.own_weights.resize(S);
-    matmul(router_ex, b.router_logits.data(), b.ln.data(), w.router, M, D, E);
-    ops_.router_topk_forward(ex, b.own_ids.data(), b.own_weights.data(), b.router_logits.data(), M, E, k);
-    b.own_ids.download(own);
-    const float* weights = b.own_weights.data();
-    if (rows.replay) {
-        ids.resize(S);
-        for (int m = 0; m < M; ++m) {
-            const int32_t* src = rows.replay[(size_t)m * k] >= 0 ? rows.replay + (size_t)m * k : &own[(size_t)m * k];
-            std::copy(src, src + k, &ids[(size_t)m * k]);
-        }
-        b.ids.upload(ids);
-        b.weights.resize(S);
-        ops_.router_replay_forward(ex, b.weights.data(), b.router_logits.data(), b.ids.data(), M, E, k);
-        weights = b.weights.data();
-    } else {
-        ids = own;
+    a.router_logits.resize((size_t)M * E);
+    a.own_ids.resize(S);
+    a.own_weights.resize(S);
+    matmul(router_ex, a.router_logits.data(), a.ln2.data(), w.router, M, D, E);
+    ops_.router_topk_forward(ex, a.own_ids.data(), a.own_weights.data(), a.router_logits.data(), M, E, k);
+    a.own_ids.download(a.ids);
+    a.replayed = rows.replay != nullptr;
+    if (a.replayed) {
+        for (int m = 0; m < M; ++m)
+            if (rows.replay[(size_t)m * k] >= 0) std::copy_n(rows.replay + (size_t)m * k, k, &a.ids[(size_t)m * k]);
+        a.replay_ids.upload(a.ids);
+        a.replay_weights.resize(S);
+        ops_.router_replay_forward(ex, a.replay_weights.data(), a.router_logits.data(), a.replay_ids.data(), M, E, k);
     }
 
-    // Expert e's rows are first[e] .. first[e+1] of xs/ys, its tokens in token order.
-    std::vector<int64_t> first(E + 1, 0);
-    for (size_t s = 0; s < S; ++s) ++first[ids[s] + 1];
-    for (int e = 0; e < E; ++e) first[e + 1] += first[e];
-    std::vector<int64_t> fill(first.begin(), first.end() - 1), src_off(S);
-    b.xs.resize(S * D);
-    b.ys.resize(S * D);
+    a.first.assign(E + 1, 0);
+    for (size_t s = 0; s < S; ++s) ++a.first[a.ids[s] + 1];
+    for (int e = 0; e < E; ++e) a.first[e + 1] += a.first[e];
+    std::vector<int64_t> fill(a.first.begin(), a.first.end() - 1), src_off(S);
+    std::vector<int32_t> row_slot(S);
+    a.slot_row.resize(S);
+    a.xs.resize(S * D);
+    a.ys.resize(S * D);
     std::vector<const float*> slot_rows(S);
     for (size_t s = 0; s < S; ++s) {
-        const int64_t r = fill[ids[s]]++;
+        const int64_t r = fill[a.ids[s]]++;
         src_off[r] = (int64_t)(s / k) * D;
-        slot_rows[s] = b.ys.data() + r * D;
+        row_slot[r] = (int32_t)s;
+        a.slot_row[s] = r;
+        slot_rows[s] = a.ys.data() + r * D;
     }
-    b.gather_off.upload(src_off);
-    ops_.copy_rows(b.xs.data(), nullptr, b.ln.data(), b.gather_off.data(), (int)S, D);
-    b.gate.resize(S * Fm);
-    b.up.resize(S * Fm);
-    b.act.resize(S * Fm);
+    if (keep) a.row_slot.upload(row_slot);
+    a.gather_off.upload(src_off);
+    ops_.copy_rows(a.xs.data(), nullptr, a.ln2.data(), a.gather_off.data(), (int)S, D);
+    a.gate.resize(S * Fm);
+    a.up.resize(S * Fm);
+    a.act.resize(S * Fm);
     for (int e = 0; e < E; ++e) {
-        const int Me = (int)(first[e + 1] - first[e]);
+        const int Me = (int)(a.first[e + 1] - a.first[e]);
         if (Me == 0) continue;
-        const int64_t r = first[e];
-        float *gate = b.gate.data() + r * Fm, *up = b.up.data() + r * Fm, *act = b.act.data() + r * Fm;
-        matmul(ex, gate, b.xs.data() + r * D, w.e_gate[e], Me, D, Fm);
-        matmul(ex, up, b.xs.data() + r * D, w.e_up[e], Me, D, Fm);
+        const int64_t r = a.first[e];
+        float *gate = a.gate.data() + r * Fm, *up = a.up.data() + r * Fm, *act = a.act.data() + r * Fm;
+        matmul(ex, gate, a.xs.data() + r * D, w.e_gate[e], Me, D, Fm);
+        matmul(ex, up, a.xs.data() + r * D, w.e_up[e], Me, D, Fm);
         ops_.swiglu_forward(ex, act, gate, up, (int64_t)Me * Fm);
-        matmul(ex, b.ys.data() + r * D, act, w.e_down[e], Me, Fm, D);
+        matmul(ex, a.ys.data() + r * D, act, w.e_down[e], Me, Fm, D);
     }
-    b.slot_rows.upload(slot_rows);
-    ops_.moe_combine_forward(ex, b.ffn.data(), b.slot_rows.data(), weights, M, k, D);
+    a.slot_rows.upload(slot_rows);
+    ops_.moe_combine_forward(ex, a.ffn.data(), a.slot_rows.data(), a.used_weights(), M, k, D);
 }
 
 void DeviceModel::forward_rows(const Exec& ex, const std::vector<int32_t>& tok, const std::vector<int32_t>& pos,
@@ -279,23 +289,21 @@ void DeviceModel::forward_rows(const Exec& ex, const std::vector<int32_t>& tok, 
     }
     b.x.resize((size_t)M * D);
     ops_.embedding_forward(b.x.data(), b.tok.data(), w_.embed, M, D, ex.dtype);
-    const std::vector<int> moe_layers = cfg_.moe_layers();
-    ids_out.assign(moe_layers.size(), {});
+    ids_out.assign(cfg_.num_moe_layers(), {});
     for (int l = 0, mi = 0; l < cfg_.num_layers; ++l) {
-        const bool moe = cfg_.is_moe_layer(l);
-        layer_forward(ex, l, rows, moe ? &ids_out[mi] : nullptr, nullptr);
-        mi += moe;
+        layer_forward(ex, l, rows, b.work, false);
+        if (cfg_.is_moe_layer(l)) ids_out[mi++] = b.work.ids;
     }
     const int R = (int)want_rows.size();
     std::vector<int64_t> want_off(R);
     for (int i = 0; i < R; ++i) want_off[i] = (int64_t)want_rows[i] * D;
     b.gather_off.upload(want_off);
     b.rows_out.resize((size_t)R * D);
-    b.ln.resize((size_t)R * D);
+    b.lnf.resize((size_t)R * D);
     ops_.copy_rows(b.rows_out.data(), nullptr, b.x.data(), b.gather_off.data(), R, D);
-    ops_.rmsnorm_forward(ex, b.ln.data(), b.rows_out.data(), w_.final_norm, cfg_.rms_norm_eps, R, D);
+    ops_.rmsnorm_forward(ex, b.lnf.data(), nullptr, b.rows_out.data(), w_.final_norm, cfg_.rms_norm_eps, R, D);
     b.logits.resize((size_t)R * V);
-    matmul(num_.head_exec(ex.family), b.logits.data(), b.ln.data(), b.head.data(), R, D, V);
+    matmul(num_.head_exec(ex.family), b.logits.data(), b.lnf.data(), b.head.data(), R, D, V);
     b.lp.resize((size_t)R * V);
     ops_.logsoftmax_forward(lp_ex, b.lp.data(), b.logits.data(), inv_temp, R, V);
     b.lp.download(lp);
@@ -307,7 +315,7 @@ void DeviceModel::forward_rows(const Exec& ex, const std::vector<int32_t>& tok, 
 
 void DeviceModel::sequence_forward(Family family, const SeqBatch& batch, float inv_temp,
                                    const std::vector<std::vector<int32_t>>* replay_ids, TrainForward& out,
-                                   std::vector<float>& lp_rows) {
+                                   std::vector<float>& lp_rows, bool for_backward) {
     if (!has_weights()) throw std::logic_error("device forward before load_weights");
     Buffers& b = *b_;
     const int B = batch.B, T = batch.T, M = B * T, D = cfg_.hidden_size, V = cfg_.vocab_size;
@@ -328,18 +336,27 @@ void DeviceModel::sequence_forward(Family family, const SeqBatch& batch, float i
     b.pos.upload(pos);
     b.x.resize((size_t)M * D);
     ops_.embedding_forward(b.x.data(), b.tok.data(), w_.embed, M, D, ex.dtype);
+    b.kept.clear();
+    if (for_backward)
+        for (int l = 0; l < cfg_.num_layers; ++l) b.kept.emplace_back(ops_);
     out.own_expert_ids.assign(moe_layers.size(), {});
     out.used_expert_ids.assign(moe_layers.size(), {});
     for (int l = 0, mi = 0; l < cfg_.num_layers; ++l) {
         const bool moe = cfg_.is_moe_layer(l);
         rows.replay = moe && replay_ids ? (*replay_ids)[mi].data() : nullptr;
-        layer_forward(ex, l, rows, moe ? &out.own_expert_ids[mi] : nullptr, moe ? &out.used_expert_ids[mi] : nullptr);
-        mi += moe;
+        Layer& a = for_backward ? b.kept[l] : b.work;
+        layer_forward(ex, l, rows, a, for_backward);
+        if (moe) {
+            a.own_ids.download(out.own_expert_ids[mi]);
+            out.used_expert_ids[mi] = a.ids;
+            ++mi;
+        }
     }
-    b.ln.resize((size_t)M * D);
-    ops_.rmsnorm_forward(ex, b.ln.data(), b.x.data(), w_.final_norm, cfg_.rms_norm_eps, M, D);
+    b.lnf.resize((size_t)M * D);
+    b.rstdf.resize(M);
+    ops_.rmsnorm_forward(ex, b.lnf.data(), b.rstdf.data(), b.x.data(), w_.final_norm, cfg_.rms_norm_eps, M, D);
     b.logits.resize((size_t)M * V);
-    matmul(num_.head_exec(family), b.logits.data(), b.ln.data(), b.head.data(), M, D, V);
+    matmul(num_.head_exec(family), b.logits.data(), b.lnf.data(), b.head.data(), M, D, V);
     const Exec lp_ex = num_.logprob_exec(family);
     b.lp.resize((size_t)M * V);
     b.ent.resize(M);
@@ -357,6 +374,154 @@ void DeviceModel::sequence_forward(Family family, const SeqBatch& batch, float i
             out.logp[(size_t)s * T + t] = lp_rows[row * V + batch.tokens[(size_t)s * T + t]];
             out.entropy[(size_t)s * T + t] = ent[row];
         }
+    b.batch = for_backward ? &batch : nullptr;
+    b.inv_temp = inv_temp;
+}
+
+// blocks.cpp: moe_backward. dx = d(loss)/d(layer input) (overwritten), the
+// weight gradients added into g; the experts' input gradients land in a.ys.
+void DeviceModel::moe_backward(float* dx, LayerWeights& g, const float* dout, Layer& a, int M, const LayerWeights& w) {
+    const int D = cfg_.hidden_size, E = cfg_.num_experts, k = cfg_.num_experts_per_tok, Fm = cfg_.moe_intermediate_size;
+    const size_t S = (size_t)M * k;
+    DeviceArray<float> dweights(ops_), dy(ops_), dact(ops_), dgate(ops_), dup(ops_), dlogits(ops_), unit(ops_);
+    DeviceArray<const float*> by_expert(ops_);
+    dweights.resize(S);
+    ops_.fill_zero(dweights.data(), S);
+    dy.resize(S * D);
+    dact.resize(S * Fm);
+    dgate.resize(S * Fm);
+    dup.resize(S * Fm);
+    for (int e = 0; e < E; ++e) {
+        const int Me = (int)(a.first[e + 1] - a.first[e]);
+        if (Me == 0) continue;
+        const int64_t r = a.first[e];
+        float* dxe = a.ys.data() + r * D;  // the expert's output rows, dead once dy is taken
+        ops_.moe_combine_backward(dy.data() + r * D, dweights.data(), dout, a.ys.data() + r * D, a.used_weights(),
+                                  a.row_slot.data() + r, Me, k, D);
+        matmul_backward(dact.data() + r * Fm, g.e_down[e], dy.data() + r * D, a.act.data() + r * Fm, w.e_down[e], Me,
+                        Fm, D, GradStore::overwrite);
+        ops_.swiglu_backward(dgate.data() + r * Fm, dup.data() + r * Fm, dact.data() + r * Fm, a.gate.data() + r * Fm,
+                             a.up.data() + r * Fm, (int64_t)Me * Fm, GradStore::overwrite);
+        matmul_backward(dxe, g.e_gate[e], dgate.data() + r * Fm, a.xs.data() + r * D, w.e_gate[e], Me, D, Fm,
+                        GradStore::overwrite);
+        matmul_backward(dxe, g.e_up[e], dup.data() + r * Fm, a.xs.data() + r * D, w.e_up[e], Me, D, Fm, GradStore::add);
+    }
+    // dx[m] = token m's expert input gradients in ascending expert order: the
+    // combine with unit weights, as the CPU engine sums them.
+    std::vector<const float*> rows(S);
+    for (int m = 0; m < M; ++m) {
+        int order[64];
+        for (int j = 0; j < k; ++j) {
+            int i = j;
+            for (; i > 0 && a.ids[(size_t)m * k + order[i - 1]] > a.ids[(size_t)m * k + j]; --i)
+                order[i] = order[i - 1];
+            order[i] = j;
+        }
+        for (int i = 0; i < k; ++i) rows[(size_t)m * k + i] = a.ys.data() + a.slot_row[(size_t)m * k + order[i]] * D;
+    }
+    by_expert.upload(rows);
+    unit.upload(std::vector<float>(S, 1.0f));
+    ops_.moe_combine_forward(Exec{Family::batch_invariant, Dtype::f32}, dx, by_expert.data(), unit.data(), M, k, D);
+    dlogits.resize((size_t)M * E);
+    ops_.fill_zero(dlogits.data(), (size_t)M * E);
+    ops_.router_backward(dlogits.data(), dweights.data(), a.used_weights(), a.used_ids(), M, E, k);
+    matmul_backward(dx, g.router, dlogits.data(), a.ln2.data(), w.router, M, D, E, GradStore::add);
+}
+
+void DeviceModel::backward(std::vector<float>& grads, const std::vector<float>& dlogp) {
+    if (!b_->batch) throw std::logic_error("device backward without the forward's activations");
+    Buffers& b = *b_;
+    const SeqBatch& batch = *b.batch;
+    const int B = batch.B, T = batch.T, M = B * T, D = cfg_.hidden_size, V = cfg_.vocab_size;
+    const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim, kv = Hkv * hd;
+    if ((int64_t)grads.size() != layout_.total) grads.assign(layout_.total, 0.0f);
+    DeviceArray<float> dgrads(ops_);
+    dgrads.upload(grads);
+    Weights gw = bind_weights(cfg_, layout_, dgrads.data());
+
+    // The loss gradient scattered onto the rows' log-probs, on the host (B*T*V floats).
+    std::vector<float> dlp_host((size_t)M * V, 0.0f);
+    for (int s = 0; s < B; ++s)
+        for (int t = 1; t < T; ++t) {
+            const size_t row = (size_t)s * T + t - 1;
+            dlp_host[row * V + batch.tokens[(size_t)s * T + t]] += dlogp[(size_t)s * T + t];
+        }
+    DeviceArray<float> dlp(ops_), dlogits(ops_), dlnf(ops_), dx(ops_);
+    dlp.upload(dlp_host);
+    dlogits.resize((size_t)M * V);
+    ops_.fill_zero(dlogits.data(), (size_t)M * V);
+    ops_.logsoftmax_backward(dlogits.data(), dlp.data(), b.lp.data(), b.inv_temp, M, V);
+    dlnf.resize((size_t)M * D);
+    if (gw.lm_head) {
+        matmul_backward(dlnf.data(), gw.lm_head, dlogits.data(), b.lnf.data(), b.head.data(), M, D, V,
+                        GradStore::overwrite);
+    } else {
+        // Tied: the head's [D, V] gradient goes into the embedding's rows, transposed, as the CPU engine adds it.
+        DeviceArray<float> dhead(ops_);
+        dhead.resize((size_t)D * V);
+        ops_.fill_zero(dhead.data(), (size_t)D * V);
+        matmul_backward(dlnf.data(), dhead.data(), dlogits.data(), b.lnf.data(), b.head.data(), M, D, V,
+                        GradStore::overwrite);
+        std::vector<float> dh, embed((size_t)V * D);
+        dhead.download(dh);
+        ops_.to_host(embed.data(), gw.embed, embed.size() * sizeof(float));
+        for (int v = 0; v < V; ++v)
+            for (int d = 0; d < D; ++d) embed[(size_t)v * D + d] += dh[(size_t)d * V + v];
+        ops_.to_device(gw.embed, embed.data(), embed.size() * sizeof(float));
+    }
+    dx.resize((size_t)M * D);
+    ops_.rmsnorm_backward(dx.data(), gw.final_norm, dlnf.data(), b.x.data(), w_.final_norm, b.rstdf.data(), M, D,
+                          GradStore::overwrite);
+
+    DeviceArray<float> dln(ops_), dact(ops_), dgate(ops_), dup(ops_), datty(ops_), dq(ops_), dk(ops_), dv(ops_),
+        dq_pre(ops_), dk_pre(ops_);
+    dln.resize((size_t)M * D);
+    for (int l = cfg_.num_layers - 1; l >= 0; --l) {
+        Layer& a = b.kept[l];
+        const LayerWeights& lw = w_.layers[l];
+        LayerWeights& g = gw.layers[l];
+        // x_out = x_mid + ffn(ln2(x_mid)): dx flows to x_mid directly and through the FFN.
+        if (!cfg_.is_moe_layer(l)) {
+            const int F = cfg_.intermediate_size;
+            dact.resize((size_t)M * F);
+            dgate.resize((size_t)M * F);
+            dup.resize((size_t)M * F);
+            matmul_backward(dact.data(), g.w_down, dx.data(), a.act.data(), lw.w_down, M, F, D, GradStore::overwrite);
+            ops_.swiglu_backward(dgate.data(), dup.data(), dact.data(), a.gate.data(), a.up.data(), (int64_t)M * F,
+                                 GradStore::overwrite);
+            matmul_backward(dln.data(), g.w_gate, dgate.data(), a.ln2.data(), lw.w_gate, M, D, F, GradStore::overwrite);
+            matmul_backward(dln.data(), g.w_up, dup.data(), a.ln2.data(), lw.w_up, M, D, F, GradStore::add);
+        } else {
+            moe_backward(dln.data(), g, dx.data(), a, M, lw);
+        }
+        ops_.rmsnorm_backward(dx.data(), g.post_norm, dln.data(), a.x_mid.data(), lw.post_norm, a.rstd2.data(), M, D,
+                              GradStore::add);
+        // x_mid = x_in + o_proj(attn(...)).
+        datty.resize((size_t)M * H * hd);
+        matmul_backward(datty.data(), g.wo, dx.data(), a.atty.data(), lw.wo, M, H * hd, D, GradStore::overwrite);
+        dq.resize((size_t)M * H * hd);
+        dk.resize((size_t)M * kv);
+        dv.resize((size_t)M * kv);
+        ops_.attention_backward(dq.data(), dk.data(), dv.data(), datty.data(), a.att.data(), a.q.data(), a.k.data(),
+                                a.v.data(), B, T, H, Hkv, hd, GradStore::overwrite);
+        count(4.0 * B * H * (double)T * (T + 1) * hd);  // dP, dV, dQ, dK over the causal triangle
+        // blocks.cpp: qkv_backward.
+        ops_.rope_backward(dq.data(), b.pos.data(), M, H, hd, cfg_.rope_theta);
+        ops_.rope_backward(dk.data(), b.pos.data(), M, Hkv, hd, cfg_.rope_theta);
+        dq_pre.resize((size_t)M * H * hd);
+        dk_pre.resize((size_t)M * kv);
+        ops_.rmsnorm_backward(dq_pre.data(), g.q_norm, dq.data(), a.q_pre.data(), lw.q_norm, a.rstd_q.data(), M * H, hd,
+                              GradStore::overwrite);
+        ops_.rmsnorm_backward(dk_pre.data(), g.k_norm, dk.data(), a.k_pre.data(), lw.k_norm, a.rstd_k.data(), M * Hkv,
+                              hd, GradStore::overwrite);
+        matmul_backward(dln.data(), g.wq, dq_pre.data(), a.ln1.data(), lw.wq, M, D, H * hd, GradStore::overwrite);
+        matmul_backward(dln.data(), g.wk, dk_pre.data(), a.ln1.data(), lw.wk, M, D, kv, GradStore::add);
+        matmul_backward(dln.data(), g.wv, dv.data(), a.ln1.data(), lw.wv, M, D, kv, GradStore::add);
+        ops_.rmsnorm_backward(dx.data(), g.input_norm, dln.data(), a.x_in.data(), lw.input_norm, a.rstd1.data(), M, D,
+                              GradStore::add);
+    }
+    ops_.embedding_backward(gw.embed, dx.data(), b.tok.data(), M, D);
+    dgrads.download(grads);
 }
 
 }  // namespace mlk

@@ -1,18 +1,24 @@
-// The model on a device (device.h): the forward both engines run, with the
-// weights, activations and KV cache in device memory and every op a DeviceOps
-// call, in the CPU engines' order of ops, shapes and numerics, so that on the
-// host device it equals them bit for bit, and on a GPU under batch-invariant
-// kernels too (each batch-invariant CUDA op equals its CPU op bit for bit).
+// The model on a device (device.h): the forward both engines run and the
+// training engine's backward, with the weights, activations, gradients and KV
+// cache in device memory and every op a DeviceOps call, in the CPU engines'
+// order of ops, shapes and numerics, so that on the host device it equals
+// them bit for bit, and on a GPU under batch-invariant kernels too (each
+// batch-invariant CUDA op, and every backward op, equals its CPU op bit for bit).
 //
 // What crosses to the host, and why (the rest stays on the device):
-//  - up: the parameters once per weight sync (cast and rounded on the host,
-//    as the CPU engines do), token ids, positions, cache slots and lengths of
-//    each call, the MoE layers' gather offsets and slot row pointers;
+//  - up: the parameters at each weight sync or training forward (cast and
+//    rounded on the host, as the CPU engines do), token ids, positions, cache
+//    slots and lengths of each call, the MoE layers' gather offsets and slot
+//    row pointers, the loss gradient d(loss)/d(log-prob) of each backward;
 //  - down: each MoE layer's top-k expert ids (M*k ints): the host groups the
 //    tokens by expert, as the CPU engine does, which sets every expert's row
 //    count (and with it the fast family's GEMM plan) by the batch's routing;
 //  - down: the log-probs of the rows asked for (rollout: R*V floats to sample
-//    from; trainer: every row's log-probs and entropies).
+//    from; trainer: every row's log-probs and entropies, for the loss);
+//  - both ways: the gradient arena around each backward (the host's
+//    optimizer steps the master weights; backward adds into its gradients),
+//    and with a tied LM head its [D, V] gradient, added to the embedding's
+//    transposed on the host as the CPU engine does.
 #pragma once
 
 #include <cstdint>
@@ -54,14 +60,24 @@ public:
                       const std::vector<int32_t>& want_rows, const Exec& lp_ex, float inv_temp, std::vector<float>& lp,
                       std::vector<float>* lp_raw, std::vector<std::vector<int32_t>>& ids_out);
 
-    // The training engine's log-prob forward (TrainEngine::forward with
-    // for_backward = false) over a padded batch: out as TrainEngine fills it;
-    // lp_rows[B*T*V] every row's log-probs.
+    // The training engine's forward (TrainEngine::forward) over a padded
+    // batch: out as TrainEngine fills it; lp_rows[B*T*V] every row's
+    // log-probs. for_backward: every layer's activations stay on the device
+    // for backward (the CPU engine's recomputed ones included: the device has
+    // the memory, and recomputing gives the same bits); the batch must stay
+    // alive and unchanged until then.
     void sequence_forward(Family family, const SeqBatch& batch, float inv_temp,
                           const std::vector<std::vector<int32_t>>* replay_ids, TrainForward& out,
-                          std::vector<float>& lp_rows);
+                          std::vector<float>& lp_rows, bool for_backward = false);
+    // TrainEngine::backward on the device: grads (arena layout, resized to it
+    // and zeroed when it is not) += d(loss)/d(params), given
+    // dlogp[B*T] = d(loss)/d(logp) for the last for_backward forward.
+    void backward(std::vector<float>& grads, const std::vector<float>& dlogp);
+    // Frees the activations kept for backward.
+    void release_activations();
 
 private:
+    struct Layer;
     struct Buffers;
     enum class Attend { prompts, decode, sequences };
     struct Rows {  // one forward's rows, as layer_forward reads them
@@ -72,13 +88,17 @@ private:
         double decode_positions = 0;      // decode: the attended positions, summed over rows
         const int32_t* replay = nullptr;  // [M*k] of the layer being run (R3), or null
     };
-    void layer_forward(const Exec& ex, int layer, Rows& rows, std::vector<int32_t>* own_ids,
-                       std::vector<int32_t>* used_ids);
-    // ops_.matmul_forward, its FLOPs counted (kernel_flop_count) where the device does not.
+    // One decoder layer on b_->x in place; `a` receives its activations,
+    // those backward reads too when keep.
+    void layer_forward(const Exec& ex, int layer, const Rows& rows, Layer& a, bool keep);
+    void moe_forward(const Exec& ex, const LayerWeights& w, const Rows& rows, Layer& a, bool keep);
+    void moe_backward(float* dx, LayerWeights& g, const float* dout, Layer& a, int M, const LayerWeights& w);
+    // ops_.matmul_forward / matmul_backward, their FLOPs counted
+    // (kernel_flop_count) where the device does not count them itself.
     void matmul(const Exec& ex, float* out, const float* inp, const float* w, int M, int K, int N);
+    void matmul_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, int M, int K,
+                         int N, GradStore dinp_store);
     void count(double flop) const;
-    void moe_forward(const Exec& ex, const LayerWeights& w, const Rows& rows, std::vector<int32_t>& own_ids,
-                     std::vector<int32_t>& used_ids);
 
     ModelConfig cfg_;
     ParamLayout layout_;

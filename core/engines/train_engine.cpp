@@ -4,17 +4,24 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/engines/device_model.h"
 #include "core/engines/heap.h"
 #include "core/model/vocab.h"
 
 namespace mlk {
 
-TrainEngine::TrainEngine(const ModelConfig& cfg)
+TrainEngine::TrainEngine(const ModelConfig& cfg, const DeviceOps* device)
     : cfg_(cfg), layout_(make_param_layout(cfg)), moe_layers_(cfg.moe_layers()) {
     keep_step_buffers_in_heap();
     moe_index_.assign(cfg.num_layers, -1);
     for (size_t i = 0; i < moe_layers_.size(); ++i) moe_index_[moe_layers_[i]] = (int)i;
+    if (device) device_ = std::make_unique<DeviceModel>(cfg, *device);
 }
+
+TrainEngine::~TrainEngine() = default;
+TrainEngine::TrainEngine(TrainEngine&&) noexcept = default;
+
+std::string TrainEngine::device_name() const { return device_ ? device_->ops().name() : "cpu"; }
 
 SeqBatch make_seq_batch(const std::vector<std::vector<int32_t>>& seqs, const std::vector<int32_t>& prompt_lens) {
     SeqBatch b;
@@ -61,6 +68,14 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
     else replay_.clear();
     inv_temp_ = inv_temp;
     M_ = M;
+    if (device_) {
+        device_->load_weights(params, numerics);
+        std::vector<float> lp;
+        device_->sequence_forward(family, batch, inv_temp, replay_ids, out_, lp, for_backward);
+        lp_.resize(lp.size());
+        std::copy(lp.begin(), lp.end(), lp_.begin());
+        return out_;
+    }
 
     if (computes_on_master(numerics)) {
         ActBuffer().swap(compute_params_);
@@ -164,6 +179,7 @@ void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, ActB
 
 void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& dlogp) {
     if (!batch_ || !have_activations_) throw std::logic_error("train backward without the forward's activations");
+    if (device_) return device_->backward(grads, dlogp);
     const SeqBatch& batch = *batch_;
     const int B = batch.B, T = batch.T, D = cfg_.hidden_size, V = cfg_.vocab_size, L = cfg_.num_layers;
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
@@ -235,6 +251,7 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
 
 void TrainEngine::release_activations() {
     have_activations_ = false;
+    if (device_) device_->release_activations();
     std::vector<LayerActs>().swap(acts_);
     spare_ = Recomputed{};
     work_ = LayerActs{};

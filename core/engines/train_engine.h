@@ -4,13 +4,18 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/engines/numerics.h"
 #include "core/model/blocks.h"
 
 namespace mlk {
+
+class DeviceModel;
+class DeviceOps;
 
 struct SeqBatch {
     int B = 0, T = 0;                  // sequences, padded length
@@ -35,7 +40,14 @@ struct TrainForward {
 
 class TrainEngine {
 public:
-    explicit TrainEngine(const ModelConfig& cfg);
+    // device: where the model runs (device.h): nullptr, this engine's own CPU
+    // code; else the forward and backward run there (DeviceModel), and the
+    // log-probs come back for the loss and the gradients for the optimizer.
+    explicit TrainEngine(const ModelConfig& cfg, const DeviceOps* device = nullptr);
+    ~TrainEngine();
+    TrainEngine(TrainEngine&&) noexcept;
+    // "cpu", or the device's name.
+    std::string device_name() const;
 
     // params: the fp32 master arena, stored for compute as `numerics` says
     // (numerics.h). replay_ids: R3, [num_moe_layers][B*T*k] rollout experts
@@ -140,6 +152,7 @@ private:
     LayerActs work_;  // checkpointing: the layer being computed
     ActBuffer x_final_, lnf_, rstdf_, logits_, lp_;
     TrainForward out_;
+    std::unique_ptr<DeviceModel> device_;  // null: the CPU engine
 };
 
 }  // namespace mlk

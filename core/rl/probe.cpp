@@ -20,7 +20,7 @@ ProbeResult run_probe(const Config& cfg, const std::vector<float>& params) {
     }
     if (cfg.kernels.threads > 0) set_num_threads(cfg.kernels.threads);
     RolloutEngine rollout(r.model, device_ops_for(cfg.rollout.device, "rollout.device"));
-    TrainEngine train(r.model);
+    TrainEngine train(r.model, device_ops_for(cfg.train.device, "train.device"));
     static_cast<Measurement&>(r) = measure(cfg, rollout, train, params, prompts, hash_u64((uint64_t)cfg.seed, 0x9a0be),
                                            false, {}, task_environment(*task, drawn, cfg.rl.samples_per_prompt));
     return r;

@@ -42,6 +42,7 @@ public:
     const Config& config() const { return cfg_; }
     // "cpu", or the rollout's device (rollout.device) by name.
     std::string rollout_device_name() const { return rollout_.device_name(); }
+    std::string train_device_name() const { return train_.device_name(); }
 
     // Writes a checkpoint for the last completed step now (also done every
     // run.checkpoint_every steps), then deletes those run.keep_last and

@@ -325,11 +325,7 @@ void ConfigForm::revalidate() {
             if (!errs.contains(m)) errs << m;
     }
     // A device this machine lacks: valid in a stored config, but no run can start here.
-    try {
-        check_devices(cfg_);
-    } catch (const std::runtime_error& e) {
-        errs << qs(e.what());
-    }
+    if (const std::string why = device_problem(cfg_); !why.empty()) errs << qs(why);
     for (const std::string& w : config_warnings(cfg_)) warns << qs(w);
     errors_ = errs;
     warnings_ = warns;

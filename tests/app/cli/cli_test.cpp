@@ -311,6 +311,7 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
     EXPECT_NEAR(b[0]["train"]["gflop"].get<double>() / b[0]["recompute"]["gflop"].get<double>(), 2.0, 0.3);
     for (const char* phase : {"rollout", "recompute", "train"}) EXPECT_EQ(b[0][phase]["device"], "cpu") << phase;
     EXPECT_EQ(b[0]["rollout_device"], "cpu");
+    EXPECT_EQ(b[0]["train_device"], "cpu");
     // --device names its values; cuda without a GPU stops before any preset runs, naming the key.
     r = cli("bench --preset dense-tiny --steps 1 --device gpu");
     EXPECT_NE(r.code, 0);

@@ -126,6 +126,7 @@ TEST(Config, DefaultsMatchTheSpecification) {
         {"rollout.stats_dtype", "auto"},
         {"rollout.lm_head_dtype", "auto"},
         {"rollout.kv_cache_dtype", "auto"},
+        {"train.device", "cpu"},
         {"train.profile", "simple"},
         {"train.matmul_dtype", "auto"},
         {"train.residual_dtype", "auto"},

@@ -36,6 +36,17 @@ TEST_P(CudaRollout, WholeModelLogprobsEqualCpuBitwise) {
             sequence_forward_on(preset, Family::batch_invariant, n, r3, &cuda_device_ops("test")));
 }
 
+// The training engine on the GPU: its log-probs and gradients (a backward and
+// a mini-step's second one adding into them) are the CPU engine's.
+TEST_P(CudaRollout, TrainingGradientsEqualCpuBitwise) {
+    MLK_REQUIRE_GPU();
+    const auto [preset, dt] = GetParam();
+    const bool moe = std::string(preset).find("moe") != std::string::npos;
+    const EngineNumerics n = EngineNumerics::simple(dt);
+    expect_same_training(train_on(preset, Family::batch_invariant, n, moe, nullptr),
+                         train_on(preset, Family::batch_invariant, n, moe, &cuda_device_ops("test")));
+}
+
 INSTANTIATE_TEST_SUITE_P(CudaEngines, CudaRollout,
                          ::testing::Combine(::testing::Values("dense-tiny", "moe-tiny", "dense-small", "moe-small"),
                                             ::testing::Values(Dtype::f32, Dtype::bf16)),

@@ -145,4 +145,57 @@ inline void expect_same_sequence_forward(const SequenceForward& cpu, const Seque
     EXPECT_EQ(dev.out.used_expert_ids, cpu.out.used_expert_ids);
 }
 
+struct Trained {
+    std::vector<float> logp, grads, lp_rows;
+};
+
+// The training engine on the CPU (device == nullptr) or a device: a forward
+// for backward over a rollout's batch and its backward, then a second one over
+// the first half of the batch (a mini-step) adding into the same gradients.
+inline Trained train_on(const std::string& preset, Family family, const EngineNumerics& numerics, bool r3,
+                        const DeviceOps* device) {
+    const ModelConfig cfg = model_preset(preset);
+    const std::vector<float> params = initial_params(cfg, 42);
+    const RolloutResult roll =
+        rollout_on({preset, Family::batch_invariant, EngineNumerics::simple(Dtype::f32), 1.0f, 6}, nullptr);
+    const SeqBatch batch = to_seq_batch(roll);
+    const SeqBatch half = sub_batch(batch, 0, batch.B / 2);
+    std::vector<std::vector<int32_t>> table, half_table;
+    if (r3) {
+        table = replay_table(roll, batch.T, cfg.num_moe_layers(), cfg.num_experts_per_tok);
+        for (const auto& layer : table)
+            half_table.emplace_back(layer.begin(), layer.begin() + (size_t)half.B * half.T * cfg.num_experts_per_tok);
+    }
+    // A loss gradient on the response tokens, different at every position.
+    const auto dlogp_of = [](const SeqBatch& b) {
+        std::vector<float> d((size_t)b.B * b.T, 0.0f);
+        for (int s = 0; s < b.B; ++s)
+            for (int t = b.prompt_lens[s]; t < b.lengths[s]; ++t)
+                d[(size_t)s * b.T + t] = (float)(hash_uniform(3, s, t) - 0.5);
+        return d;
+    };
+    TrainEngine train(cfg, device);
+    Trained out;
+    out.logp = train.forward(family, numerics, params, batch, 1.0f / 0.8f, r3 ? &table : nullptr, true).logp;
+    const size_t V = cfg.vocab_size;
+    for (int b = 0; b < batch.B; ++b)
+        for (int t = 0; t < batch.T; ++t) {
+            const float* row = train.logprob_row(b, t);
+            out.lp_rows.insert(out.lp_rows.end(), row, row + V);
+        }
+    train.backward(out.grads, dlogp_of(batch));
+    train.forward(family, numerics, params, half, 1.0f / 0.8f, r3 ? &half_table : nullptr, true);
+    train.backward(out.grads, dlogp_of(half));
+    return out;
+}
+
+inline void expect_same_training(const Trained& cpu, const Trained& dev) {
+    EXPECT_TRUE(bits_equal(dev.logp, cpu.logp)) << "log-probs";
+    EXPECT_TRUE(bits_equal(dev.lp_rows, cpu.lp_rows)) << "log-prob rows";
+    EXPECT_TRUE(bits_equal(dev.grads, cpu.grads)) << "gradients";
+    size_t nonzero = 0;
+    for (float g : cpu.grads) nonzero += g != 0.0f;
+    EXPECT_GT(nonzero, cpu.grads.size() / 2) << "a backward that reached most parameters";
+}
+
 }  // namespace mlk::testdata

@@ -67,6 +67,27 @@ INSTANTIATE_TEST_SUITE_P(DeviceModel, HostDeviceSequences,
                                             ::testing::Values(Family::batch_invariant, Family::fast)),
                          case_name<Family>);
 
+class HostDeviceTraining : public ::testing::TestWithParam<std::tuple<const char*, Family>> {};
+
+// Forward for backward, backward, and a second (mini-step) backward adding
+// into the same gradients: the dense model's LM head is tied (its gradient
+// goes into the embedding), the MoE model's is not and replays its routes.
+TEST_P(HostDeviceTraining, GradientsEqualTrainingEngineBitwise) {
+    const auto [preset, family] = GetParam();
+    const bool moe = std::string(preset).find("moe") != std::string::npos;
+    for (Dtype dt : {Dtype::f32, Dtype::bf16}) {
+        SCOPED_TRACE(dtype_name(dt));
+        const EngineNumerics n = EngineNumerics::simple(dt);
+        expect_same_training(train_on(preset, family, n, moe, nullptr),
+                             train_on(preset, family, n, moe, &host_device_ops()));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(DeviceModel, HostDeviceTraining,
+                         ::testing::Combine(::testing::Values("dense-tiny", "moe-tiny"),
+                                            ::testing::Values(Family::batch_invariant, Family::fast)),
+                         case_name<Family>);
+
 // The comparison can fail: another precision on the device changes the bits.
 TEST(DeviceModel, ComparisonSeesADifferentPrecision) {
     const RolloutCase cpu{"dense-tiny", Family::batch_invariant, EngineNumerics::simple(Dtype::f32), 1.0f, 0};
@@ -104,6 +125,14 @@ TEST(DeviceModel, CountsTheFlopsTheCpuKernelsCount) {
         rollout_on({preset, Family::batch_invariant, n, 1.0f, 6}, nullptr);
         const double rollout_only = kernel_flop_count() - f0;
         EXPECT_DOUBLE_EQ(doubled - rollout_only, 2 * (with_rollout - rollout_only)) << preset << " sequences";
+        // train_on: the same CPU rollout, then two forwards and backwards.
+        f0 = kernel_flop_count();
+        train_on(preset, Family::fast, n, false, &host_device_ops());
+        const double trained = kernel_flop_count() - f0;
+        f0 = kernel_flop_count();
+        train_on(preset, Family::fast, n, false, &self_counting);
+        EXPECT_DOUBLE_EQ(kernel_flop_count() - f0 - rollout_only, 2 * (trained - rollout_only))
+            << preset << " training";
     }
 }
 
