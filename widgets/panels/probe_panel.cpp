@@ -45,7 +45,8 @@ QStringList ProbePanel::keys() {
             "kernels.batch_invariant",
             "moe.routing_replay",
             "rollout.kv_cache_dtype",
-            "rollout.device"};
+            "rollout.device",
+            "train.device"};
 }
 
 QStringList ProbePanel::metrics() {
