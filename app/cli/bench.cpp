@@ -63,9 +63,11 @@ int cmd_bench(const Argv& argv) {
         Config c;
         for (const auto& kv : a.all("--set")) apply_set(c, kv);
         validate(c);
-        for (const auto& d : devices)
-            if (d) c.rollout.device = c.train.device = *d, check_devices(c);
-        check_devices(c);
+        for (const auto& d : devices) {  // each device asked for, before any preset runs
+            Config on = c;
+            if (d) on.rollout.device = on.train.device = *d;
+            check_devices(on);
+        }
         if (c.kernels.threads > 0) set_num_threads(c.kernels.threads);
     }
     // A model preset benches its model with the default numerics; an RL

@@ -43,6 +43,19 @@ struct DeviceModel::Buffers {
     std::vector<Layer> kept;  // training: each layer's own
     const SeqBatch* batch = nullptr;
     float inv_temp = 1.0f;
+    // The backward's scratch, kept from one backward to the next (on CUDA a
+    // free synchronises the device: once per layer and step otherwise).
+    DeviceArray<float> dgrads{*o}, dlp{*o}, dlogits{*o}, dhead{*o}, dlnf{*o}, dx{*o}, dln{*o};
+    DeviceArray<float> dact{*o}, dgate{*o}, dup{*o}, datty{*o}, dq{*o}, dk{*o}, dv{*o}, dq_pre{*o}, dk_pre{*o};
+    DeviceArray<float> dweights{*o}, dy{*o}, drouter{*o}, unit{*o};  // MoE layers
+    DeviceArray<const float*> by_expert{*o};
+    void free_backward() {
+        for (DeviceArray<float>* a :
+             {&dgrads, &dlp, &dlogits, &dhead, &dlnf,   &dx,     &dln,      &dact, &dgate,   &dup,
+              &datty,  &dq,  &dk,      &dv,    &dq_pre, &dk_pre, &dweights, &dy,   &drouter, &unit})
+            a->free();
+        by_expert.free();
+    }
 };
 
 DeviceModel::DeviceModel(const ModelConfig& cfg, const DeviceOps& ops)
@@ -53,7 +66,9 @@ DeviceModel::~DeviceModel() = default;
 void DeviceModel::load_weights(const std::vector<float>& master, const EngineNumerics& numerics) {
     if ((int64_t)master.size() != layout_.total) throw std::invalid_argument("device load_weights: arena size");
     num_ = numerics;
-    {
+    if (TrainEngine::computes_on_master(num_)) {  // the cast would be a copy
+        b_->params.upload(master);
+    } else {
         ActBuffer cast;
         cast_params(cast, master, layout_, num_);
         b_->params.upload(cast.data(), cast.size());
@@ -94,6 +109,7 @@ void DeviceModel::close_cache() {
 
 void DeviceModel::release_activations() {
     b_->kept.clear();
+    b_->free_backward();
     b_->batch = nullptr;
 }
 
@@ -365,15 +381,7 @@ void DeviceModel::sequence_forward(Family family, const SeqBatch& batch, float i
     std::vector<float> ent;
     b.lp.download(lp_rows);
     b.ent.download(ent);
-    // Position t's token is predicted by row t-1 of the same sequence.
-    out.logp.assign(M, 0.0f);
-    out.entropy.assign(M, 0.0f);
-    for (int s = 0; s < B; ++s)
-        for (int t = 1; t < T; ++t) {
-            const size_t row = (size_t)s * T + t - 1;
-            out.logp[(size_t)s * T + t] = lp_rows[row * V + batch.tokens[(size_t)s * T + t]];
-            out.entropy[(size_t)s * T + t] = ent[row];
-        }
+    next_token_logp(out, batch, lp_rows.data(), ent.data(), V);
     b.batch = for_backward ? &batch : nullptr;
     b.inv_temp = inv_temp;
 }
@@ -383,8 +391,8 @@ void DeviceModel::sequence_forward(Family family, const SeqBatch& batch, float i
 void DeviceModel::moe_backward(float* dx, LayerWeights& g, const float* dout, Layer& a, int M, const LayerWeights& w) {
     const int D = cfg_.hidden_size, E = cfg_.num_experts, k = cfg_.num_experts_per_tok, Fm = cfg_.moe_intermediate_size;
     const size_t S = (size_t)M * k;
-    DeviceArray<float> dweights(ops_), dy(ops_), dact(ops_), dgate(ops_), dup(ops_), dlogits(ops_), unit(ops_);
-    DeviceArray<const float*> by_expert(ops_);
+    Buffers& b = *b_;
+    DeviceArray<float>&dweights = b.dweights, &dy = b.dy, &dact = b.dact, &dgate = b.dgate, &dup = b.dup;
     dweights.resize(S);
     ops_.fill_zero(dweights.data(), S);
     dy.resize(S * D);
@@ -410,22 +418,17 @@ void DeviceModel::moe_backward(float* dx, LayerWeights& g, const float* dout, La
     // combine with unit weights, as the CPU engine sums them.
     std::vector<const float*> rows(S);
     for (int m = 0; m < M; ++m) {
-        int order[64];
-        for (int j = 0; j < k; ++j) {
-            int i = j;
-            for (; i > 0 && a.ids[(size_t)m * k + order[i - 1]] > a.ids[(size_t)m * k + j]; --i)
-                order[i] = order[i - 1];
-            order[i] = j;
-        }
+        int order[64];  // top-k <= 64
+        slots_by_expert(order, &a.ids[(size_t)m * k], k);
         for (int i = 0; i < k; ++i) rows[(size_t)m * k + i] = a.ys.data() + a.slot_row[(size_t)m * k + order[i]] * D;
     }
-    by_expert.upload(rows);
-    unit.upload(std::vector<float>(S, 1.0f));
-    ops_.moe_combine_forward(Exec{Family::batch_invariant, Dtype::f32}, dx, by_expert.data(), unit.data(), M, k, D);
-    dlogits.resize((size_t)M * E);
-    ops_.fill_zero(dlogits.data(), (size_t)M * E);
-    ops_.router_backward(dlogits.data(), dweights.data(), a.used_weights(), a.used_ids(), M, E, k);
-    matmul_backward(dx, g.router, dlogits.data(), a.ln2.data(), w.router, M, D, E, GradStore::add);
+    b.by_expert.upload(rows);
+    if (b.unit.size() != S) b.unit.upload(std::vector<float>(S, 1.0f));
+    ops_.moe_combine_forward(Exec{Family::batch_invariant, Dtype::f32}, dx, b.by_expert.data(), b.unit.data(), M, k, D);
+    b.drouter.resize((size_t)M * E);
+    ops_.fill_zero(b.drouter.data(), (size_t)M * E);
+    ops_.router_backward(b.drouter.data(), dweights.data(), a.used_weights(), a.used_ids(), M, E, k);
+    matmul_backward(dx, g.router, b.drouter.data(), a.ln2.data(), w.router, M, D, E, GradStore::add);
 }
 
 void DeviceModel::backward(std::vector<float>& grads, const std::vector<float>& dlogp) {
@@ -435,18 +438,13 @@ void DeviceModel::backward(std::vector<float>& grads, const std::vector<float>& 
     const int B = batch.B, T = batch.T, M = B * T, D = cfg_.hidden_size, V = cfg_.vocab_size;
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim, kv = Hkv * hd;
     if ((int64_t)grads.size() != layout_.total) grads.assign(layout_.total, 0.0f);
-    DeviceArray<float> dgrads(ops_);
-    dgrads.upload(grads);
-    Weights gw = bind_weights(cfg_, layout_, dgrads.data());
+    b.dgrads.upload(grads);
+    Weights gw = bind_weights(cfg_, layout_, b.dgrads.data());
 
     // The loss gradient scattered onto the rows' log-probs, on the host (B*T*V floats).
     std::vector<float> dlp_host((size_t)M * V, 0.0f);
-    for (int s = 0; s < B; ++s)
-        for (int t = 1; t < T; ++t) {
-            const size_t row = (size_t)s * T + t - 1;
-            dlp_host[row * V + batch.tokens[(size_t)s * T + t]] += dlogp[(size_t)s * T + t];
-        }
-    DeviceArray<float> dlp(ops_), dlogits(ops_), dlnf(ops_), dx(ops_);
+    scatter_dlogp(dlp_host.data(), batch, dlogp, V);
+    DeviceArray<float>&dlp = b.dlp, &dlogits = b.dlogits, &dlnf = b.dlnf, &dx = b.dx;
     dlp.upload(dlp_host);
     dlogits.resize((size_t)M * V);
     ops_.fill_zero(dlogits.data(), (size_t)M * V);
@@ -457,7 +455,7 @@ void DeviceModel::backward(std::vector<float>& grads, const std::vector<float>& 
                         GradStore::overwrite);
     } else {
         // Tied: the head's [D, V] gradient goes into the embedding's rows, transposed, as the CPU engine adds it.
-        DeviceArray<float> dhead(ops_);
+        DeviceArray<float>& dhead = b.dhead;
         dhead.resize((size_t)D * V);
         ops_.fill_zero(dhead.data(), (size_t)D * V);
         matmul_backward(dlnf.data(), dhead.data(), dlogits.data(), b.lnf.data(), b.head.data(), M, D, V,
@@ -465,16 +463,15 @@ void DeviceModel::backward(std::vector<float>& grads, const std::vector<float>& 
         std::vector<float> dh, embed((size_t)V * D);
         dhead.download(dh);
         ops_.to_host(embed.data(), gw.embed, embed.size() * sizeof(float));
-        for (int v = 0; v < V; ++v)
-            for (int d = 0; d < D; ++d) embed[(size_t)v * D + d] += dh[(size_t)d * V + v];
+        add_tied_head_grad(embed.data(), dh.data(), V, D);
         ops_.to_device(gw.embed, embed.data(), embed.size() * sizeof(float));
     }
     dx.resize((size_t)M * D);
     ops_.rmsnorm_backward(dx.data(), gw.final_norm, dlnf.data(), b.x.data(), w_.final_norm, b.rstdf.data(), M, D,
                           GradStore::overwrite);
 
-    DeviceArray<float> dln(ops_), dact(ops_), dgate(ops_), dup(ops_), datty(ops_), dq(ops_), dk(ops_), dv(ops_),
-        dq_pre(ops_), dk_pre(ops_);
+    DeviceArray<float>&dln = b.dln, &dact = b.dact, &dgate = b.dgate, &dup = b.dup, &datty = b.datty, &dq = b.dq,
+    &dk = b.dk, &dv = b.dv, &dq_pre = b.dq_pre, &dk_pre = b.dk_pre;
     dln.resize((size_t)M * D);
     for (int l = cfg_.num_layers - 1; l >= 0; --l) {
         Layer& a = b.kept[l];
@@ -521,7 +518,7 @@ void DeviceModel::backward(std::vector<float>& grads, const std::vector<float>& 
                               GradStore::add);
     }
     ops_.embedding_backward(gw.embed, dx.data(), b.tok.data(), M, D);
-    dgrads.download(grads);
+    b.dgrads.download(grads);
 }
 
 }  // namespace mlk

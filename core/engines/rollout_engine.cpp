@@ -42,16 +42,16 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
                                  const std::vector<int32_t>& want_rows, const Exec& lp_ex, float inv_temp,
                                  std::vector<float>& lp, std::vector<float>* lp_raw,
                                  std::vector<std::vector<int32_t>>& ids_out) {
-    if (device_) {
-        std::vector<int32_t> row_slot;
-        if (prefill_lens.empty()) {
-            row_slot = slot;
-        } else {
-            for (size_t s = 0; s < prefill_lens.size(); ++s) row_slot.insert(row_slot.end(), prefill_lens[s], slot[s]);
-        }
+    // Each row's cache slot: a prompt's rows share its sequence's.
+    std::vector<int32_t> row_slot;
+    if (prefill_lens.empty()) {
+        row_slot = slot;
+    } else {
+        for (size_t s = 0; s < prefill_lens.size(); ++s) row_slot.insert(row_slot.end(), prefill_lens[s], slot[s]);
+    }
+    if (device_)
         return device_->forward_rows(ex, tok, pos, row_slot, prefill_lens, want_rows, lp_ex, inv_temp, lp, lp_raw,
                                      ids_out);
-    }
     const int M = (int)tok.size(), D = cfg_.hidden_size, V = cfg_.vocab_size;
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim, kv = Hkv * hd;
     const bool prefill = !prefill_lens.empty();
@@ -66,14 +66,9 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
     MoeActs& moe = scratch_.moe;
     embedding_forward(x.data(), tok.data(), w_.embed, M, D, ex.dtype);
 
-    // Per-row cache slot and, for decode, the attended length.
-    std::vector<int32_t> row_slot(M), dec_len;
-    if (prefill) {
-        int r = 0;
-        for (size_t s = 0; s < prefill_lens.size(); ++s)
-            for (int i = 0; i < prefill_lens[s]; ++i) row_slot[r++] = slot[s];
-    } else {
-        row_slot = slot;
+    // Decode: each row's attended length.
+    std::vector<int32_t> dec_len;
+    if (!prefill) {
         dec_len.resize(M);
         for (int i = 0; i < M; ++i) dec_len[i] = pos[i] + 1;
     }

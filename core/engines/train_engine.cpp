@@ -61,14 +61,9 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
                                     " layers, the model " + std::to_string(moe_layers_.size()) + " MoE layers");
     batch_ = &batch;
     have_activations_ = for_backward;
-    ex_ = ex;
-    residual_ = numerics.residual;
-    full_recompute_ = for_backward && (force_full_ ? *force_full_ : full_recompute_for(cfg_, B, T));
-    if (full_recompute_ && replay_ids) replay_ = *replay_ids;
-    else replay_.clear();
     inv_temp_ = inv_temp;
     M_ = M;
-    if (device_) {
+    if (device_) {  // the device keeps what its backward needs itself
         device_->load_weights(params, numerics);
         std::vector<float> lp;
         device_->sequence_forward(family, batch, inv_temp, replay_ids, out_, lp, for_backward);
@@ -76,6 +71,11 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
         std::copy(lp.begin(), lp.end(), lp_.begin());
         return out_;
     }
+    ex_ = ex;
+    residual_ = numerics.residual;
+    full_recompute_ = for_backward && (force_full_ ? *force_full_ : full_recompute_for(cfg_, B, T));
+    if (full_recompute_ && replay_ids) replay_ = *replay_ids;
+    else replay_.clear();
 
     if (computes_on_master(numerics)) {
         ActBuffer().swap(compute_params_);
@@ -131,16 +131,34 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
     std::vector<float> ent(M);
     entropy_forward(lp_ex, ent.data(), lp_.data(), M, V);
 
-    // Position t's token is predicted by row t-1 of the same sequence.
-    out_.logp.assign(M, 0.0f);
-    out_.entropy.assign(M, 0.0f);
+    next_token_logp(out_, batch, lp_.data(), ent.data(), V);
+    return out_;
+}
+
+void next_token_logp(TrainForward& out, const SeqBatch& batch, const float* lp_rows, const float* ent, int V) {
+    const int B = batch.B, T = batch.T;
+    out.logp.assign((size_t)B * T, 0.0f);
+    out.entropy.assign((size_t)B * T, 0.0f);
     for (int b = 0; b < B; ++b)
         for (int t = 1; t < T; ++t) {
-            size_t row = (size_t)b * T + t - 1;
-            out_.logp[(size_t)b * T + t] = lp_[row * V + batch.tokens[(size_t)b * T + t]];
-            out_.entropy[(size_t)b * T + t] = ent[row];
+            const size_t row = (size_t)b * T + t - 1;
+            out.logp[(size_t)b * T + t] = lp_rows[row * V + batch.tokens[(size_t)b * T + t]];
+            out.entropy[(size_t)b * T + t] = ent[row];
         }
-    return out_;
+}
+
+void scatter_dlogp(float* dlp, const SeqBatch& batch, const std::vector<float>& dlogp, int V) {
+    const int B = batch.B, T = batch.T;
+    for (int b = 0; b < B; ++b)
+        for (int t = 1; t < T; ++t) {
+            const size_t row = (size_t)b * T + t - 1;
+            dlp[row * V + batch.tokens[(size_t)b * T + t]] += dlogp[(size_t)b * T + t];
+        }
+}
+
+void add_tied_head_grad(float* dembed, const float* dhead, int V, int D) {
+    for (int v = 0; v < V; ++v)
+        for (int d = 0; d < D; ++d) dembed[(size_t)v * D + d] += dhead[(size_t)d * V + v];
 }
 
 // One decoder layer from a.x_in (the last forward's batch and numerics); x
@@ -188,11 +206,7 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
     Weights gw = bind_weights(cfg_, layout_, grads.data());
 
     GradBuffer dlp((size_t)M * V);
-    for (int b = 0; b < B; ++b)
-        for (int t = 1; t < T; ++t) {
-            size_t row = (size_t)b * T + t - 1;
-            dlp[row * V + batch.tokens[(size_t)b * T + t]] += dlogp[(size_t)b * T + t];
-        }
+    scatter_dlogp(dlp.data(), batch, dlogp, V);
     GradBuffer dlogits((size_t)M * V);
     logsoftmax_backward(dlogits.data(), dlp.data(), lp_.data(), inv_temp_, M, V);
 
@@ -206,8 +220,7 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
         std::vector<float> dhead((size_t)D * V, 0.0f);
         matmul_backward(dlnf.data(), dhead.data(), nullptr, dlogits.data(), lnf_.data(), head_.data(), M, D, V,
                         GradStore::overwrite);
-        for (int v = 0; v < V; ++v)
-            for (int d = 0; d < D; ++d) gw.embed[(size_t)v * D + d] += dhead[(size_t)d * V + v];
+        add_tied_head_grad(gw.embed, dhead.data(), V, D);
     }
     ActBuffer dx((size_t)M * D);
     rmsnorm_backward(dx.data(), gw.final_norm, dlnf.data(), x_final_.data(), w_.final_norm, rstdf_.data(), M, D,

@@ -28,6 +28,20 @@ SeqBatch make_seq_batch(const std::vector<std::vector<int32_t>>& seqs, const std
 // Sequences [s0, s1) of a batch as a batch of their own (same padded length).
 SeqBatch sub_batch(const SeqBatch& b, int s0, int s1);
 
+struct TrainForward;
+// The row convention of every training engine (the CPU's, a device's):
+// position t's token is predicted by row t-1 of its sequence, position 0 by
+// none. Fills out.logp and out.entropy [B*T] from the rows' log-probs
+// lp_rows[B*T, V] and entropies ent[B*T] (0 at t = 0).
+void next_token_logp(TrainForward& out, const SeqBatch& batch, const float* lp_rows, const float* ent, int V);
+// Its backward: dlp[B*T, V] (zeros on entry) += dlogp[B*T] at each position's
+// predicting row and token.
+void scatter_dlogp(float* dlp, const SeqBatch& batch, const std::vector<float>& dlogp, int V);
+// A tied LM head's gradient dhead[D, V] added into the embedding's
+// dembed[V, D], transposed, after the head's GEMM and before the embedding's
+// own scatter (the order the gradients' bits depend on).
+void add_tied_head_grad(float* dembed, const float* dhead, int V, int D);
+
 struct TrainForward {
     // logp[b*T+t] = log p(tokens[b,t] | tokens[b,<t]) at temperature 1/inv_temp,
     // for 1 <= t < T (0 at t = 0). entropy[b*T+t] of that same distribution.

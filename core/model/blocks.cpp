@@ -171,6 +171,14 @@ void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const Mode
     });
 }
 
+void slots_by_expert(int* order, const int32_t* ids, int k) {
+    for (int j = 0; j < k; ++j) {  // insertion sort: k is a handful
+        int i = j;
+        for (; i > 0 && ids[order[i - 1]] > ids[j]; --i) order[i] = order[i - 1];
+        order[i] = j;
+    }
+}
+
 void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
                   const LayerWeights& w, const ModelConfig& cfg) {
     const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
@@ -212,12 +220,8 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
     std::vector<const float*> by_expert((size_t)M * k);
     for_parts(M, 64, [&](size_t m0, size_t m1) {
         for (size_t m = m0; m < m1; ++m) {
-            int order[64];  // this token's slots by ascending expert (top-k <= 64, a distinct expert each)
-            for (int j = 0; j < k; ++j) {
-                int i = j;
-                for (; i > 0 && a.ids[m * k + order[i - 1]] > a.ids[m * k + j]; --i) order[i] = order[i - 1];
-                order[i] = j;
-            }
+            int order[64];  // top-k <= 64
+            slots_by_expert(order, &a.ids[m * k], k);
             for (int i = 0; i < k; ++i) {
                 const size_t slot = m * k + order[i];
                 by_expert[m * k + i] = a.experts[a.ids[slot]].y.data() + (size_t)slot_row[slot] * D;

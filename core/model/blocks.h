@@ -58,6 +58,10 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
 // Each expert's gathered input rows x and SwiGLU output act, recomputed from
 // the layer input and the kept gate/up (the same bits moe_forward made).
 void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const ModelConfig& cfg);
+// One token's slots j = 0..k-1 (experts ids[j], distinct) in ascending
+// expert order into order[k]: the order its expert input gradients are added
+// in, by every engine (the order of one loop over the experts, so its bits).
+void slots_by_expert(int* order, const int32_t* ids, int k);
 // dx[M,D] = d(loss)/dx (overwritten), weight gradients added into gw.
 // Consumes a.experts[].y (overwritten with the experts' input gradients).
 void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
