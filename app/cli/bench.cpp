@@ -7,7 +7,17 @@
 // (rollout.device = train.device = cuda; the optimizer steps the weights on
 // the host), `--device both` each preset on the CPU and then so, side by
 // side; a GPU phase reports its GFLOP/s but no share of the CPU's peak.
+// `--kernels both` runs each preset in both kernel families with their steps
+// interleaved (fast, batch-invariant, fast, ...), so that both see the same
+// machine, and prints batch-invariant / fast per phase.
+//
+// The FMA peak is sampled right before every timed step and a preset's share
+// of it is taken against the mean of its own samples: on a shared VM the peak
+// moves with the other tenant by a factor of up to two within a minute, and
+// one sample at the start credited or charged a whole run with that moment.
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <iostream>
 
@@ -33,6 +43,42 @@ struct PhaseTotals {
     GemmShapeLog shapes;  // every GEMM the phase issued, over the timed steps
 };
 
+// One session of a preset on a device in one kernel family, and its timed steps.
+struct Lane {
+    Config cfg;
+    std::unique_ptr<RlSession> session;
+    PhaseTotals ph[3];
+    double wall = 0, tok = 0;
+    std::string rollout_device, train_device;
+};
+
+// Times one step of the lane, its phases apart. Phase boundaries arrive on
+// this thread, the one the kernels count on.
+void timed_step(Lane& lane, bool blas) {
+    int cur = -1;
+    double flop0 = 0;
+    const auto close = [&] {
+        if (cur >= 0) lane.ph[cur].gflop += (kernel_flop_count() - flop0) * 1e-9;
+        set_gemm_shape_log(nullptr);
+    };
+    const auto open = [&](int p) {
+        close();
+        cur = p;
+        flop0 = kernel_flop_count();
+        if (blas && p >= 0) set_gemm_shape_log(&lane.ph[p].shapes);
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    const StepRecord r = lane.session->step([&](Phase p) {
+        open(p == Phase::rollout ? 0 : p == Phase::recompute ? 1 : p == Phase::training ? 2 : -1);
+    });
+    close();
+    lane.wall += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    lane.ph[0].ms += RlSession::metric(r, "rollout_ms");
+    lane.ph[1].ms += RlSession::metric(r, "recompute_ms");
+    lane.ph[2].ms += RlSession::metric(r, "train_ms");
+    lane.tok += RlSession::metric(r, "tokens_per_s");
+}
+
 // A phase on a device: its GFLOP/s, and a share of the CPU's peak only when
 // the CPU ran it (null otherwise).
 nlohmann::json phase_json(double ms, double gflop, double peak, const std::string& device) {
@@ -42,11 +88,56 @@ nlohmann::json phase_json(double ms, double gflop, double peak, const std::strin
     return j;
 }
 
+// OpenBLAS sgemm timed at exactly the GEMM shapes each phase issued (--blas).
+nlohmann::json blas_comparison(const PhaseTotals (&ph)[3], const Config& c, int steps, bool json) {
+    const Family fam = c.kernels.batch_invariant ? Family::batch_invariant : Family::fast;
+    nlohmann::json bj;
+    for (int p = 0; p < 3; ++p) {
+        const GemmComparison g = compare_with_openblas(ph[p].shapes, fam, steps);
+        const double ours = g.ours_ms > 0 ? g.gflop / (g.ours_ms * 1e-3) : 0;
+        const double theirs = g.openblas_ms > 0 ? g.gflop / (g.openblas_ms * 1e-3) : 0;
+        bj[kPhaseNames[p]] = {{"gemm_shapes", g.shapes},   {"gemm_gflop", g.gflop},  {"ours_ms", g.ours_ms},
+                              {"openblas_ms", g.openblas_ms}, {"ours_gflops", ours}, {"openblas_gflops", theirs}};
+        if (!json)
+            std::printf("  %-9s GEMMs alone (%zu shapes, %.2f GFLOP/step): ours %.1f ms (%.1f GFLOP/s), OpenBLAS "
+                        "sgemm %.1f ms (%.1f GFLOP/s), ours/OpenBLAS time %.2f\n",
+                        kPhaseNames[p], g.shapes, g.gflop, g.ours_ms, ours, g.openblas_ms, theirs,
+                        g.openblas_ms > 0 ? g.ours_ms / g.openblas_ms : 0);
+    }
+    return bj;
+}
+
+// batch-invariant / fast, per phase and for the step, of the two families'
+// interleaved steps: their times, and their times per GFLOP (the families
+// sample different tokens from the same seed, so their work differs a
+// little). Added to both families' entries of `all` (its last two).
+void print_family_ratio(nlohmann::json& all, const nlohmann::json& by_family, const std::string& name, bool json) {
+    const nlohmann::json& f = by_family["fast"];
+    const nlohmann::json& b = by_family["batch-invariant"];
+    const auto ratio = [](double ms_b, double gf_b, double ms_f, double gf_f) {
+        return nlohmann::json{{"time", ms_b / ms_f}, {"time_per_gflop", (ms_b / gf_b) / (ms_f / gf_f)}};
+    };
+    nlohmann::json r;
+    for (const char* p : kPhaseNames)
+        r[p] = ratio(b[p]["ms"].get<double>(), b[p]["gflop"].get<double>(), f[p]["ms"].get<double>(),
+                     f[p]["gflop"].get<double>());
+    r["step"] = ratio(b["step_ms"].get<double>(), b["step_gflop"].get<double>(), f["step_ms"].get<double>(),
+                      f["step_gflop"].get<double>());
+    all[all.size() - 1]["batch_invariant_over_fast"] = r;
+    all[all.size() - 2]["batch_invariant_over_fast"] = r;
+    if (json) return;
+    std::printf("%-26s %8s %8s |", name.c_str(), "", "bi/fast");
+    for (const char* p : kPhaseNames)
+        std::printf(" time %4.2f per GF %4.2f |", r[p]["time"].get<double>(), r[p]["time_per_gflop"].get<double>());
+    std::printf(" step time %4.2f, per GFLOP %4.2f\n", r["step"]["time"].get<double>(),
+                r["step"]["time_per_gflop"].get<double>());
+}
+
 }  // namespace
 
 int cmd_bench(const Argv& argv) {
     Spec spec;
-    spec.values = {"--steps", "--set", "--preset", "--device"};
+    spec.values = {"--steps", "--set", "--preset", "--device", "--kernels"};
     spec.repeatable = {"--set", "--preset"};
     spec.flags = {"--json", "--blas"};
     const Args a = parse_args(argv, spec);
@@ -59,6 +150,14 @@ int cmd_bench(const Argv& argv) {
     else if (device_arg == "both") devices = {Device::cpu, Device::cuda};
     else if (!device_arg.empty())
         throw std::invalid_argument("--device: \"" + device_arg + "\" is not allowed; allowed values: cpu, cuda, both");
+    const std::string kernels_arg = a.get("--kernels");
+    std::vector<std::optional<bool>> families{std::nullopt};  // batch-invariant or not; nullopt: as the config says
+    if (kernels_arg == "fast") families = {false};
+    else if (kernels_arg == "batch-invariant") families = {true};
+    else if (kernels_arg == "both") families = {false, true};
+    else if (!kernels_arg.empty())
+        throw std::invalid_argument("--kernels: \"" + kernels_arg +
+                                    "\" is not allowed; allowed values: fast, batch-invariant, both");
     {  // every --set checked once, before the first (slow) preset runs
         Config c;
         for (const auto& kv : a.all("--set")) apply_set(c, kv);
@@ -76,118 +175,99 @@ int cmd_bench(const Argv& argv) {
     for (const auto& n : names) preset_named(n);         // every name checked before the first runs
     if (names.empty()) names = model_preset_names();
     const bool json = a.has("--json");
-    const double peak = fma_peak_gflops(num_threads());
     if (!json) {
-        std::printf("FP32 FMA peak, %d threads, measured now: %.1f GFLOP/s; %d timed steps per preset\n", num_threads(),
-                    peak, steps);
+        std::printf("FP32 FMA peak, %d threads: sampled before every timed step; %d timed steps per preset and "
+                    "kernel family\n",
+                    num_threads(), steps);
         std::printf("(a phase on a GPU shows \"gpu\" for its share of the CPU peak)\n");
-        std::printf("%-26s %8s %8s | %-21s | %-21s | %-21s | %s\n", "preset", "params", "kernels",
+        std::printf("%-26s %8s %8s | %-21s | %-21s | %-21s | %-30s | %s\n", "preset", "params", "kernels",
                     "rollout ms GF/s %pk", "recompute ms GF/s %pk", "train ms GF/s %pk",
-                    "step ms GFLOP GF/s %peak tok/s");
+                    "step ms GFLOP GF/s %peak tok/s", "peak GF/s mean (min-max)");
     }
     nlohmann::json all = nlohmann::json::array();
     std::string described_device;
     for (const auto& name : names)
         for (const auto& device : devices) {
-            Config c = preset_named(name);
-            for (const auto& kv : a.all("--set")) apply_set(c, kv);
-            if (device) c.rollout.device = c.train.device = *device;
-            ModelConfig m = model_config_of(c);
-            ParamLayout layout = make_param_layout(m);
-            std::vector<float> params(layout.total);
-            init_params(m, layout, params.data(), (uint64_t)c.seed);
-            RlSession session(c, params, nullptr, 0, "", 0);
-            const std::string rollout_device = session.rollout_device_name();
-            const std::string train_device = session.train_device_name();
-            for (const std::string& d : {rollout_device, train_device})
-                if (!json && d != "cpu" && d != described_device)
-                    std::printf("device: %s\n", (described_device = d).c_str());
-            const auto on = [](const std::string& d) { return d == "cpu" ? "cpu" : "gpu"; };
-            const std::string phase_device[3] = {on(rollout_device), on(train_device), on(train_device)};
-            session.step();  // warm caches, scratch buffers and the thread pool
-
-            PhaseTotals ph[3];
-            double wall = 0, tok = 0;
-            for (int i = 0; i < steps; ++i) {
-                // Phase boundaries arrive on this thread, the one the kernels count on.
-                int cur = -1;
-                double flop0 = 0;
-                const auto close = [&] {
-                    if (cur >= 0) ph[cur].gflop += (kernel_flop_count() - flop0) * 1e-9;
-                    set_gemm_shape_log(nullptr);
-                };
-                const auto open = [&](int p) {
-                    close();
-                    cur = p;
-                    flop0 = kernel_flop_count();
-                    if (blas && p >= 0) set_gemm_shape_log(&ph[p].shapes);
-                };
-                const auto t0 = std::chrono::steady_clock::now();
-                const StepRecord r = session.step([&](Phase p) {
-                    open(p == Phase::rollout ? 0 : p == Phase::recompute ? 1 : p == Phase::training ? 2 : -1);
-                });
-                close();
-                wall += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-                ph[0].ms += RlSession::metric(r, "rollout_ms");
-                ph[1].ms += RlSession::metric(r, "recompute_ms");
-                ph[2].ms += RlSession::metric(r, "train_ms");
-                tok += RlSession::metric(r, "tokens_per_s");
+            std::vector<Lane> lanes(families.size());
+            for (size_t f = 0; f < families.size(); ++f) {
+                Lane& lane = lanes[f];
+                lane.cfg = preset_named(name);
+                for (const auto& kv : a.all("--set")) apply_set(lane.cfg, kv);
+                if (device) lane.cfg.rollout.device = lane.cfg.train.device = *device;
+                if (families[f]) lane.cfg.kernels.batch_invariant = *families[f];
+                const ModelConfig m = model_config_of(lane.cfg);
+                const ParamLayout layout = make_param_layout(m);
+                std::vector<float> params(layout.total);
+                init_params(m, layout, params.data(), (uint64_t)lane.cfg.seed);
+                lane.session = std::make_unique<RlSession>(lane.cfg, std::move(params), nullptr, 0, "", 0);
+                lane.rollout_device = lane.session->rollout_device_name();
+                lane.train_device = lane.session->train_device_name();
+                for (const std::string& d : {lane.rollout_device, lane.train_device})
+                    if (!json && d != "cpu" && d != described_device)
+                        std::printf("device: %s\n", (described_device = d).c_str());
+                lane.session->step();  // warm caches, scratch buffers and the thread pool
             }
-            const double step_ms = wall / steps;
-            const double step_gflop = (ph[0].gflop + ph[1].gflop + ph[2].gflop) / steps;
-            const double step_gflops = step_gflop / (step_ms * 1e-3);
-            const char* family = c.kernels.batch_invariant ? "batch-invariant" : "fast";
-            const bool all_cpu = rollout_device == "cpu" && train_device == "cpu";
-            nlohmann::json j = {
-                {"preset", name},           {"params", layout.total},           {"kernels", family},
-                {"threads", num_threads()}, {"rollout_device", rollout_device}, {"train_device", train_device},
-                {"step_ms", step_ms},       {"step_gflop", step_gflop},         {"step_gflops", step_gflops},
-                {"peak_gflops", peak},      {"tokens_per_s", tok / steps}};
-            // A step with a GPU phase has no share of the CPU's peak.
-            j["percent_of_peak"] = all_cpu ? nlohmann::json(100 * step_gflops / peak) : nlohmann::json(nullptr);
-            for (int p = 0; p < 3; ++p) {
-                j[kPhaseNames[p]] = phase_json(ph[p].ms / steps, ph[p].gflop / steps, peak, phase_device[p]);
-                j[std::string(kPhaseNames[p]) + "_ms"] = ph[p].ms / steps;
-            }
-            if (!json) {
-                const std::string label = all_cpu ? name : name + " (gpu)";
-                std::printf("%-26s %8lld %8s |", label.c_str(), (long long)layout.total,
-                            c.kernels.batch_invariant ? "bi" : "fast");
-                for (int p = 0; p < 3; ++p) {
-                    const auto& q = j[kPhaseNames[p]];
-                    std::printf(" %7.1f %6.1f ", q["ms"].get<double>(), q["gflops"].get<double>());
-                    if (q["percent_of_peak"].is_null()) std::printf("  gpu |");
-                    else std::printf("%4.1f%% |", q["percent_of_peak"].get<double>());
+            std::vector<double> peaks;
+            for (int i = 0; i < steps; ++i)
+                for (Lane& lane : lanes) {
+                    peaks.push_back(fma_peak_gflops(num_threads()));
+                    timed_step(lane, blas);
                 }
-                std::printf(" %7.1f %6.2f %6.1f ", step_ms, step_gflop, step_gflops);
-                if (all_cpu) std::printf("%4.1f%%", 100 * step_gflops / peak);
-                else std::printf("    -");
-                std::printf(" %7.0f\n", tok / steps);
-            }
-            if (blas) {
-                const Family fam = c.kernels.batch_invariant ? Family::batch_invariant : Family::fast;
-                nlohmann::json bj;
+            double peak = 0;
+            for (double p : peaks) peak += p / peaks.size();
+            const auto [peak_min, peak_max] = std::minmax_element(peaks.begin(), peaks.end());
+            nlohmann::json by_family;
+            for (Lane& lane : lanes) {
+                const Config& c = lane.cfg;
+                const auto& ph = lane.ph;
+                const auto on = [](const std::string& d) { return d == "cpu" ? "cpu" : "gpu"; };
+                const std::string phase_device[3] = {on(lane.rollout_device), on(lane.train_device),
+                                                     on(lane.train_device)};
+                const double step_ms = lane.wall / steps;
+                const double step_gflop = (ph[0].gflop + ph[1].gflop + ph[2].gflop) / steps;
+                const double step_gflops = step_gflop / (step_ms * 1e-3);
+                const char* family = c.kernels.batch_invariant ? "batch-invariant" : "fast";
+                const bool all_cpu = lane.rollout_device == "cpu" && lane.train_device == "cpu";
+                const int64_t nparams = make_param_layout(model_config_of(c)).total;
+                nlohmann::json j = {{"preset", name},
+                                    {"params", nparams},
+                                    {"kernels", family},
+                                    {"threads", num_threads()},
+                                    {"rollout_device", lane.rollout_device},
+                                    {"train_device", lane.train_device},
+                                    {"step_ms", step_ms},
+                                    {"step_gflop", step_gflop},
+                                    {"step_gflops", step_gflops},
+                                    {"peak_gflops", peak},
+                                    {"peak_gflops_min", *peak_min},
+                                    {"peak_gflops_max", *peak_max},
+                                    {"tokens_per_s", lane.tok / steps}};
+                // A step with a GPU phase has no share of the CPU's peak.
+                j["percent_of_peak"] = all_cpu ? nlohmann::json(100 * step_gflops / peak) : nlohmann::json(nullptr);
                 for (int p = 0; p < 3; ++p) {
-                    const GemmComparison g = compare_with_openblas(ph[p].shapes, fam, steps);
-                    bj[kPhaseNames[p]] = {
-                        {"gemm_shapes", g.shapes},
-                        {"gemm_gflop", g.gflop},
-                        {"ours_ms", g.ours_ms},
-                        {"openblas_ms", g.openblas_ms},
-                        {"ours_gflops", g.ours_ms > 0 ? g.gflop / (g.ours_ms * 1e-3) : 0},
-                        {"openblas_gflops", g.openblas_ms > 0 ? g.gflop / (g.openblas_ms * 1e-3) : 0}};
-                    if (!json)
-                        std::printf(
-                            "  %-9s GEMMs alone (%zu shapes, %.2f GFLOP/step): ours %.1f ms (%.1f GFLOP/s), OpenBLAS "
-                            "sgemm %.1f ms (%.1f GFLOP/s), ours/OpenBLAS time %.2f\n",
-                            kPhaseNames[p], g.shapes, g.gflop, g.ours_ms,
-                            g.ours_ms > 0 ? g.gflop / (g.ours_ms * 1e-3) : 0, g.openblas_ms,
-                            g.openblas_ms > 0 ? g.gflop / (g.openblas_ms * 1e-3) : 0,
-                            g.openblas_ms > 0 ? g.ours_ms / g.openblas_ms : 0);
+                    j[kPhaseNames[p]] = phase_json(ph[p].ms / steps, ph[p].gflop / steps, peak, phase_device[p]);
+                    j[std::string(kPhaseNames[p]) + "_ms"] = ph[p].ms / steps;
                 }
-                j["openblas"] = bj;
+                if (!json) {
+                    const std::string label = all_cpu ? name : name + " (gpu)";
+                    std::printf("%-26s %8lld %8s |", label.c_str(), (long long)nparams,
+                                c.kernels.batch_invariant ? "bi" : "fast");
+                    for (int p = 0; p < 3; ++p) {
+                        const auto& q = j[kPhaseNames[p]];
+                        std::printf(" %7.1f %6.1f ", q["ms"].get<double>(), q["gflops"].get<double>());
+                        if (q["percent_of_peak"].is_null()) std::printf("  gpu |");
+                        else std::printf("%4.1f%% |", q["percent_of_peak"].get<double>());
+                    }
+                    std::printf(" %7.1f %6.2f %6.1f ", step_ms, step_gflop, step_gflops);
+                    if (all_cpu) std::printf("%4.1f%%", 100 * step_gflops / peak);
+                    else std::printf("    -");
+                    std::printf(" %7.0f | %6.1f (%.1f-%.1f)\n", lane.tok / steps, peak, *peak_min, *peak_max);
+                }
+                if (blas) j["openblas"] = blas_comparison(ph, c, steps, json);
+                by_family[family] = j;
+                all.push_back(j);
             }
-            all.push_back(j);
+            if (lanes.size() == 2) print_family_ratio(all, by_family, name, json);
             std::fflush(stdout);
         }
     if (json) std::cout << all.dump() << "\n";

@@ -322,6 +322,31 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
         EXPECT_NE(r.out.find("rollout.device = cuda"), std::string::npos) << r.out;
         EXPECT_EQ(r.out.find("dense-tiny "), std::string::npos) << "no preset ran: " << r.out;
     }
+    // --kernels both: the two families of one preset, their steps interleaved, with
+    // batch-invariant / fast per phase; the peak is the mean of samples taken around them.
+    r = cli("bench --preset dense-tiny --steps 2 --set rl.prompts_per_step=2 --kernels both --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto k = nlohmann::json::parse(r.out);
+    ASSERT_EQ(k.size(), 2u);
+    EXPECT_EQ(k[0]["kernels"], "fast");
+    EXPECT_EQ(k[1]["kernels"], "batch-invariant");
+    EXPECT_EQ(k[0]["peak_gflops"], k[1]["peak_gflops"]) << "one set of samples for both families";
+    EXPECT_LE(k[0]["peak_gflops_min"].get<double>(), k[0]["peak_gflops"].get<double>());
+    EXPECT_GE(k[0]["peak_gflops_max"].get<double>(), k[0]["peak_gflops"].get<double>());
+    for (const auto& e : k) {
+        const auto& q = e["batch_invariant_over_fast"];
+        EXPECT_NEAR(q["step"]["time"].get<double>(), k[1]["step_ms"].get<double>() / k[0]["step_ms"].get<double>(),
+                    1e-12);
+        for (const char* phase : {"rollout", "recompute", "train"})
+            EXPECT_NEAR(q[phase]["time_per_gflop"].get<double>(),
+                        (k[1][phase]["ms"].get<double>() / k[1][phase]["gflop"].get<double>()) /
+                            (k[0][phase]["ms"].get<double>() / k[0][phase]["gflop"].get<double>()),
+                        1e-12)
+                << phase;
+    }
+    r = cli("bench --preset dense-tiny --steps 1 --kernels bi");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("allowed values: fast, batch-invariant, both"), std::string::npos) << r.out;
     // --blas times OpenBLAS at the shapes each phase issued.
     r = cli("bench --preset dense-tiny --steps 1 --set rl.prompts_per_step=2 --blas --json");
     ASSERT_EQ(r.code, 0) << r.out;
