@@ -96,13 +96,14 @@ nlohmann::json blas_comparison(const PhaseTotals (&ph)[3], const Config& c, int 
         const GemmComparison g = compare_with_openblas(ph[p].shapes, fam, steps);
         const double ours = g.ours_ms > 0 ? g.gflop / (g.ours_ms * 1e-3) : 0;
         const double theirs = g.openblas_ms > 0 ? g.gflop / (g.openblas_ms * 1e-3) : 0;
-        bj[kPhaseNames[p]] = {{"gemm_shapes", g.shapes},   {"gemm_gflop", g.gflop},  {"ours_ms", g.ours_ms},
-                              {"openblas_ms", g.openblas_ms}, {"ours_gflops", ours}, {"openblas_gflops", theirs}};
+        bj[kPhaseNames[p]] = {{"gemm_shapes", g.shapes},      {"gemm_gflop", g.gflop}, {"ours_ms", g.ours_ms},
+                              {"openblas_ms", g.openblas_ms}, {"ours_gflops", ours},   {"openblas_gflops", theirs}};
         if (!json)
-            std::printf("  %-9s GEMMs alone (%zu shapes, %.2f GFLOP/step): ours %.1f ms (%.1f GFLOP/s), OpenBLAS "
-                        "sgemm %.1f ms (%.1f GFLOP/s), ours/OpenBLAS time %.2f\n",
-                        kPhaseNames[p], g.shapes, g.gflop, g.ours_ms, ours, g.openblas_ms, theirs,
-                        g.openblas_ms > 0 ? g.ours_ms / g.openblas_ms : 0);
+            std::printf(
+                "  %-9s GEMMs alone (%zu shapes, %.2f GFLOP/step): ours %.1f ms (%.1f GFLOP/s), OpenBLAS "
+                "sgemm %.1f ms (%.1f GFLOP/s), ours/OpenBLAS time %.2f\n",
+                kPhaseNames[p], g.shapes, g.gflop, g.ours_ms, ours, g.openblas_ms, theirs,
+                g.openblas_ms > 0 ? g.ours_ms / g.openblas_ms : 0);
     }
     return bj;
 }
@@ -176,9 +177,10 @@ int cmd_bench(const Argv& argv) {
     if (names.empty()) names = model_preset_names();
     const bool json = a.has("--json");
     if (!json) {
-        std::printf("FP32 FMA peak, %d threads: sampled before every timed step; %d timed steps per preset and "
-                    "kernel family\n",
-                    num_threads(), steps);
+        std::printf(
+            "FP32 FMA peak, %d threads: sampled before every timed step; %d timed steps per preset and "
+            "kernel family\n",
+            num_threads(), steps);
         std::printf("(a phase on a GPU shows \"gpu\" for its share of the CPU peak)\n");
         std::printf("%-26s %8s %8s | %-21s | %-21s | %-21s | %-30s | %s\n", "preset", "params", "kernels",
                     "rollout ms GF/s %pk", "recompute ms GF/s %pk", "train ms GF/s %pk",
