@@ -2,6 +2,8 @@
 // (internal.h). Compiled by the host compiler against the CUDA runtime.
 #include "kernels/cuda/device.h"
 
+#include <dlfcn.h>
+
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -21,6 +23,31 @@ void check(cudaError_t e, const char* what) {
 void check_cublas(cublasStatus_t s, const char* what) {
     if (s == CUBLAS_STATUS_SUCCESS) return;
     throw std::runtime_error(std::string("cuBLAS ") + what + ": status " + std::to_string((int)s));
+}
+
+const char* cublas_soname() { return MLK_CUBLAS_SONAME; }
+
+const CublasApi& cublas_api() {
+    static const CublasApi api = [] {
+        // The toolkit's own copy first (the one the build compiled against),
+        // then the loader's search path (LD_LIBRARY_PATH, ld.so.cache).
+        void* lib = dlopen(MLK_CUBLAS_DIR "/" MLK_CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) lib = dlopen(MLK_CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) throw std::runtime_error(std::string("cuBLAS: cannot load " MLK_CUBLAS_SONAME ": ") + dlerror());
+        const auto sym = [&](const char* name) {
+            void* f = dlsym(lib, name);
+            if (!f) throw std::runtime_error(std::string("cuBLAS: " MLK_CUBLAS_SONAME " has no ") + name);
+            return f;
+        };
+        // cublas_v2.h's names are macros for these.
+        CublasApi a{};
+        a.create = reinterpret_cast<decltype(a.create)>(sym("cublasCreate_v2"));
+        a.set_stream = reinterpret_cast<decltype(a.set_stream)>(sym("cublasSetStream_v2"));
+        a.sgemm = reinterpret_cast<decltype(a.sgemm)>(sym("cublasSgemm_v2"));
+        a.gemm_ex = reinterpret_cast<decltype(a.gemm_ex)>(sym("cublasGemmEx"));
+        return a;
+    }();
+    return api;
 }
 
 namespace {
@@ -69,10 +96,10 @@ cublasHandle_t cublas() {
     const int dev = current_device();
     if (!s.cublas || s.cublas_device != dev) {
         // (a handle of another device is left alive: see ThreadState)
-        check_cublas(cublasCreate(&s.cublas), "cublasCreate");
+        check_cublas(cublas_api().create(&s.cublas), "cublasCreate");
         s.cublas_device = dev;
     }
-    check_cublas(cublasSetStream(s.cublas, s.stream), "cublasSetStream");
+    check_cublas(cublas_api().set_stream(s.cublas, s.stream), "cublasSetStream");
     return s.cublas;
 }
 

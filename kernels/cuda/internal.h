@@ -19,8 +19,26 @@ inline void check_launch(const char* what) { check(cudaGetLastError(), what); }
 
 cudaStream_t stream();    // the calling thread's (device.h: set_stream)
 cublasHandle_t cublas();  // the calling thread's handle, bound to stream()
-int sm_count();           // multiprocessors of the current device
-size_t max_smem_optin();  // largest dynamic shared memory a block may opt in to
+
+// The cuBLAS entry points the backend calls, from libcublas opened on first
+// use (dlopen) rather than linked: loading cuBLAS and its cublasLt maps about
+// 300 MB of relocated pages, which every process of a CUDA build paid (the
+// CLI's `presets` 239 MB RSS, a dense-tiny run 290 MB against 75 without),
+// whether or not it ever ran an engine on a GPU. Throws std::runtime_error
+// naming the library where it cannot be opened.
+struct CublasApi {
+    cublasStatus_t (*create)(cublasHandle_t*);
+    cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
+    cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float*,
+                            const float*, int, const float*, int, const float*, float*, int);
+    cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                              const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                              cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+};
+const CublasApi& cublas_api();
+const char* cublas_soname();  // the library cublas_api opens, e.g. "libcublas.so.13"
+int sm_count();               // multiprocessors of the current device
+size_t max_smem_optin();      // largest dynamic shared memory a block may opt in to
 // Scratch device memory of at least `bytes`, the calling thread's; valid
 // until its next call on this thread. Ops on one stream run in order, so an
 // op may use it for its own kernels; growing waits for the stream first.

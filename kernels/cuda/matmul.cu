@@ -73,7 +73,7 @@ void gemm_fast(const Exec& ex, float* out, const float* inp, const float* w, int
     cublasHandle_t h = detail::cublas();
     const float one = 1.0f, zero = 0.0f;
     if (ex.dtype != Dtype::bf16 && ex.dtype != Dtype::f16) {
-        check_cublas(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, w, N, inp, K, &zero, out, N),
+        check_cublas(detail::cublas_api().sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, w, N, inp, K, &zero, out, N),
                      "cublasSgemm");
         return;
     }
@@ -83,7 +83,7 @@ void gemm_fast(const Exec& ex, float* out, const float* inp, const float* w, int
     launch_elementwise((int64_t)M * K, To16F{a16, inp, bf}, "matmul_forward (16-bit input)");
     launch_elementwise((int64_t)K * N, To16F{w16, w, bf}, "matmul_forward (16-bit weights)");
     const cudaDataType_t t = bf ? CUDA_R_16BF : CUDA_R_16F;
-    check_cublas(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, w16, t, N, a16, t, K, &zero, out, CUDA_R_32F,
+    check_cublas(detail::cublas_api().gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, w16, t, N, a16, t, K, &zero, out, CUDA_R_32F,
                               N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  "cublasGemmEx");
 }

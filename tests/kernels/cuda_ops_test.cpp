@@ -7,12 +7,15 @@
 //  - the fast family really mismatches: split-KV decode vs tiled prefill.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <vector>
 
+#include "kernels/cuda/internal.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/kernels.h"
 #include "kernels/ref.h"
@@ -48,6 +51,20 @@ const Dtype kStorage[] = {Dtype::f32, Dtype::bf16};
 const Family kFamilies[] = {Family::batch_invariant, Family::fast};
 
 }  // namespace
+
+// Needs no GPU. cuBLAS is opened when the fast family's first GEMM asks for
+// it, not mapped into every process of a CUDA build (about 300 MB of RSS).
+// First in this file: a test before it on a GPU would have opened it.
+TEST(CudaOps, CublasIsOpenedOnFirstUseNotAtStart) {
+    const char* soname = cuda::detail::cublas_soname();
+    EXPECT_EQ(dlopen(soname, RTLD_LAZY | RTLD_NOLOAD), nullptr) << soname << " was loaded before first use";
+    const cuda::detail::CublasApi& api = cuda::detail::cublas_api();
+    EXPECT_NE(api.create, nullptr);
+    EXPECT_NE(api.set_stream, nullptr);
+    EXPECT_NE(api.sgemm, nullptr);
+    EXPECT_NE(api.gemm_ex, nullptr);
+    EXPECT_NE(dlopen(soname, RTLD_LAZY | RTLD_NOLOAD), nullptr) << soname << " is not loaded after first use";
+}
 
 TEST(CudaOps, DeviceMemoryRoundTrip) {
     MLK_REQUIRE_GPU();
