@@ -8,6 +8,7 @@
 #include <QDockWidget>
 #include <QMenuBar>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSignalBlocker>
 
@@ -44,8 +45,18 @@ void MainWindow::buildTeaching() {
     auto* scroll = new QScrollArea(this);
     scroll->setWidget(probe_);
     scroll->setWidgetResizable(true);
-    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    scroll->setMinimumWidth(probe_->minimumSizeHint().width() + 24);  // with every dock open the window still fits
+    // As wide as the panel needs (with every dock open the window still
+    // fits), widened when a probe's numbers need more: a panel wider than
+    // its dock was cut off at the right edge. A scroll bar, never a cut,
+    // where the window cannot give the width.
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+    const auto fitProbe = [this, scroll] {
+        const int need = probe_->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() +
+                         2 * scroll->frameWidth();
+        if (scroll->minimumWidth() < need) scroll->setMinimumWidth(need);
+    };
+    fitProbe();
+    connect(probe_, &ProbePanel::probed, this, fitProbe);
     probeDock_->setWidget(scroll);
     addDockWidget(Qt::RightDockWidgetArea, probeDock_);
     probeDock_->hide();

@@ -91,8 +91,10 @@ ProbePanel::ProbePanel(QWidget* parent) : QWidget(parent) {
 
     status_ = new QLabel(this);
     status_->setObjectName(QStringLiteral("probeStatus"));
-    status_->setWordWrap(false);  // two fixed lines: a wrapped label is squeezed by the table below
-    status_->setMinimumHeight(2 * status_->fontMetrics().height() + 4);
+    // Three short fixed lines: a wrapped label is squeezed by the table below,
+    // and two long ones made the panel wider than its dock (cut off).
+    status_->setWordWrap(false);
+    status_->setMinimumHeight(3 * status_->fontMetrics().height() + 4);
     error_ = new QLabel(this);
     error_->setWordWrap(true);
     error_->setStyleSheet(QStringLiteral("color: %1;").arg(palette::floorMarker().name()));
@@ -198,7 +200,7 @@ void ProbePanel::showOutcome(const ProbeOutcome& outcome) {
     scatter_->draw(now_.points, before_.points);
     const ModelConfig model = model_config_of(now_.config);
     status_->setText(
-        tr("%1 \u00B7 %2 parameters \u00B7 %3 tokens compared\n%4 \u00B7 probed in %5 ms")
+        tr("%1 \u00B7 %2 parameters\n%3 tokens compared\n%4 \u00B7 probed in %5 ms")
             .arg(QString::fromStdString(model.preset_name()))
             .arg(now_.summary.value("params", 0))
             .arg(now_.tokens)

@@ -8,7 +8,9 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFileInfo>
+#include <QLabel>
 #include <QMenuBar>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -100,6 +102,22 @@ private slots:
         QVERIFY(!probed.isEmpty());
         QVERIFY(w.probePanel()->current().config == w.configForm()->config());
         QVERIFY(!w.probePanel()->valueText("k3_kl").isEmpty());
+        // Nothing of the probe is cut off at the dock's edge: the panel fits its
+        // scroll area's width, and the status lines (set by the probe) are whole.
+        QApplication::processEvents();
+        auto* scroll = qobject_cast<QScrollArea*>(w.probeDock()->widget());
+        QVERIFY(scroll);
+        QVERIFY2(w.probePanel()->width() <= scroll->viewport()->width(),
+                 qPrintable(QStringLiteral("panel %1 px in a %2 px viewport")
+                                .arg(w.probePanel()->width())
+                                .arg(scroll->viewport()->width())));
+        auto* status = w.probePanel()->findChild<QLabel*>(QStringLiteral("probeStatus"));
+        QVERIFY(status);
+        QVERIFY2(status->width() >= status->sizeHint().width(),
+                 qPrintable(QStringLiteral("status %1 px for %2 px of text: %3")
+                                .arg(status->width())
+                                .arg(status->sizeHint().width())
+                                .arg(status->text())));
         testing_shots::save(&w, "window_probe");
     }
 };
