@@ -182,7 +182,7 @@ int cmd_bench(const Argv& argv) {
             "kernel family\n",
             num_threads(), steps);
         std::printf("(a phase on a GPU shows \"gpu\" for its share of the CPU peak)\n");
-        std::printf("%-26s %8s %8s | %-21s | %-21s | %-21s | %-30s | %s\n", "preset", "params", "kernels",
+        std::printf("%-26s %8s %8s | %-21s | %-21s | %-21s | %-35s | %s\n", "preset", "params", "kernels",
                     "rollout ms GF/s %pk", "recompute ms GF/s %pk", "train ms GF/s %pk",
                     "step ms GFLOP GF/s %peak tok/s", "peak GF/s mean (min-max)");
     }
@@ -257,8 +257,8 @@ int cmd_bench(const Argv& argv) {
                     for (int p = 0; p < 3; ++p) {
                         const auto& q = j[kPhaseNames[p]];
                         std::printf(" %7.1f %6.1f ", q["ms"].get<double>(), q["gflops"].get<double>());
-                        if (q["percent_of_peak"].is_null()) std::printf("  gpu |");
-                        else std::printf("%4.1f%% |", q["percent_of_peak"].get<double>());
+                        if (q["percent_of_peak"].is_null()) std::printf("   gpu |");
+                        else std::printf("%5.1f%% |", q["percent_of_peak"].get<double>());
                     }
                     std::printf(" %7.1f %6.2f %6.1f ", step_ms, step_gflop, step_gflops);
                     if (all_cpu) std::printf("%4.1f%%", 100 * step_gflops / peak);
