@@ -115,7 +115,7 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
         if (!cfg_.is_moe_layer(l)) {
             dense_mlp_forward(ex, mlp, ffn.data(), ln.data(), M, lw, cfg_);
         } else {
-            moe_forward(ex, moe, ffn.data(), ln.data(), M, lw, cfg_, nullptr);
+            moe_forward(ex, moe, ffn.data(), ln.data(), M, lw, cfg_, nullptr, MoeKeep::output);
             ids_out[mi++] = moe.own_ids;
         }
         add_inplace(x.data(), ffn.data(), (int64_t)M * D, num_.residual);

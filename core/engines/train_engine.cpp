@@ -110,7 +110,9 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
         swap_layer(a);
         copy_into(a.x_in, x);
         // Checkpointing recomputes the layer, probabilities included, in backward.
-        layer_forward(a, l, replay, x, for_backward && !full_recompute_);
+        // A backward reads this forward's experts only where it keeps the layer.
+        const bool keeps = for_backward && !full_recompute_;
+        layer_forward(a, l, replay, x, keeps, keeps ? MoeKeep::all : MoeKeep::output);
         if (moe) {
             out_.own_expert_ids[mi] = a.moe.own_ids;
             out_.used_expert_ids[mi] = a.moe.ids;
@@ -165,7 +167,8 @@ void add_tied_head_grad(float* dembed, const float* dhead, int V, int D) {
 // receives its output. The probabilities are saved only when a backward will
 // read these activations (the fast family's online softmax computes them a
 // second time for a query longer than one key block).
-void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, ActBuffer& x, bool save_att) {
+void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, ActBuffer& x, bool save_att,
+                                MoeKeep moe_keep) {
     const Exec& ex = ex_;
     const int B = batch_->B, T = batch_->T, D = cfg_.hidden_size, M = M_;
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
@@ -189,8 +192,12 @@ void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, ActB
     a.rstd2.resize(M);
     rmsnorm_forward(ex, a.ln2.data(), a.rstd2.data(), a.x_mid.data(), lw.post_norm, cfg_.rms_norm_eps, M, D);
     a.ffn_out.resize((size_t)M * D);
-    if (!cfg_.is_moe_layer(l)) dense_mlp_forward(ex, a.mlp, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_);
-    else moe_forward(ex, a.moe, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_, replay);
+    if (!cfg_.is_moe_layer(l)) {
+        dense_mlp_forward(ex, a.mlp, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_);
+    } else {
+        moe_forward(ex, a.moe, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_, replay, moe_keep);
+        if (moe_keep == MoeKeep::routes) return;  // no ffn_out: the caller's backward runs the experts
+    }
     copy_into(x, a.x_mid);
     add_inplace(x.data(), a.ffn_out.data(), (int64_t)M * D, residual_);
 }
@@ -234,7 +241,9 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
             swap_work(a);
             const int mi = moe_index_[l];
             ActBuffer x_out;
-            layer_forward(a, l, mi >= 0 && !replay_.empty() ? replay_[mi].data() : nullptr, x_out, true);
+            // An MoE layer's experts run in moe_backward_recomputing, one at a time.
+            layer_forward(a, l, mi >= 0 && !replay_.empty() ? replay_[mi].data() : nullptr, x_out, true,
+                          MoeKeep::routes);
         } else {
             swap_recomputed(a);
             recompute(a, l);
@@ -243,6 +252,8 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
         ActBuffer dln2((size_t)M * D);
         if (!cfg_.is_moe_layer(l))
             dense_mlp_backward(dln2.data(), g, dx.data(), a.mlp, a.ln2.data(), M, lw, cfg_, GradStore::overwrite);
+        else if (full_recompute_)
+            moe_backward_recomputing(ex_, dln2.data(), g, dx.data(), a.moe, a.ln2.data(), M, lw, cfg_);
         else moe_backward(dln2.data(), g, dx.data(), a.moe, a.ln2.data(), M, lw, cfg_);
         rmsnorm_backward(dx.data(), g.post_norm, dln2.data(), a.x_mid.data(), lw.post_norm, a.rstd2.data(), M, D);
         // x_mid = x_in + o_proj(attn(...)).

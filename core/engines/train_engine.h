@@ -143,7 +143,9 @@ private:
     void swap_recomputed(LayerActs& a);
     void recompute(LayerActs& a, int layer);
     void swap_work(LayerActs& a);
-    void layer_forward(LayerActs& a, int layer, const int32_t* replay, ActBuffer& x, bool save_att);
+    // moe_keep: what an MoE layer keeps of its experts (blocks.h); with
+    // MoeKeep::routes the layer's output x is not computed.
+    void layer_forward(LayerActs& a, int layer, const int32_t* replay, ActBuffer& x, bool save_att, MoeKeep moe_keep);
     ModelConfig cfg_;
     ParamLayout layout_;
     std::vector<int> moe_layers_;  // cfg_.moe_layers()

@@ -84,19 +84,46 @@ std::vector<int32_t> expert_slot_rows(const MoeActs& a, size_t slots) {
         for (int r = 0; r < (int)xe.rows.size(); ++r) row[xe.rows[r]] = r;
     return row;
 }
-// The expert's input rows x[Me, D], gathered from the layer input by token.
-void gather_expert_input(MoeActs::Expert& xe, const float* x, int D, int k) {
+// The expert's input rows dst[Me, D], gathered from the layer input by token.
+void gather_expert_input(ActBuffer& dst, const MoeActs::Expert& xe, const float* x, int D, int k) {
     const int Me = (int)xe.rows.size();
-    xe.x.resize((size_t)Me * D);
+    dst.resize((size_t)Me * D);
     for (int r = 0; r < Me; ++r) {
         const float* src = x + (size_t)(xe.rows[r] / k) * D;
-        std::copy(src, src + D, &xe.x[(size_t)r * D]);
+        std::copy(src, src + D, &dst[(size_t)r * D]);
     }
+}
+// One expert's forward: x gathered, gate, up, act and y, as moe_forward runs it.
+void expert_forward(const Exec& ex, ActBuffer& xg, ActBuffer& gate, ActBuffer& up, ActBuffer& act, ActBuffer& y,
+                    const MoeActs::Expert& xe, int e, const float* x, const LayerWeights& w, int D, int k, int Fm) {
+    const int Me = (int)xe.rows.size();
+    gather_expert_input(xg, xe, x, D, k);
+    gate.resize((size_t)Me * Fm);
+    up.resize((size_t)Me * Fm);
+    act.resize((size_t)Me * Fm);
+    y.resize((size_t)Me * D);
+    matmul_forward(ex, gate.data(), xg.data(), w.e_gate[e], nullptr, Me, D, Fm);
+    matmul_forward(ex, up.data(), xg.data(), w.e_up[e], nullptr, Me, D, Fm);
+    swiglu_forward(ex, act.data(), gate.data(), up.data(), (int64_t)Me * Fm);
+    matmul_forward(ex, y.data(), act.data(), w.e_down[e], nullptr, Me, Fm, D);
+}
+// A thread's expert scratch, kept across calls (sized to the largest expert
+// it ran): the activations no backward reads of the experts it runs.
+struct ExpertScratch {
+    ActBuffer x, gate, up, act, y;
+};
+ExpertScratch& expert_scratch() {
+    thread_local ExpertScratch s;
+    return s;
+}
+void drop_expert_activations(MoeActs::Expert& xe, bool keep_y) {
+    for (ActBuffer* b : {&xe.x, &xe.gate, &xe.up, &xe.act}) ActBuffer().swap(*b);
+    if (!keep_y) ActBuffer().swap(xe.y);
 }
 }  // namespace
 
 void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, const LayerWeights& w,
-                 const ModelConfig& cfg, const int32_t* replay_ids) {
+                 const ModelConfig& cfg, const int32_t* replay_ids, MoeKeep keep) {
     const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
     a.router_logits.resize((size_t)M * E);
     a.own_ids.resize((size_t)M * k);
@@ -127,6 +154,10 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
     for (auto& e : a.experts) e.rows.clear();
     for (int m = 0; m < M; ++m)
         for (int j = 0; j < k; ++j) a.experts[a.ids[(size_t)m * k + j]].rows.push_back(m * k + j);
+    if (keep == MoeKeep::routes) {
+        for (auto& xe : a.experts) drop_expert_activations(xe, false);
+        return;
+    }
     const std::vector<int32_t> slot_row = expert_slot_rows(a, (size_t)M * k);
     const std::vector<double> rows_of = expert_costs(a);
     // The experts are independent GEMMs of a few rows each: the threads share
@@ -134,17 +165,16 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
     // every expert's plan and bits those of its own matmul calls.
     parallel_tasks(E, rows_of.data(), [&](int e) {
         MoeActs::Expert& xe = a.experts[e];
-        const int Me = (int)xe.rows.size();
-        if (Me == 0) return;
-        gather_expert_input(xe, x, D, k);
-        xe.gate.resize((size_t)Me * Fm);
-        xe.up.resize((size_t)Me * Fm);
-        xe.act.resize((size_t)Me * Fm);
-        xe.y.resize((size_t)Me * D);
-        matmul_forward(ex, xe.gate.data(), xe.x.data(), w.e_gate[e], nullptr, Me, D, Fm);
-        matmul_forward(ex, xe.up.data(), xe.x.data(), w.e_up[e], nullptr, Me, D, Fm);
-        swiglu_forward(ex, xe.act.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm);
-        matmul_forward(ex, xe.y.data(), xe.act.data(), w.e_down[e], nullptr, Me, Fm, D);
+        if (xe.rows.empty()) return;
+        if (keep == MoeKeep::all) {
+            expert_forward(ex, xe.x, xe.gate, xe.up, xe.act, xe.y, xe, e, x, w, D, k, Fm);
+            return;
+        }
+        // Only y outlives the expert (the combine reads it): the rest of its
+        // activations, 70 % of a layer's expert buffers, in this thread's scratch.
+        ExpertScratch& t = expert_scratch();
+        drop_expert_activations(xe, true);
+        expert_forward(ex, t.x, t.gate, t.up, t.act, xe.y, xe, e, x, w, D, k, Fm);
     });
     // Combine (moe_combine_forward): per token and channel one fp32 FMA chain
     // over the k slots in slot order, rounded to the storage precision.
@@ -165,7 +195,7 @@ void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const Mode
         MoeActs::Expert& xe = a.experts[e];
         const int Me = (int)xe.rows.size();
         if (Me == 0) return;
-        gather_expert_input(xe, x, D, k);
+        gather_expert_input(xe.x, xe, x, D, k);
         xe.act.resize((size_t)Me * Fm);
         swiglu_forward(ex, xe.act.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm);
     });
@@ -179,41 +209,38 @@ void slots_by_expert(int* order, const int32_t* ids, int k) {
     }
 }
 
-void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
-                  const LayerWeights& w, const ModelConfig& cfg) {
-    const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
-    GradBuffer dweights((size_t)M * k);
-    // Each expert's backward is independent (its own weight gradients and
-    // slots); their input gradients are kept and added into dx afterwards in
-    // expert order, the order of the sequential loop, so dx has its bits.
-    // They are kept in the expert's output rows y, which are dead once the
-    // gate weights' gradients are taken (same shape, no second copy).
-    const std::vector<double> rows_of = expert_costs(a);
-    parallel_tasks(E, rows_of.data(), [&](int e) {
-        MoeActs::Expert& xe = a.experts[e];
-        const int Me = (int)xe.rows.size();
-        if (Me == 0) return;
-        // Per-thread scratch kept across calls: fresh buffers for every
-        // expert of every layer and step took their pages anew each time.
-        thread_local ActBuffer dy, dact, dgate, dup;
-        dy.resize((size_t)Me * D);  // written whole by moe_combine_backward
-        moe_combine_backward(dy.data(), dweights.data(), dout, xe.y.data(), a.weights.data(), xe.rows.data(), Me, k, D);
-        dact.resize((size_t)Me * Fm);
-        dgate.resize((size_t)Me * Fm);
-        dup.resize((size_t)Me * Fm);
-        float* dxe = xe.y.data();
-        matmul_backward(dact.data(), gw.e_down[e], nullptr, dy.data(), xe.act.data(), w.e_down[e], Me, Fm, D,
-                        GradStore::overwrite);
-        swiglu_backward(dgate.data(), dup.data(), dact.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm,
-                        GradStore::overwrite);
-        matmul_backward(dxe, gw.e_gate[e], nullptr, dgate.data(), xe.x.data(), w.e_gate[e], Me, D, Fm,
-                        GradStore::overwrite);
-        matmul_backward(dxe, gw.e_up[e], nullptr, dup.data(), xe.x.data(), w.e_up[e], Me, D, Fm);
-    });
-    // dx[m] = token m's expert input gradients added in ascending expert order
-    // (the order of one loop over the experts, so its bits): the combine with
-    // unit weights, whose fma(1, y, acc) from 0 is exactly that sum of adds,
-    // split over the pool's threads and in vector lanes.
+namespace {
+
+// One expert's backward from its activations: dy and the gate weights'
+// gradients from dout and its output y (moe_combine_backward), then its
+// weight gradients, and its input gradients into dxe (which may be y's
+// buffer: y is read before). Per-thread scratch, kept across calls: fresh
+// buffers for every expert of every layer and step took their pages anew
+// each time.
+void expert_backward(float* dxe, LayerWeights& gw, float* dweights, const float* dout, const float* y, const float* xg,
+                     const float* gate, const float* up, const float* act, const MoeActs& a, const MoeActs::Expert& xe,
+                     int e, const LayerWeights& w, int D, int k, int Fm) {
+    const int Me = (int)xe.rows.size();
+    thread_local ActBuffer dy, dact, dgate, dup;
+    dy.resize((size_t)Me * D);  // written whole by moe_combine_backward
+    moe_combine_backward(dy.data(), dweights, dout, y, a.weights.data(), xe.rows.data(), Me, k, D);
+    dact.resize((size_t)Me * Fm);
+    dgate.resize((size_t)Me * Fm);
+    dup.resize((size_t)Me * Fm);
+    matmul_backward(dact.data(), gw.e_down[e], nullptr, dy.data(), act, w.e_down[e], Me, Fm, D, GradStore::overwrite);
+    swiglu_backward(dgate.data(), dup.data(), dact.data(), gate, up, (int64_t)Me * Fm, GradStore::overwrite);
+    matmul_backward(dxe, gw.e_gate[e], nullptr, dgate.data(), xg, w.e_gate[e], Me, D, Fm, GradStore::overwrite);
+    matmul_backward(dxe, gw.e_up[e], nullptr, dup.data(), xg, w.e_up[e], Me, D, Fm);
+}
+
+// After every expert's backward left its input gradients in its y rows:
+// dx[m] = token m's expert input gradients added in ascending expert order
+// (the order of one loop over the experts, so its bits): the combine with
+// unit weights, whose fma(1, y, acc) from 0 is exactly that sum of adds,
+// split over the pool's threads and in vector lanes. Then the router's backward.
+void moe_backward_tail(float* dx, LayerWeights& gw, const float* dweights, const MoeActs& a, const float* x, int M,
+                       const LayerWeights& w, const ModelConfig& cfg) {
+    const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok;
     const std::vector<int32_t> slot_row = expert_slot_rows(a, (size_t)M * k);
     // Each token's slot list is its own, so the threads split the tokens (on
     // the calling thread alone this loop left the other thread idle).
@@ -231,8 +258,48 @@ void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, co
     const std::vector<float> unit((size_t)M * k, 1.0f);
     moe_combine_forward(Exec{Family::batch_invariant, Dtype::f32}, dx, by_expert.data(), unit.data(), M, k, D);
     GradBuffer dlogits((size_t)M * E);
-    router_backward(dlogits.data(), dweights.data(), a.weights.data(), a.ids.data(), M, E, k);
+    router_backward(dlogits.data(), dweights, a.weights.data(), a.ids.data(), M, E, k);
     matmul_backward(dx, gw.router, nullptr, dlogits.data(), x, w.router, M, D, E);
+}
+
+}  // namespace
+
+void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
+                  const LayerWeights& w, const ModelConfig& cfg) {
+    const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
+    GradBuffer dweights((size_t)M * k);
+    // Each expert's backward is independent (its own weight gradients and
+    // slots); their input gradients are kept and added into dx afterwards in
+    // expert order. They are kept in the expert's output rows y, which are
+    // dead once the gate weights' gradients are taken (same shape, no second copy).
+    const std::vector<double> rows_of = expert_costs(a);
+    parallel_tasks(E, rows_of.data(), [&](int e) {
+        MoeActs::Expert& xe = a.experts[e];
+        if (xe.rows.empty()) return;
+        expert_backward(xe.y.data(), gw, dweights.data(), dout, xe.y.data(), xe.x.data(), xe.gate.data(), xe.up.data(),
+                        xe.act.data(), a, xe, e, w, D, k, Fm);
+    });
+    moe_backward_tail(dx, gw, dweights.data(), a, x, M, w, cfg);
+}
+
+void moe_backward_recomputing(const Exec& ex, float* dx, LayerWeights& gw, const float* dout, MoeActs& a,
+                              const float* x, int M, const LayerWeights& w, const ModelConfig& cfg) {
+    const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
+    GradBuffer dweights((size_t)M * k);
+    const std::vector<double> rows_of = expert_costs(a);
+    parallel_tasks(E, rows_of.data(), [&](int e) {
+        MoeActs::Expert& xe = a.experts[e];
+        if (xe.rows.empty()) return;
+        // The expert's forward in this thread's scratch, with the calls, M_e and
+        // thread count of moe_forward's (so its bits), then its backward; only
+        // its input gradients outlive it, in its y.
+        ExpertScratch& t = expert_scratch();
+        expert_forward(ex, t.x, t.gate, t.up, t.act, t.y, xe, e, x, w, D, k, Fm);
+        xe.y.resize((size_t)xe.rows.size() * D);
+        expert_backward(xe.y.data(), gw, dweights.data(), dout, t.y.data(), t.x.data(), t.gate.data(), t.up.data(),
+                        t.act.data(), a, xe, e, w, D, k, Fm);
+    });
+    moe_backward_tail(dx, gw, dweights.data(), a, x, M, w, cfg);
 }
 
 }  // namespace mlk

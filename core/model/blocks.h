@@ -51,10 +51,18 @@ struct MoeActs {
     };
     std::vector<Expert> experts;
 };
+// What moe_forward keeps of each expert's activations. The bits of what it
+// computes are the same in every mode.
+enum class MoeKeep {
+    all,     // x, gate, up, act and y: for moe_backward (or moe_recompute_inputs)
+    output,  // y only, which the combine reads: no backward reads this layer's experts
+    routes,  // the routing only (ids, weights, each expert's rows); no expert runs and
+             // `out` is not written: for moe_backward_recomputing
+};
 // replay_ids[M,k] (R3): experts to use where replay_ids[m*k] >= 0; the gate
 // weights are a softmax over *this* engine's logits of those experts.
 void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, const LayerWeights& w,
-                 const ModelConfig& cfg, const int32_t* replay_ids);
+                 const ModelConfig& cfg, const int32_t* replay_ids, MoeKeep keep = MoeKeep::all);
 // Each expert's gathered input rows x and SwiGLU output act, recomputed from
 // the layer input and the kept gate/up (the same bits moe_forward made).
 void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const ModelConfig& cfg);
@@ -66,5 +74,11 @@ void slots_by_expert(int* order, const int32_t* ids, int k);
 // Consumes a.experts[].y (overwritten with the experts' input gradients).
 void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
                   const LayerWeights& w, const ModelConfig& cfg);
+// The same from a routing only (moe_forward with MoeKeep::routes): each
+// expert's forward runs again in its thread's scratch right before its
+// backward, as moe_forward ran it (same bits), so a layer never holds every
+// expert's activations at once (a checkpointed moe-deep layer: 123 MB).
+void moe_backward_recomputing(const Exec& ex, float* dx, LayerWeights& gw, const float* dout, MoeActs& a,
+                              const float* x, int M, const LayerWeights& w, const ModelConfig& cfg);
 
 }  // namespace mlk
