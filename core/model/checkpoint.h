@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -77,6 +78,10 @@ struct TensorOut {
     std::string dtype = "F32";
     std::vector<int64_t> shape;
     const void* data = nullptr;  // little-endian bytes, product(shape) * dtype size
+    // Instead of data (F32 only): writes the product(shape) floats into a
+    // buffer of the writer's, when the tensor's turn comes (a tensor made on
+    // the fly, without a copy of every tensor held at once).
+    std::function<void(float*)> fill;
 };
 // Atomic (temp file + fsync + rename). Tensors are stored in the given order.
 void write_safetensors(const std::string& path, const std::vector<TensorOut>& tensors,

@@ -88,7 +88,7 @@ std::vector<EditableTensor> read_all(const std::string& path, std::map<std::stri
 void write_all(const std::string& path, const std::vector<EditableTensor>& ts,
                const std::map<std::string, std::string>& meta) {
     std::vector<TensorOut> out;
-    for (const auto& t : ts) out.push_back({t.name, t.dtype, t.shape, t.bytes.data()});
+    for (const auto& t : ts) out.push_back({t.name, t.dtype, t.shape, t.bytes.data(), {}});
     write_safetensors(path, out, meta);
 }
 

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "core/store/export.h"
 #include "core/config/presets.h"
 #include "core/rl/run_controller.h"
+#include "core/rl/session.h"
 #include "tests/cli_runner.h"
 #include "tests/scratch.h"
 
@@ -118,6 +120,29 @@ TEST(Rl, ResumeRecomputesTheSameSteps) {
             ASSERT_EQ((int)series.size(), 8);
             EXPECT_EQ(series[step].second, v) << name << " at step " << step;
         }
+}
+
+// A checkpoint changes nothing of the run it saves: the optimizer's moments
+// are lent to the file writer, not copied, and must come back whole.
+TEST(Rl, ACheckpointLeavesTheRunAsItWas) {
+    Config c = small_config();
+    c.run.checkpoint_every = 1000;
+    c.task.partial_credit = true;  // rewards that differ at random weights: the steps train
+    const ModelConfig m = model_config_of(c);
+    const ParamLayout layout = make_param_layout(m);
+    std::vector<float> params(layout.total);
+    init_params(m, layout, params.data(), (uint64_t)c.seed);
+    const fs::path root = scratch() / "lent-moments";
+    RlSession saved(c, params, nullptr, 1, root.string()), plain(c, params, nullptr, 1, root.string());
+    for (int i = 0; i < 3; ++i) {
+        saved.step();
+        saved.checkpoint();
+        plain.step();
+    }
+    ASSERT_TRUE(fs::exists(root / "step-2" / "optimizer.safetensors"));
+    ASSERT_NE(0, std::memcmp(plain.params().data(), params.data(), layout.total * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(saved.params().data(), plain.params().data(), layout.total * sizeof(float)))
+        << "steps after a checkpoint must train as they would without it";
 }
 
 int integrity_ok(const std::string& path) {
