@@ -233,14 +233,37 @@ void expert_backward(float* dxe, LayerWeights& gw, float* dweights, const float*
     matmul_backward(dxe, gw.e_up[e], nullptr, dup.data(), xg, w.e_up[e], Me, D, Fm);
 }
 
-// After every expert's backward left its input gradients in its y rows:
+// Every expert's backward, the experts shared out over the threads (each has
+// its own weight gradients and slots), from the activations moe_forward kept
+// (recompute == nullptr) or from its forward run again under *recompute.
+// Their input gradients are kept in the experts' y rows (dead once the gate
+// weights' gradients are taken: same shape, no second copy), and then
 // dx[m] = token m's expert input gradients added in ascending expert order
 // (the order of one loop over the experts, so its bits): the combine with
 // unit weights, whose fma(1, y, acc) from 0 is exactly that sum of adds,
 // split over the pool's threads and in vector lanes. Then the router's backward.
-void moe_backward_tail(float* dx, LayerWeights& gw, const float* dweights, const MoeActs& a, const float* x, int M,
-                       const LayerWeights& w, const ModelConfig& cfg) {
-    const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok;
+void backward_experts(const Exec* recompute, float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x,
+                      int M, const LayerWeights& w, const ModelConfig& cfg) {
+    const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
+    GradBuffer dweights((size_t)M * k);
+    const std::vector<double> rows_of = expert_costs(a);
+    parallel_tasks(E, rows_of.data(), [&](int e) {
+        MoeActs::Expert& xe = a.experts[e];
+        if (xe.rows.empty()) return;
+        if (!recompute) {
+            expert_backward(xe.y.data(), gw, dweights.data(), dout, xe.y.data(), xe.x.data(), xe.gate.data(),
+                            xe.up.data(), xe.act.data(), a, xe, e, w, D, k, Fm);
+            return;
+        }
+        // The expert's forward in this thread's scratch, with the calls, M_e and
+        // thread count of moe_forward's (so its bits), then its backward; only
+        // its input gradients outlive it, in its y.
+        ExpertScratch& t = expert_scratch();
+        expert_forward(*recompute, t.x, t.gate, t.up, t.act, t.y, xe, e, x, w, D, k, Fm);
+        xe.y.resize((size_t)xe.rows.size() * D);
+        expert_backward(xe.y.data(), gw, dweights.data(), dout, t.y.data(), t.x.data(), t.gate.data(), t.up.data(),
+                        t.act.data(), a, xe, e, w, D, k, Fm);
+    });
     const std::vector<int32_t> slot_row = expert_slot_rows(a, (size_t)M * k);
     // Each token's slot list is its own, so the threads split the tokens (on
     // the calling thread alone this loop left the other thread idle).
@@ -258,7 +281,7 @@ void moe_backward_tail(float* dx, LayerWeights& gw, const float* dweights, const
     const std::vector<float> unit((size_t)M * k, 1.0f);
     moe_combine_forward(Exec{Family::batch_invariant, Dtype::f32}, dx, by_expert.data(), unit.data(), M, k, D);
     GradBuffer dlogits((size_t)M * E);
-    router_backward(dlogits.data(), dweights, a.weights.data(), a.ids.data(), M, E, k);
+    router_backward(dlogits.data(), dweights.data(), a.weights.data(), a.ids.data(), M, E, k);
     matmul_backward(dx, gw.router, nullptr, dlogits.data(), x, w.router, M, D, E);
 }
 
@@ -266,40 +289,12 @@ void moe_backward_tail(float* dx, LayerWeights& gw, const float* dweights, const
 
 void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
                   const LayerWeights& w, const ModelConfig& cfg) {
-    const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
-    GradBuffer dweights((size_t)M * k);
-    // Each expert's backward is independent (its own weight gradients and
-    // slots); their input gradients are kept and added into dx afterwards in
-    // expert order. They are kept in the expert's output rows y, which are
-    // dead once the gate weights' gradients are taken (same shape, no second copy).
-    const std::vector<double> rows_of = expert_costs(a);
-    parallel_tasks(E, rows_of.data(), [&](int e) {
-        MoeActs::Expert& xe = a.experts[e];
-        if (xe.rows.empty()) return;
-        expert_backward(xe.y.data(), gw, dweights.data(), dout, xe.y.data(), xe.x.data(), xe.gate.data(), xe.up.data(),
-                        xe.act.data(), a, xe, e, w, D, k, Fm);
-    });
-    moe_backward_tail(dx, gw, dweights.data(), a, x, M, w, cfg);
+    backward_experts(nullptr, dx, gw, dout, a, x, M, w, cfg);
 }
 
 void moe_backward_recomputing(const Exec& ex, float* dx, LayerWeights& gw, const float* dout, MoeActs& a,
                               const float* x, int M, const LayerWeights& w, const ModelConfig& cfg) {
-    const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
-    GradBuffer dweights((size_t)M * k);
-    const std::vector<double> rows_of = expert_costs(a);
-    parallel_tasks(E, rows_of.data(), [&](int e) {
-        MoeActs::Expert& xe = a.experts[e];
-        if (xe.rows.empty()) return;
-        // The expert's forward in this thread's scratch, with the calls, M_e and
-        // thread count of moe_forward's (so its bits), then its backward; only
-        // its input gradients outlive it, in its y.
-        ExpertScratch& t = expert_scratch();
-        expert_forward(ex, t.x, t.gate, t.up, t.act, t.y, xe, e, x, w, D, k, Fm);
-        xe.y.resize((size_t)xe.rows.size() * D);
-        expert_backward(xe.y.data(), gw, dweights.data(), dout, t.y.data(), t.x.data(), t.gate.data(), t.up.data(),
-                        t.act.data(), a, xe, e, w, D, k, Fm);
-    });
-    moe_backward_tail(dx, gw, dweights.data(), a, x, M, w, cfg);
+    backward_experts(&ex, dx, gw, dout, a, x, M, w, cfg);
 }
 
 }  // namespace mlk
