@@ -155,7 +155,6 @@ void from_hf(const ParamSpec& s, const float* in, float* arena) {
         for (int64_t n = 0; n < N; ++n) dst[k * N + n] = in[n * K + k];
 }
 
-// HF-layout float blob for one arena (params or a moment buffer).
 // The arena's tensors in HF layout, written from the arena itself: a tensor
 // stored as HF stores it is written in place, a transposed one through the
 // writer's one-tensor buffer. A copy of the whole arena (twice for the
@@ -367,7 +366,7 @@ std::vector<float> SafetensorsFile::to_f32(const std::string& name) const {
 
 // ---- checkpoints --------------------------------------------------------------
 void save_checkpoint(const std::string& dir, const ModelConfig& cfg, const ParamLayout& layout, const float* params,
-                     const json& metadata, const OptimizerState* opt) {
+                     const json& metadata, std::optional<OptimizerStateView> opt) {
     if (!params) checkpoint_fail("save_checkpoint: params is null");
     if (opt &&
         (opt->m.size() != static_cast<size_t>(layout.total) || opt->v.size() != static_cast<size_t>(layout.total)))

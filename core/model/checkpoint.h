@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -45,6 +46,15 @@ struct OptimizerState {
     std::vector<float> v;  // exp_avg_sq, layout.total floats
     bool operator==(const OptimizerState&) const = default;
 };
+// What save_checkpoint writes of an optimizer: its step and views of its
+// moments, the caller's own arrays (a copy was 118 MB on moe-deep).
+struct OptimizerStateView {
+    int64_t step = 0;
+    std::span<const float> m, v;
+    OptimizerStateView(int64_t step_, std::span<const float> m_, std::span<const float> v_)
+        : step(step_), m(m_), v(v_) {}
+    OptimizerStateView(const OptimizerState& s) : step(s.step), m(s.m), v(s.v) {}  // NOLINT: a view of it
+};
 
 struct LoadedCheckpoint {
     ModelConfig model;          // from config.json (size "custom" when no preset matches)
@@ -60,7 +70,7 @@ struct LoadedCheckpoint {
 // entries are also mirrored as readable strings in the safetensors
 // __metadata__. Throws CheckpointError.
 void save_checkpoint(const std::string& dir, const ModelConfig& cfg, const ParamLayout& layout, const float* params,
-                     const nlohmann::json& metadata = {}, const OptimizerState* opt = nullptr);
+                     const nlohmann::json& metadata = {}, std::optional<OptimizerStateView> opt = std::nullopt);
 
 // Reads a checkpoint directory. Accepts F32, F16, BF16 (and F64) tensors,
 // converting to float. Throws CheckpointError naming the file and the problem:

@@ -55,18 +55,9 @@ void RlSession::checkpoint() {
     if (next_step_ == 0) return;
     const int64_t step = next_step_ - 1;
     const std::string dir = ckpt_root_ + "/step-" + std::to_string(step);
-    // The moments are lent to the state saved, not copied (a copy was 118 MB
-    // on moe-deep), and come back however the save ends.
-    struct Lent {
-        AdamW& opt;
-        OptimizerState st;
-        ~Lent() {
-            opt.m = std::move(st.m);
-            opt.v = std::move(st.v);
-        }
-    } lent{opt_, {opt_.step, std::move(opt_.m), std::move(opt_.v)}};
-    save_checkpoint(dir, model_, layout_, params_.data(), {{"step", step}, {"run_id", run_id_}},
-                    lent.st.m.empty() ? nullptr : &lent.st);
+    std::optional<OptimizerStateView> opt;
+    if (!opt_.m.empty()) opt.emplace(opt_.step, opt_.m, opt_.v);
+    save_checkpoint(dir, model_, layout_, params_.data(), {{"step", step}, {"run_id", run_id_}}, opt);
     if (!store_) return;
     store_->add_checkpoint(run_id_, step, dir);
     prune_checkpoints();

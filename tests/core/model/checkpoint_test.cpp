@@ -120,7 +120,7 @@ TEST_F(CheckpointTest, RoundTripIsBitwiseForEveryPreset) {
             {"reward", 0.1 + 0.2}, {"config", {{"rollout", {{"precision", "bf16"}}}, {"list", {1, 2.5, "x", nullptr}}}},
             {"format", "mine"},    {"mlk.private", true}};
         const std::string d = dir(preset);
-        save_checkpoint(d, cfg, layout, params.data(), meta, &opt);
+        save_checkpoint(d, cfg, layout, params.data(), meta, opt);
         EXPECT_TRUE(fs::exists(d + "/model.safetensors"));
         EXPECT_TRUE(fs::exists(d + "/config.json"));
         EXPECT_TRUE(fs::exists(d + "/optimizer.safetensors"));
@@ -476,15 +476,15 @@ TEST_F(CheckpointTest, OptimizerFromAnotherSaveIsRefused) {
     const ParamLayout layout = make_param_layout(cfg);
     const std::vector<float> params = random_arena(layout.total, 9);
     OptimizerState opt{3, random_arena(layout.total, 10), random_arena(layout.total, 11)};
-    save_checkpoint(dir("a"), cfg, layout, params.data(), {}, &opt);
-    save_checkpoint(dir("b"), cfg, layout, params.data(), {}, &opt);
+    save_checkpoint(dir("a"), cfg, layout, params.data(), {}, opt);
+    save_checkpoint(dir("b"), cfg, layout, params.data(), {}, opt);
     fs::copy_file(dir("a") + "/optimizer.safetensors", dir("b") + "/optimizer.safetensors",
                   fs::copy_options::overwrite_existing);
     const std::string e = error_of([&] { load_checkpoint(dir("b")); });
     EXPECT_NE(e.find("optimizer.safetensors"), std::string::npos) << e;
     EXPECT_NE(e.find("different save"), std::string::npos) << e;
     OptimizerState wrong{1, std::vector<float>(3), std::vector<float>(3)};
-    EXPECT_THROW(save_checkpoint(dir("c"), cfg, layout, params.data(), {}, &wrong), CheckpointError);
+    EXPECT_THROW(save_checkpoint(dir("c"), cfg, layout, params.data(), {}, wrong), CheckpointError);
 }
 
 TEST_F(CheckpointTest, HalfPrecisionTensorsAreConverted) {
