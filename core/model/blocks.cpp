@@ -116,9 +116,10 @@ ExpertScratch& expert_scratch() {
     thread_local ExpertScratch s;
     return s;
 }
-void drop_expert_activations(MoeActs::Expert& xe, bool keep_y) {
+// Frees the expert's activations other than y, which every mode keeps (the
+// combine's input, or the backward's input gradients in its place).
+void drop_expert_activations(MoeActs::Expert& xe) {
     for (ActBuffer* b : {&xe.x, &xe.gate, &xe.up, &xe.act}) ActBuffer().swap(*b);
-    if (!keep_y) ActBuffer().swap(xe.y);
 }
 }  // namespace
 
@@ -155,7 +156,7 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
     for (int m = 0; m < M; ++m)
         for (int j = 0; j < k; ++j) a.experts[a.ids[(size_t)m * k + j]].rows.push_back(m * k + j);
     if (keep == MoeKeep::routes) {
-        for (auto& xe : a.experts) drop_expert_activations(xe, false);
+        for (auto& xe : a.experts) drop_expert_activations(xe);
         return;
     }
     const std::vector<int32_t> slot_row = expert_slot_rows(a, (size_t)M * k);
@@ -173,7 +174,7 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
         // Only y outlives the expert (the combine reads it): the rest of its
         // activations, 70 % of a layer's expert buffers, in this thread's scratch.
         ExpertScratch& t = expert_scratch();
-        drop_expert_activations(xe, true);
+        drop_expert_activations(xe);
         expert_forward(ex, t.x, t.gate, t.up, t.act, xe.y, xe, e, x, w, D, k, Fm);
     });
     // Combine (moe_combine_forward): per token and channel one fp32 FMA chain

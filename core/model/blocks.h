@@ -57,7 +57,8 @@ enum class MoeKeep {
     all,     // x, gate, up, act and y: for moe_backward (or moe_recompute_inputs)
     output,  // y only, which the combine reads: no backward reads this layer's experts
     routes,  // the routing only (ids, weights, each expert's rows); no expert runs and
-             // `out` is not written: for moe_backward_recomputing
+             // `out` is not written: for moe_backward_recomputing, which writes the
+             // input gradients into the y buffers this keeps allocated
 };
 // replay_ids[M,k] (R3): experts to use where replay_ids[m*k] >= 0; the gate
 // weights are a softmax over *this* engine's logits of those experts.
