@@ -13,13 +13,14 @@
 //
 // The FMA peak is sampled right before every timed step and a preset's share
 // of it is taken against the mean of its own samples: on a shared VM the peak
-// moves with the other tenant by a factor of up to two within a minute, and
-// one sample at the start credited or charged a whole run with that moment.
+// moves with the other tenant (110-351 GFLOP/s within minutes on two Xeon
+// vCPUs), and one sample at the start credited or charged a whole run with
+// that moment.
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -50,6 +51,7 @@ struct Lane {
     PhaseTotals ph[3];
     double wall = 0, tok = 0;
     std::string rollout_device, train_device;
+    int64_t params = 0;
 };
 
 // Times one step of the lane, its phases apart. Phase boundaries arrive on
@@ -109,23 +111,19 @@ nlohmann::json blas_comparison(const PhaseTotals (&ph)[3], const Config& c, int 
 }
 
 // batch-invariant / fast, per phase and for the step, of the two families'
-// interleaved steps: their times, and their times per GFLOP (the families
-// sample different tokens from the same seed, so their work differs a
-// little). Added to both families' entries of `all` (its last two).
-void print_family_ratio(nlohmann::json& all, const nlohmann::json& by_family, const std::string& name, bool json) {
-    const nlohmann::json& f = by_family["fast"];
-    const nlohmann::json& b = by_family["batch-invariant"];
-    const auto ratio = [](double ms_b, double gf_b, double ms_f, double gf_f) {
-        return nlohmann::json{{"time", ms_b / ms_f}, {"time_per_gflop", (ms_b / gf_b) / (ms_f / gf_f)}};
+// entries (fast, batch-invariant) of interleaved steps: their times, and
+// their times per GFLOP (the families sample different tokens from the same
+// seed, so their work differs a little). Added to both entries.
+void add_family_ratio(nlohmann::json& fast, nlohmann::json& bi, const std::string& name, bool json) {
+    const auto ratio = [&](const nlohmann::json& b, const nlohmann::json& f, const char* ms, const char* gflop) {
+        const double tb = b[ms].get<double>(), tf = f[ms].get<double>();
+        return nlohmann::json{{"time", tb / tf},
+                              {"time_per_gflop", (tb / b[gflop].get<double>()) / (tf / f[gflop].get<double>())}};
     };
     nlohmann::json r;
-    for (const char* p : kPhaseNames)
-        r[p] = ratio(b[p]["ms"].get<double>(), b[p]["gflop"].get<double>(), f[p]["ms"].get<double>(),
-                     f[p]["gflop"].get<double>());
-    r["step"] = ratio(b["step_ms"].get<double>(), b["step_gflop"].get<double>(), f["step_ms"].get<double>(),
-                      f["step_gflop"].get<double>());
-    all[all.size() - 1]["batch_invariant_over_fast"] = r;
-    all[all.size() - 2]["batch_invariant_over_fast"] = r;
+    for (const char* p : kPhaseNames) r[p] = ratio(bi[p], fast[p], "ms", "gflop");
+    r["step"] = ratio(bi, fast, "step_ms", "step_gflop");
+    fast["batch_invariant_over_fast"] = bi["batch_invariant_over_fast"] = r;
     if (json) return;
     std::printf("%-26s %8s %8s |", name.c_str(), "", "bi/fast");
     for (const char* p : kPhaseNames)
@@ -199,6 +197,7 @@ int cmd_bench(const Argv& argv) {
                 if (families[f]) lane.cfg.kernels.batch_invariant = *families[f];
                 const ModelConfig m = model_config_of(lane.cfg);
                 const ParamLayout layout = make_param_layout(m);
+                lane.params = layout.total;
                 std::vector<float> params(layout.total);
                 init_params(m, layout, params.data(), (uint64_t)lane.cfg.seed);
                 lane.session = std::make_unique<RlSession>(lane.cfg, std::move(params), nullptr, 0, "", 0);
@@ -218,7 +217,7 @@ int cmd_bench(const Argv& argv) {
             double peak = 0;
             for (double p : peaks) peak += p / peaks.size();
             const auto [peak_min, peak_max] = std::minmax_element(peaks.begin(), peaks.end());
-            nlohmann::json by_family;
+            std::vector<nlohmann::json> entries;  // one per lane, in the lanes' order
             for (Lane& lane : lanes) {
                 const Config& c = lane.cfg;
                 const auto& ph = lane.ph;
@@ -230,9 +229,8 @@ int cmd_bench(const Argv& argv) {
                 const double step_gflops = step_gflop / (step_ms * 1e-3);
                 const char* family = c.kernels.batch_invariant ? "batch-invariant" : "fast";
                 const bool all_cpu = lane.rollout_device == "cpu" && lane.train_device == "cpu";
-                const int64_t nparams = make_param_layout(model_config_of(c)).total;
                 nlohmann::json j = {{"preset", name},
-                                    {"params", nparams},
+                                    {"params", lane.params},
                                     {"kernels", family},
                                     {"threads", num_threads()},
                                     {"rollout_device", lane.rollout_device},
@@ -252,7 +250,7 @@ int cmd_bench(const Argv& argv) {
                 }
                 if (!json) {
                     const std::string label = all_cpu ? name : name + " (gpu)";
-                    std::printf("%-26s %8lld %8s |", label.c_str(), (long long)nparams,
+                    std::printf("%-26s %8lld %8s |", label.c_str(), (long long)lane.params,
                                 c.kernels.batch_invariant ? "bi" : "fast");
                     for (int p = 0; p < 3; ++p) {
                         const auto& q = j[kPhaseNames[p]];
@@ -266,10 +264,10 @@ int cmd_bench(const Argv& argv) {
                     std::printf(" %7.0f | %6.1f (%.1f-%.1f)\n", lane.tok / steps, peak, *peak_min, *peak_max);
                 }
                 if (blas) j["openblas"] = blas_comparison(ph, c, steps, json);
-                by_family[family] = j;
-                all.push_back(j);
+                entries.push_back(std::move(j));
             }
-            if (lanes.size() == 2) print_family_ratio(all, by_family, name, json);
+            if (entries.size() == 2) add_family_ratio(entries[0], entries[1], name, json);  // --kernels both
+            for (auto& j : entries) all.push_back(std::move(j));
             std::fflush(stdout);
         }
     if (json) std::cout << all.dump() << "\n";
