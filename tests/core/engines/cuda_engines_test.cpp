@@ -5,8 +5,11 @@
 // policy; under the fast kernels (cuBLAS, split-KV decode) they differ.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 
+#include "core/config/presets.h"
+#include "core/rl/session.h"
 #include "tests/core/engines/device_compare.h"
 
 using namespace mlk;
@@ -98,4 +101,50 @@ TEST(CudaEngines, FastFamilyMismatchesTheCpu) {
         EXPECT_GT(diff, 0u) << preset;
         EXPECT_LT(worst, 1e-2) << preset;
     }
+}
+
+// A whole RL run with both engines on the GPU (weight syncs, the host
+// optimizer stepping the weights by the GPU's gradients, a second step from
+// the weights the first one left) is the CPU's run: under batch-invariant
+// kernels every recorded metric but the timings equals the CPU's bit for bit;
+// under the fast kernels some differ.
+TEST(CudaEngines, AnRlRunOnTheGpuIsTheCpusRunBitForBit) {
+    MLK_REQUIRE_GPU();
+    for (const char* preset : {"dense-tiny", "moe-tiny"})
+        for (bool batch_invariant : {true, false}) {
+            std::vector<std::vector<std::pair<std::string, double>>> runs;  // per device: (name, value) of 2 steps
+            for (Device d : {Device::cpu, Device::cuda}) {
+                Config cfg;  // a model preset's default run, as `run --preset` makes it
+                cfg.model = preset_settings(preset);
+                cfg.kernels.batch_invariant = batch_invariant;
+                cfg.rollout.device = cfg.train.device = d;
+                const ModelConfig m = model_config_of(cfg);
+                const ParamLayout layout = make_param_layout(m);
+                std::vector<float> params(layout.total);
+                init_params(m, layout, params.data(), (uint64_t)cfg.seed);
+                RlSession session(cfg, std::move(params), nullptr, 0, "", 0);
+                auto& run = runs.emplace_back();
+                for (int step = 0; step < 2; ++step)
+                    for (const auto& [name, value] : session.step().metrics) {
+                        const MetricInfo* info = find_metric(name);
+                        if (!info || info->group != "Speed") run.emplace_back(std::to_string(step) + " " + name, value);
+                    }
+            }
+            ASSERT_EQ(runs[0].size(), runs[1].size()) << preset;
+            ASSERT_GT(runs[0].size(), 50u) << preset;
+            size_t differ = 0;
+            for (size_t i = 0; i < runs[0].size(); ++i) {  // in the order the session records them
+                ASSERT_EQ(runs[0][i].first, runs[1][i].first) << preset;
+                const bool same =
+                    std::bit_cast<uint64_t>(runs[0][i].second) == std::bit_cast<uint64_t>(runs[1][i].second);
+                differ += !same;
+                if (batch_invariant) {
+                    EXPECT_TRUE(same) << preset << " " << runs[0][i].first << ": cpu " << runs[0][i].second << ", gpu "
+                                      << runs[1][i].second;
+                }
+            }
+            if (!batch_invariant) {
+                EXPECT_GT(differ, 0u) << preset << ": the fast family's GPU run is the CPU's";
+            }
+        }
 }
