@@ -4,6 +4,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -23,6 +28,63 @@ void check(cudaError_t e, const char* what) {
 void check_cublas(cublasStatus_t s, const char* what) {
     if (s == CUBLAS_STATUS_SUCCESS) return;
     throw std::runtime_error(std::string("cuBLAS ") + what + ": status " + std::to_string((int)s));
+}
+
+bool profiling() {
+    static const bool on = [] {
+        const char* v = std::getenv("MLK_CUDA_PROFILE");
+        return v && *v && std::string(v) != "0";
+    }();
+    return on;
+}
+
+namespace {
+// The totals of MLK_CUDA_PROFILE, printed when the process exits (no CUDA
+// call is made then: only the table is read).
+struct Profile {
+    struct Entry {
+        int64_t calls = 0;
+        double seconds = 0;
+    };
+    std::mutex mu;
+    std::map<std::string, Entry> by_name;
+    ~Profile() {
+        if (by_name.empty()) return;
+        std::vector<std::pair<std::string, Entry>> rows(by_name.begin(), by_name.end());
+        std::sort(rows.begin(), rows.end(),
+                  [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+        double total = 0;
+        for (const auto& r : rows) total += r.second.seconds;
+        std::fprintf(stderr, "MLK_CUDA_PROFILE: %.3f s in all, by name (calls, ms, share, us per call)\n", total);
+        for (const auto& [name, e] : rows)
+            std::fprintf(stderr, "  %-44s %9lld %10.2f %5.1f%% %9.1f\n", name.c_str(), (long long)e.calls,
+                         e.seconds * 1e3, 100 * e.seconds / total, 1e6 * e.seconds / (double)e.calls);
+    }
+};
+Profile& profile() {
+    static Profile p;
+    return p;
+}
+}  // namespace
+
+// The launch (or call, or copy) returned to the host just now: the host time
+// since the last mark is the host's ("host, between device calls"), the wait
+// for the stream is the device's.
+void profile_mark(const char* what) {
+    using clock = std::chrono::steady_clock;
+    thread_local clock::time_point last = clock::now();
+    const clock::time_point entered = clock::now();
+    check(cudaStreamSynchronize(stream()), what);
+    const clock::time_point done = clock::now();
+    Profile& p = profile();
+    std::lock_guard<std::mutex> lk(p.mu);
+    auto& dev = p.by_name[what];
+    dev.calls += 1;
+    dev.seconds += std::chrono::duration<double>(done - entered).count();
+    auto& host = p.by_name["host, between device calls"];
+    host.calls += 1;
+    host.seconds += std::chrono::duration<double>(entered - last).count();
+    last = done;
 }
 
 const char* cublas_soname() { return MLK_CUBLAS_SONAME; }
@@ -183,19 +245,23 @@ void copy_to_device(void* dst, const void* src, size_t bytes) {
     if (bytes == 0) return;
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, detail::stream()), "copy to device");
     check(cudaStreamSynchronize(detail::stream()), "copy to device");  // the host buffer may go away
+    if (detail::profiling()) detail::profile_mark("copy to device");
 }
 void copy_to_host(void* dst, const void* src, size_t bytes) {
     if (bytes == 0) return;
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, detail::stream()), "copy to host");
     check(cudaStreamSynchronize(detail::stream()), "copy to host");
+    if (detail::profiling()) detail::profile_mark("copy to host");
 }
 void copy_device_to_device(void* dst, const void* src, size_t bytes) {
     if (bytes == 0) return;
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, detail::stream()), "copy on device");
+    if (detail::profiling()) detail::profile_mark("copy on device");
 }
 void memset_device(void* dst, int byte, size_t bytes) {
     if (bytes == 0) return;
     check(cudaMemsetAsync(dst, byte, bytes, detail::stream()), "memset");
+    if (detail::profiling()) detail::profile_mark("memset");
 }
 
 }  // namespace mlk::cuda

@@ -14,8 +14,17 @@ namespace mlk::cuda::detail {
 // Throw std::runtime_error("CUDA <what>: <message>") on failure.
 void check(cudaError_t e, const char* what);
 void check_cublas(cublasStatus_t s, const char* what);
+// MLK_CUDA_PROFILE=1 in the environment: every launch, cuBLAS call and copy
+// is waited for and its device time added to its name's total, and the
+// totals are printed to stderr at exit (the waits cost the overlap of host
+// and device: the totals say where device time goes, not how long a step is).
+bool profiling();
+void profile_mark(const char* what);  // after the launch, call or copy named `what`
 // After a launch: a bad configuration is reported here, a fault later.
-inline void check_launch(const char* what) { check(cudaGetLastError(), what); }
+inline void check_launch(const char* what) {
+    check(cudaGetLastError(), what);
+    if (profiling()) profile_mark(what);
+}
 
 cudaStream_t stream();    // the calling thread's (device.h: set_stream)
 cublasHandle_t cublas();  // the calling thread's handle, bound to stream()

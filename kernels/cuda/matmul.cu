@@ -57,12 +57,19 @@ struct EpilogueF {
         out[i] = round_to(v, dt);
     }
 };
-// 16-bit copies for cuBLAS (bf16 / IEEE half bits, round to nearest even).
+// 16-bit copies of both operands for cuBLAS (bf16 / IEEE half bits, round to
+// nearest even), in one launch: at decode's sizes a launch costs more than
+// its work.
 struct To16F {
-    uint16_t* dst;
-    const float* src;
+    uint16_t *a16, *w16;
+    const float *a, *w;
+    int64_t a_n;  // a's elements; w's follow in the index space
     bool bf16;
-    __device__ void operator()(int64_t i) const { dst[i] = bf16 ? f32_to_bf16_bits(src[i]) : f32_to_f16_bits(src[i]); }
+    __device__ uint16_t bits(float x) const { return bf16 ? f32_to_bf16_bits(x) : f32_to_f16_bits(x); }
+    __device__ void operator()(int64_t i) const {
+        if (i < a_n) a16[i] = bits(a[i]);
+        else w16[i - a_n] = bits(w[i - a_n]);
+    }
 };
 
 size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
@@ -73,19 +80,22 @@ void gemm_fast(const Exec& ex, float* out, const float* inp, const float* w, int
     cublasHandle_t h = detail::cublas();
     const float one = 1.0f, zero = 0.0f;
     if (ex.dtype != Dtype::bf16 && ex.dtype != Dtype::f16) {
-        check_cublas(detail::cublas_api().sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, w, N, inp, K, &zero, out, N),
-                     "cublasSgemm");
+        check_cublas(
+            detail::cublas_api().sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, w, N, inp, K, &zero, out, N),
+            "cublasSgemm");
+        if (detail::profiling()) detail::profile_mark("cublasSgemm");
         return;
     }
     const bool bf = ex.dtype == Dtype::bf16;
     uint16_t* a16 = static_cast<uint16_t*>(scratch);
     uint16_t* w16 = reinterpret_cast<uint16_t*>(static_cast<char*>(scratch) + align_up((size_t)M * K * 2));
-    launch_elementwise((int64_t)M * K, To16F{a16, inp, bf}, "matmul_forward (16-bit input)");
-    launch_elementwise((int64_t)K * N, To16F{w16, w, bf}, "matmul_forward (16-bit weights)");
+    launch_elementwise((int64_t)M * K + (int64_t)K * N, To16F{a16, w16, inp, w, (int64_t)M * K, bf},
+                       "matmul_forward (16-bit operands)");
     const cudaDataType_t t = bf ? CUDA_R_16BF : CUDA_R_16F;
-    check_cublas(detail::cublas_api().gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, w16, t, N, a16, t, K, &zero, out, CUDA_R_32F,
-                              N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    check_cublas(detail::cublas_api().gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, w16, t, N, a16, t, K, &zero,
+                                              out, CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  "cublasGemmEx");
+    if (detail::profiling()) detail::profile_mark("cublasGemmEx");
 }
 
 }  // namespace
