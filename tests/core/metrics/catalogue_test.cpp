@@ -137,8 +137,9 @@ TEST(Glossary, NamesTheKeyTermsOnceEachWithADefinition) {
         EXPECT_TRUE(terms.insert(t.term).second) << t.term;
         EXPECT_GT(t.definition.size(), 40u) << t.term;
         // A "see" names a metric or a setting that exists.
-        if (!t.see.empty() && t.see.find('.') == std::string_view::npos)
+        if (!t.see.empty() && t.see.find('.') == std::string_view::npos) {
             EXPECT_NE(find_metric(t.see), nullptr) << t.see;
+        }
     }
     for (std::string_view must :
          {"K3 KL", "F(t)", "TIS (truncated importance sampling)", "MIS (masked importance sampling)",

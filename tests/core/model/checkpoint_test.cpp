@@ -325,9 +325,10 @@ TEST_F(CheckpointTest, MixedDenseAndMoeLayersRoundTrip) {
         EXPECT_EQ(f.tensors.count(p + "gate.weight"), l == 1 ? 1u : 0u) << l;
         EXPECT_EQ(f.tensors.count(p + "experts.5.down_proj.weight"), l == 1 ? 1u : 0u) << l;
         EXPECT_EQ(f.tensors.count(p + "gate_proj.weight"), l == 1 ? 0u : 1u) << l;
-        if (l != 1)
+        if (l != 1) {
             EXPECT_EQ(f.tensors.at(p + "down_proj.weight").shape,
                       (std::vector<int64_t>{cfg.hidden_size, cfg.intermediate_size}));
+        }
     }
     EXPECT_EQ(f.tensors.size(), layout.specs.size());
 
