@@ -37,8 +37,10 @@ struct ChartRun {
     QString name;  // legend text
     QColor color;
     std::vector<XY> points;  // x ascending for line charts; y may be NaN, +-Inf, <= 0
-    std::vector<XY> smooth;  // finite, x ascending; empty = none
-    std::vector<XY> lo, hi;  // a band from lo to hi at the same x; empty = none
+    // (initialised: a brace list that names only the first three leaves these
+    // empty without -Wmissing-field-initializers)
+    std::vector<XY> smooth = {};       // finite, x ascending; empty = none
+    std::vector<XY> lo = {}, hi = {};  // a band from lo to hi at the same x; empty = none
 };
 
 enum class Scale { linear, log };
