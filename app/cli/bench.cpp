@@ -28,6 +28,7 @@
 #include "app/cli/bench_blas.h"
 #include "app/cli/commands.h"
 #include "core/config/presets.h"
+#include "core/metrics/sweep_stats.h"
 #include "core/engines/device.h"
 #include "core/model/model.h"
 #include "core/rl/session.h"
@@ -38,6 +39,11 @@ namespace mlk::cli {
 namespace {
 
 constexpr const char* kPhaseNames[3] = {"rollout", "recompute", "train"};
+
+// One timed step: each phase's and the whole step's time and work.
+struct StepSample {
+    double ms[4] = {}, gflop[4] = {};  // rollout, recompute, train, step
+};
 
 struct PhaseTotals {
     double ms = 0, gflop = 0;
@@ -50,6 +56,7 @@ struct Lane {
     std::unique_ptr<RlSession> session;
     PhaseTotals ph[3];
     double wall = 0, tok = 0;
+    std::vector<StepSample> samples;  // the timed steps, in order
     std::string rollout_device, train_device;
     int64_t params = 0;
 };
@@ -69,15 +76,24 @@ void timed_step(Lane& lane, bool blas) {
         flop0 = kernel_flop_count();
         if (blas && p >= 0) set_gemm_shape_log(&lane.ph[p].shapes);
     };
+    const double gflop_before[3] = {lane.ph[0].gflop, lane.ph[1].gflop, lane.ph[2].gflop};
     const auto t0 = std::chrono::steady_clock::now();
     const StepRecord r = lane.session->step([&](Phase p) {
         open(p == Phase::rollout ? 0 : p == Phase::recompute ? 1 : p == Phase::training ? 2 : -1);
     });
     close();
-    lane.wall += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    lane.ph[0].ms += RlSession::metric(r, "rollout_ms");
-    lane.ph[1].ms += RlSession::metric(r, "recompute_ms");
-    lane.ph[2].ms += RlSession::metric(r, "train_ms");
+    StepSample s;
+    s.ms[3] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    s.ms[0] = RlSession::metric(r, "rollout_ms");
+    s.ms[1] = RlSession::metric(r, "recompute_ms");
+    s.ms[2] = RlSession::metric(r, "train_ms");
+    for (int p = 0; p < 3; ++p) {
+        s.gflop[p] = lane.ph[p].gflop - gflop_before[p];
+        s.gflop[3] += s.gflop[p];
+        lane.ph[p].ms += s.ms[p];
+    }
+    lane.wall += s.ms[3];
+    lane.samples.push_back(s);
     lane.tok += RlSession::metric(r, "tokens_per_s");
 }
 
@@ -113,16 +129,32 @@ nlohmann::json blas_comparison(const PhaseTotals (&ph)[3], const Config& c, int 
 // batch-invariant / fast, per phase and for the step, of the two families'
 // entries (fast, batch-invariant) of interleaved steps: their times, and
 // their times per GFLOP (the families sample different tokens from the same
-// seed, so their work differs a little). Added to both entries.
-void add_family_ratio(nlohmann::json& fast, nlohmann::json& bi, const std::string& name, bool json) {
+// seed, so their work differs a little); and the median over the pairs of
+// steps that ran one after the other of each pair's ratio of time per GFLOP,
+// which a burst of the other tenant moves by one pair only, where it moves a
+// mean. Added to both entries.
+void add_family_ratio(nlohmann::json& fast, nlohmann::json& bi, const Lane& fast_lane, const Lane& bi_lane,
+                      const std::string& name, bool json) {
     const auto ratio = [&](const nlohmann::json& b, const nlohmann::json& f, const char* ms, const char* gflop) {
         const double tb = b[ms].get<double>(), tf = f[ms].get<double>();
         return nlohmann::json{{"time", tb / tf},
                               {"time_per_gflop", (tb / b[gflop].get<double>()) / (tf / f[gflop].get<double>())}};
     };
+    const auto paired_median = [&](int p) {
+        std::vector<double> r;
+        for (size_t i = 0; i < std::min(fast_lane.samples.size(), bi_lane.samples.size()); ++i) {
+            const StepSample &b = bi_lane.samples[i], &f = fast_lane.samples[i];
+            r.push_back((b.ms[p] / b.gflop[p]) / (f.ms[p] / f.gflop[p]));
+        }
+        return median(std::move(r));
+    };
     nlohmann::json r;
-    for (const char* p : kPhaseNames) r[p] = ratio(bi[p], fast[p], "ms", "gflop");
+    for (int p = 0; p < 3; ++p) {
+        r[kPhaseNames[p]] = ratio(bi[kPhaseNames[p]], fast[kPhaseNames[p]], "ms", "gflop");
+        r[kPhaseNames[p]]["paired_median_time_per_gflop"] = paired_median(p);
+    }
     r["step"] = ratio(bi, fast, "step_ms", "step_gflop");
+    r["step"]["paired_median_time_per_gflop"] = paired_median(3);
     fast["batch_invariant_over_fast"] = bi["batch_invariant_over_fast"] = r;
     if (json) return;
     std::printf("%-26s %8s %8s |", name.c_str(), "", "bi/fast");
@@ -130,6 +162,11 @@ void add_family_ratio(nlohmann::json& fast, nlohmann::json& bi, const std::strin
         std::printf(" time %4.2f per GF %4.2f |", r[p]["time"].get<double>(), r[p]["time_per_gflop"].get<double>());
     std::printf(" step time %4.2f, per GFLOP %4.2f\n", r["step"]["time"].get<double>(),
                 r["step"]["time_per_gflop"].get<double>());
+    std::printf("%-26s %8s %8s |", "", "", "paired");
+    for (const char* p : kPhaseNames)
+        std::printf(" median per GF %4.2f   |", r[p]["paired_median_time_per_gflop"].get<double>());
+    std::printf(" step median per GFLOP %4.2f (%zu pairs)\n", r["step"]["paired_median_time_per_gflop"].get<double>(),
+                std::min(fast_lane.samples.size(), bi_lane.samples.size()));
 }
 
 }  // namespace
@@ -266,7 +303,8 @@ int cmd_bench(const Argv& argv) {
                 if (blas) j["openblas"] = blas_comparison(ph, c, steps, json);
                 entries.push_back(std::move(j));
             }
-            if (entries.size() == 2) add_family_ratio(entries[0], entries[1], name, json);  // --kernels both
+            if (entries.size() == 2)  // --kernels both
+                add_family_ratio(entries[0], entries[1], lanes[0], lanes[1], name, json);
             for (auto& j : entries) all.push_back(std::move(j));
             std::fflush(stdout);
         }

@@ -15,6 +15,10 @@ std::vector<double> finite_of(std::span<const double> v) {
     return out;
 }
 
+double mean_of(std::span<const double> v) { return spread(v).mean; }
+
+}  // namespace
+
 double median(std::vector<double> v) {
     v = finite_of(v);
     if (v.empty()) return RunStats::kNone;
@@ -22,10 +26,6 @@ double median(std::vector<double> v) {
     const size_t h = v.size() / 2;
     return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
-
-double mean_of(std::span<const double> v) { return spread(v).mean; }
-
-}  // namespace
 
 bool interval_excludes_zero(const Interval& ci) {
     return std::isfinite(ci.lo) && std::isfinite(ci.hi) && (ci.lo > 0 || ci.hi < 0);

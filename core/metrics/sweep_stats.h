@@ -31,6 +31,9 @@ struct RunOutcome {
 
 RunOutcome run_outcome(const RunSeries& s, const VerdictThresholds& t = {}, bool diverged_status = false);
 
+// The median of v's finite values; RunStats::kNone when it has none.
+double median(std::vector<double> v);
+
 // A percentile bootstrap interval of mean(b) - mean(a): each group's finite
 // values resampled with replacement `resamples` times. Deterministic (a fixed
 // generator seed), so a report shows the same interval every time. NaN

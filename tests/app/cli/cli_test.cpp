@@ -343,7 +343,20 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
                             (k[0][phase]["ms"].get<double>() / k[0][phase]["gflop"].get<double>()),
                         1e-12)
                 << phase;
+        for (const char* part : {"rollout", "recompute", "train", "step"}) {
+            const double m = q[part]["paired_median_time_per_gflop"].get<double>();
+            EXPECT_TRUE(std::isfinite(m) && m > 0) << part << " " << m;
+        }
     }
+    // With one pair of steps, the paired median is that pair's ratio: the
+    // whole run's ratio of time per GFLOP.
+    r = cli("bench --preset dense-tiny --steps 1 --set rl.prompts_per_step=2 --kernels both --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto one = nlohmann::json::parse(r.out)[0]["batch_invariant_over_fast"];
+    for (const char* part : {"rollout", "recompute", "train", "step"})
+        EXPECT_NEAR(one[part]["paired_median_time_per_gflop"].get<double>(), one[part]["time_per_gflop"].get<double>(),
+                    1e-12)
+            << part;
     r = cli("bench --preset dense-tiny --steps 1 --kernels bi");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("allowed values: fast, batch-invariant, both"), std::string::npos) << r.out;
