@@ -80,20 +80,40 @@ TEST_P(ModelTest, ForwardMatchesDoubleReference) {
     }
 }
 
-TEST_P(ModelTest, BackwardMatchesFiniteDifferences) {
-    ModelConfig cfg = test_model(GetParam());
-    ParamLayout layout = make_param_layout(cfg);
-    std::vector<float> params(layout.total);
-    init_params(cfg, layout, params.data(), 3);
-    SeqBatch batch = random_batch(2, 10, 5);
-    const double inv_temp = 1.0;
-
-    // loss = sum_t c_t * logp_t with fixed random c (what the RL loss feeds back).
-    std::mt19937 rng(99);
+// A model, its initial weights, a batch, and the loss gradient the backward
+// checks feed: loss = sum_t c_t * logp_t with fixed random c (what the RL loss
+// feeds back).
+struct BackwardCase {
+    ModelConfig cfg;
+    ParamLayout layout;
+    std::vector<float> params;
+    SeqBatch batch;
+    std::vector<float> c;
+    std::mt19937 rng{99};  // c's generator, after c: the finite-difference probes draw on from here
+};
+BackwardCase backward_case(const char* name) {
+    BackwardCase k;
+    k.cfg = test_model(name);
+    k.layout = make_param_layout(k.cfg);
+    k.params.resize(k.layout.total);
+    init_params(k.cfg, k.layout, k.params.data(), 3);
+    k.batch = random_batch(2, 10, 5);
     std::normal_distribution<double> nd;
-    std::vector<float> c(batch.tokens.size());
-    for (auto& x : c) x = (float)nd(rng);
-    for (int b = 0; b < batch.B; ++b) c[(size_t)b * batch.T] = 0;
+    k.c.resize(k.batch.tokens.size());
+    for (auto& x : k.c) x = (float)nd(k.rng);
+    for (int b = 0; b < k.batch.B; ++b) k.c[(size_t)b * k.batch.T] = 0;
+    return k;
+}
+
+TEST_P(ModelTest, BackwardMatchesFiniteDifferences) {
+    BackwardCase k = backward_case(GetParam());
+    const ModelConfig& cfg = k.cfg;
+    const ParamLayout& layout = k.layout;
+    const std::vector<float>& params = k.params;
+    const SeqBatch& batch = k.batch;
+    const std::vector<float>& c = k.c;
+    std::mt19937& rng = k.rng;
+    const double inv_temp = 1.0;
 
     std::vector<std::vector<int32_t>> routes;
     std::vector<double> P = to_double(params);
@@ -150,20 +170,13 @@ TEST_P(ModelTest, BackwardMatchesFiniteDifferences) {
 // checks (packaging/dev.sh): their instrumented work is the same forward and
 // backward, the rest is the uninstrumented reference's, 476 s there.
 TEST_P(ModelTest, BackwardGivesFiniteGradients) {
-    ModelConfig cfg = test_model(GetParam());
-    ParamLayout layout = make_param_layout(cfg);
-    std::vector<float> params(layout.total);
-    init_params(cfg, layout, params.data(), 3);
-    SeqBatch batch = random_batch(2, 10, 5);
-    std::mt19937 rng(99);
-    std::normal_distribution<double> nd;
-    std::vector<float> c(batch.tokens.size());
-    for (auto& x : c) x = (float)nd(rng);
+    const BackwardCase k = backward_case(GetParam());
+    const ParamLayout& layout = k.layout;
     for (Family fam : {Family::fast, Family::batch_invariant}) {
-        TrainEngine eng(cfg);
-        eng.forward(fam, EngineNumerics::simple(Dtype::f32), params, batch, 1.0f, nullptr);
+        TrainEngine eng(k.cfg);
+        eng.forward(fam, EngineNumerics::simple(Dtype::f32), k.params, k.batch, 1.0f, nullptr);
         std::vector<float> grads(layout.total, 0.0f);
-        eng.backward(grads, c);
+        eng.backward(grads, k.c);
         int nonzero_tensors = 0;
         for (const ParamSpec& sp : layout.specs) {
             bool any_nonzero = false, all_finite = true;
