@@ -28,8 +28,8 @@
 #include "app/cli/bench_blas.h"
 #include "app/cli/commands.h"
 #include "core/config/presets.h"
-#include "core/metrics/sweep_stats.h"
 #include "core/engines/device.h"
+#include "core/metrics/sweep_stats.h"
 #include "core/model/model.h"
 #include "core/rl/session.h"
 #include "kernels/kernels.h"
@@ -64,10 +64,11 @@ struct Lane {
 // Times one step of the lane, its phases apart. Phase boundaries arrive on
 // this thread, the one the kernels count on.
 void timed_step(Lane& lane, bool blas) {
+    StepSample s;
     int cur = -1;
     double flop0 = 0;
     const auto close = [&] {
-        if (cur >= 0) lane.ph[cur].gflop += (kernel_flop_count() - flop0) * 1e-9;
+        if (cur >= 0) s.gflop[cur] += (kernel_flop_count() - flop0) * 1e-9;
         set_gemm_shape_log(nullptr);
     };
     const auto open = [&](int p) {
@@ -76,21 +77,19 @@ void timed_step(Lane& lane, bool blas) {
         flop0 = kernel_flop_count();
         if (blas && p >= 0) set_gemm_shape_log(&lane.ph[p].shapes);
     };
-    const double gflop_before[3] = {lane.ph[0].gflop, lane.ph[1].gflop, lane.ph[2].gflop};
     const auto t0 = std::chrono::steady_clock::now();
     const StepRecord r = lane.session->step([&](Phase p) {
         open(p == Phase::rollout ? 0 : p == Phase::recompute ? 1 : p == Phase::training ? 2 : -1);
     });
     close();
-    StepSample s;
     s.ms[3] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     s.ms[0] = RlSession::metric(r, "rollout_ms");
     s.ms[1] = RlSession::metric(r, "recompute_ms");
     s.ms[2] = RlSession::metric(r, "train_ms");
     for (int p = 0; p < 3; ++p) {
-        s.gflop[p] = lane.ph[p].gflop - gflop_before[p];
         s.gflop[3] += s.gflop[p];
         lane.ph[p].ms += s.ms[p];
+        lane.ph[p].gflop += s.gflop[p];
     }
     lane.wall += s.ms[3];
     lane.samples.push_back(s);

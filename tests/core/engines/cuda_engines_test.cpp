@@ -8,7 +8,7 @@
 #include <bit>
 #include <cmath>
 
-#include "core/config/presets.h"
+#include "core/config/model_builder.h"
 #include "core/rl/session.h"
 #include "tests/core/engines/device_compare.h"
 
@@ -118,11 +118,7 @@ TEST(CudaEngines, AnRlRunOnTheGpuIsTheCpusRunBitForBit) {
                 cfg.model = preset_settings(preset);
                 cfg.kernels.batch_invariant = batch_invariant;
                 cfg.rollout.device = cfg.train.device = d;
-                const ModelConfig m = model_config_of(cfg);
-                const ParamLayout layout = make_param_layout(m);
-                std::vector<float> params(layout.total);
-                init_params(m, layout, params.data(), (uint64_t)cfg.seed);
-                RlSession session(cfg, std::move(params), nullptr, 0, "", 0);
+                RlSession session(cfg, initial_params(model_config_of(cfg), (uint64_t)cfg.seed), nullptr, 0, "", 0);
                 auto& run = runs.emplace_back();
                 for (int step = 0; step < 2; ++step)
                     for (const auto& [name, value] : session.step().metrics) {
