@@ -6,7 +6,7 @@
 // threads). GEMM rows: forward for both families at decode (M=8) and training
 // (M=1024) sizes, then backward (dinp + dw + dbias) at M=1024.
 //
-// usage: mismatch-lab-bench-kernels [--threads N] [--isa scalar|avx2|avx512] [--quick]
+// usage: mismatch-lab-bench-kernels [--threads N] [--isa scalar|avx2|avx512] [--quick] [--pack-ab]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -52,10 +52,50 @@ std::vector<float> randv(size_t n, uint32_t seed) {
     return v;
 }
 
+// --pack-ab: the GEMMs at a deep preset's shapes (hidden 128, MLP 384; a
+// recompute's 4864 rows, a decode step's 180) with B's panels packed and in
+// place, the two interleaved call by call so that a burst of another tenant
+// moves both: best time of each over the rounds, and their ratio.
+void pack_ab() {
+    struct Shape {
+        char op;  // f: forward, d: input gradient, w: weight gradient
+        int M, K, N;
+    };
+    const Shape shapes[] = {{'f', 4864, 128, 384}, {'f', 4864, 384, 128}, {'f', 4864, 128, 128},
+                            {'f', 180, 128, 384},  {'f', 180, 384, 128},  {'d', 4864, 128, 384},
+                            {'d', 4864, 384, 128}, {'w', 4864, 128, 384}, {'w', 4864, 384, 128}};
+    std::printf("GEMM with B packed / in place, batch-invariant, best of 40 interleaved rounds\n");
+    std::printf("%-2s %5s %4s %4s | %-10s %-10s | %s\n", "op", "M", "K", "N", "packed ms", "in place", "ratio");
+    const Exec ex{Family::batch_invariant, Dtype::f32};
+    for (const Shape& s : shapes) {
+        auto a = randv((size_t)s.M * s.K, 1), w = randv((size_t)s.K * s.N, 2), dout = randv((size_t)s.M * s.N, 3);
+        std::vector<float> out((size_t)s.M * std::max(s.N, s.K)), dw((size_t)s.K * s.N);
+        const auto call = [&] {
+            if (s.op == 'f') matmul_forward(ex, out.data(), a.data(), w.data(), nullptr, s.M, s.K, s.N);
+            else if (s.op == 'd')
+                matmul_backward(out.data(), nullptr, nullptr, dout.data(), a.data(), w.data(), s.M, s.K, s.N);
+            else matmul_backward(nullptr, dw.data(), nullptr, dout.data(), a.data(), w.data(), s.M, s.K, s.N);
+        };
+        double best[2] = {1e30, 1e30};
+        for (int round = 0; round < 40; ++round)
+            for (int packed = 1; packed >= 0; --packed) {
+                set_gemm_packing(packed);
+                call();
+                const auto t0 = Clock::now();
+                call();
+                best[packed] = std::min(best[packed], std::chrono::duration<double>(Clock::now() - t0).count());
+            }
+        set_gemm_packing(true);
+        std::printf("%-2c %5d %4d %4d | %10.3f %10.3f | %.2f\n", s.op, s.M, s.K, s.N, best[1] * 1e3, best[0] * 1e3,
+                    best[1] / best[0]);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     int threads = 0;
+    bool ab = false;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
             threads = std::atoi(argv[++i]);
@@ -66,8 +106,10 @@ int main(int argc, char** argv) {
                                                      : cpu::Isa::avx512);
         } else if (!std::strcmp(argv[i], "--quick")) {
             g_min_time = 0.02;
+        } else if (!std::strcmp(argv[i], "--pack-ab")) {
+            ab = true;
         } else {
-            std::printf("usage: %s [--threads N] [--isa scalar|avx2|avx512] [--quick]\n", argv[0]);
+            std::printf("usage: %s [--threads N] [--isa scalar|avx2|avx512] [--quick] [--pack-ab]\n", argv[0]);
             return 2;
         }
     }
@@ -76,6 +118,10 @@ int main(int argc, char** argv) {
     const cpu::Isa isa = cpu::active_isa();
     std::printf("mismatch-lab kernels bench: ISA %s (detected %s), %d threads\n\n", cpu::isa_name(isa),
                 cpu::isa_name(cpu::detected_isa()), T);
+    if (ab) {
+        pack_ab();
+        return 0;
+    }
 
     const double peak1 = fma_peak_gflops(1);
     const double peakT = fma_peak_gflops(T);

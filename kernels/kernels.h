@@ -65,6 +65,11 @@ int num_threads();
 // another. Tasks must write disjoint outputs. The first exception a task
 // throws is rethrown here after the others finished.
 void parallel_tasks(int n, const double* cost, const std::function<void(int)>& task);
+// The GEMM tiles read B from packed copies of its column panels (on by
+// default). Off is for `mismatch-lab-bench-kernels --pack-ab`, which times
+// both; the bits are the same either way. Process-wide.
+void set_gemm_packing(bool on);
+bool gemm_packing();
 
 // ---- work accounting -----------------------------------------------------
 // The floating-point operations (2 per multiply-add) of the matmul and

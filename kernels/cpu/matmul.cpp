@@ -1,5 +1,6 @@
 // Matmul forward/backward on the CPU.
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "kernels/cpu/common.h"
@@ -53,7 +54,14 @@ int fast_splitk_parts(int M, int K, int threads) {
 
 int fast_kblock(int M) { return M >= 64 ? 256 : 64; }
 
+namespace {
+std::atomic<bool> g_gemm_packing{true};
+}  // namespace
+
 }  // namespace cpu
+
+void set_gemm_packing(bool on) { cpu::g_gemm_packing.store(on, std::memory_order_relaxed); }
+bool gemm_packing() { return cpu::g_gemm_packing.load(std::memory_order_relaxed); }
 
 using namespace cpu;
 
