@@ -9,7 +9,9 @@
 // side; a GPU phase reports its GFLOP/s but no share of the CPU's peak.
 // `--kernels both` runs each preset in both kernel families with their steps
 // interleaved (fast, batch-invariant, fast, ...), so that both see the same
-// machine, and prints batch-invariant / fast per phase.
+// machine, and prints batch-invariant / fast per phase. `--kernels same`
+// runs two identical lanes of the config's family the same way: the noise
+// floor of that ratio on this machine.
 //
 // The FMA peak is sampled right before every timed step and a preset's share
 // of it is taken against the mean of its own samples: on a shared VM the peak
@@ -125,15 +127,17 @@ nlohmann::json blas_comparison(const PhaseTotals (&ph)[3], const Config& c, int 
     return bj;
 }
 
-// batch-invariant / fast, per phase and for the step, of the two families'
-// entries (fast, batch-invariant) of interleaved steps: their times, and
-// their times per GFLOP (the families sample different tokens from the same
-// seed, so their work differs a little); and the median over the pairs of
-// steps that ran one after the other of each pair's ratio of time per GFLOP,
-// which a burst of the other tenant moves by one pair only, where it moves a
-// mean. Added to both entries.
-void add_family_ratio(nlohmann::json& fast, nlohmann::json& bi, const Lane& fast_lane, const Lane& bi_lane,
-                      const std::string& name, bool json) {
+// second / first, per phase and for the step, of two lanes' entries of
+// interleaved steps (--kernels both: fast, then batch-invariant; --kernels
+// same: two identical lanes, whose ratio shows how far this machine moves it
+// with nothing to find): their times, and their times per GFLOP (the
+// families sample different tokens from the same seed, so their work differs
+// a little); and the median over the pairs of steps that ran one after the
+// other of each pair's ratio of time per GFLOP, which a burst of the other
+// tenant moves by one pair only, where it moves a mean. Added to both
+// entries under `key`.
+void add_lane_ratio(nlohmann::json& fast, nlohmann::json& bi, const Lane& fast_lane, const Lane& bi_lane,
+                    const std::string& name, const char* key, const char* label, bool json) {
     const auto ratio = [&](const nlohmann::json& b, const nlohmann::json& f, const char* ms, const char* gflop) {
         const double tb = b[ms].get<double>(), tf = f[ms].get<double>();
         return nlohmann::json{{"time", tb / tf},
@@ -154,9 +158,9 @@ void add_family_ratio(nlohmann::json& fast, nlohmann::json& bi, const Lane& fast
     }
     r["step"] = ratio(bi, fast, "step_ms", "step_gflop");
     r["step"]["paired_median_time_per_gflop"] = paired_median(3);
-    fast["batch_invariant_over_fast"] = bi["batch_invariant_over_fast"] = r;
+    fast[key] = bi[key] = r;
     if (json) return;
-    std::printf("%-26s %8s %8s |", name.c_str(), "", "bi/fast");
+    std::printf("%-26s %8s %8s |", name.c_str(), "", label);
     for (const char* p : kPhaseNames)
         std::printf(" time %4.2f per GF %4.2f |", r[p]["time"].get<double>(), r[p]["time_per_gflop"].get<double>());
     std::printf(" step time %4.2f, per GFLOP %4.2f\n", r["step"]["time"].get<double>(),
@@ -190,9 +194,10 @@ int cmd_bench(const Argv& argv) {
     if (kernels_arg == "fast") families = {false};
     else if (kernels_arg == "batch-invariant") families = {true};
     else if (kernels_arg == "both") families = {false, true};
+    else if (kernels_arg == "same") families = {std::nullopt, std::nullopt};
     else if (!kernels_arg.empty())
         throw std::invalid_argument("--kernels: \"" + kernels_arg +
-                                    "\" is not allowed; allowed values: fast, batch-invariant, both");
+                                    "\" is not allowed; allowed values: fast, batch-invariant, both, same");
     {  // every --set checked once, before the first (slow) preset runs
         Config c;
         for (const auto& kv : a.all("--set")) apply_set(c, kv);
@@ -302,8 +307,11 @@ int cmd_bench(const Argv& argv) {
                 if (blas) j["openblas"] = blas_comparison(ph, c, steps, json);
                 entries.push_back(std::move(j));
             }
-            if (entries.size() == 2)  // --kernels both
-                add_family_ratio(entries[0], entries[1], lanes[0], lanes[1], name, json);
+            if (kernels_arg == "both")
+                add_lane_ratio(entries[0], entries[1], lanes[0], lanes[1], name, "batch_invariant_over_fast", "bi/fast",
+                               json);
+            else if (kernels_arg == "same")
+                add_lane_ratio(entries[0], entries[1], lanes[0], lanes[1], name, "second_over_first", "2nd/1st", json);
             for (auto& j : entries) all.push_back(std::move(j));
             std::fflush(stdout);
         }

@@ -24,7 +24,7 @@ const char* kUsage =
     "  metrics [--json]\n"
     "  export RUN --db FILE --format csv|json --out FILE\n"
     "  bench [--steps N] [--set k=v ...] [--preset MODEL ...] [--device cpu|cuda|both]\n"
-    "        [--kernels fast|batch-invariant|both] [--blas] [--json]\n"
+    "        [--kernels fast|batch-invariant|both|same] [--blas] [--json]\n"
     "  sweep --db FILE [--preset P ...] [--grid key=v1,v2,... ...] [--seeds N] [--steps N] [--json]\n"
     "        [--cache-dir DIR] [--verdict key=value ...] [--baseline CONFIG];\n"
     "        sweep --db FILE --family NAME [--seeds N] [--steps N]; sweep --db FILE --summary SWEEP; sweep --list\n"

@@ -357,9 +357,24 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
         EXPECT_NEAR(one[part]["paired_median_time_per_gflop"].get<double>(), one[part]["time_per_gflop"].get<double>(),
                     1e-12)
             << part;
+    // --kernels same: two identical lanes of the config's family, interleaved
+    // the same way; their second / first ratio is the noise floor of the
+    // one above. Identical lanes do identical work.
+    r =
+        cli("bench --preset dense-tiny --steps 2 --set rl.prompts_per_step=2 --set kernels.batch_invariant=true "
+            "--kernels same --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto same = nlohmann::json::parse(r.out);
+    ASSERT_EQ(same.size(), 2u);
+    EXPECT_EQ(same[0]["kernels"], "batch-invariant");
+    EXPECT_EQ(same[1]["kernels"], "batch-invariant");
+    EXPECT_EQ(same[0]["step_gflop"], same[1]["step_gflop"]);
+    EXPECT_FALSE(same[0].contains("batch_invariant_over_fast"));
+    EXPECT_NEAR(same[0]["second_over_first"]["step"]["time"].get<double>(),
+                same[1]["step_ms"].get<double>() / same[0]["step_ms"].get<double>(), 1e-12);
     r = cli("bench --preset dense-tiny --steps 1 --kernels bi");
     EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.out.find("allowed values: fast, batch-invariant, both"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("allowed values: fast, batch-invariant, both, same"), std::string::npos) << r.out;
     // --blas times OpenBLAS at the shapes each phase issued.
     r = cli("bench --preset dense-tiny --steps 1 --set rl.prompts_per_step=2 --blas --json");
     ASSERT_EQ(r.code, 0) << r.out;
