@@ -29,13 +29,8 @@ jobs=$(nproc)
 # instrumented, the last test to finish there): the signal path runs
 # instrumented in the SIGTERM-between-steps test, a whole warm-up in the Fault
 # suite's set-up and the base-policy tests; the stop inside a warm-up runs in
-# the normal build. And the three finite-difference checks of the backward
-# (476 s instrumented against 13 s: nearly all of it the uninstrumented
-# double-precision reference, whose loop ran 57 times slower in the
-# instrumented binary for a reason not found): the instrumented code they run
-# is one forward and backward per model, which ModelTest's
-# BackwardGivesFiniteGradients runs there.
-sanitize_skip='^(Rl\.DenseTinyLearnsWithTheDefaults|PinnedRun\..*|Probe\.ProductionPresetsShowWhatTheirDescriptionsSay|ConfigFuzz\.TheCliExitsZeroOrTwoAndWritesNothingOnRefusal|Fault\.SigtermDuringTheWarmupStopsAndResumeWarmsUpAgain|Presets/ModelTest\.BackwardMatchesFiniteDifferences/.*)$'
+# the normal build.
+sanitize_skip='^(Rl\.DenseTinyLearnsWithTheDefaults|PinnedRun\..*|Probe\.ProductionPresetsShowWhatTheirDescriptionsSay|ConfigFuzz\.TheCliExitsZeroOrTwoAndWritesNothingOnRefusal|Fault\.SigtermDuringTheWarmupStopsAndResumeWarmsUpAgain)$'
 sanitize() {
   cmake -S "$here" -B "$asan_build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
     -DMLK_SANITIZE=ON -DMLK_BUILD_GUI=OFF -DMLK_ENABLE_CUDA=OFF
