@@ -51,9 +51,10 @@ TEST(GemmPacking, MatmulForwardKeepsItsBits) {
     struct Shape {
         int K, N;
     };
-    // K = 600 runs the fast family's K blocks with the total in registers;
-    // N = 100 and 17 end in a masked vector.
-    const Shape shapes[] = {{128, 384}, {37, 100}, {300, 17}, {600, 64}, {1, 48}};
+    // K = 520 runs the fast family's K blocks with the total in registers;
+    // N = 100 and 17 end in a masked vector. (Small: the scalar path under
+    // the sanitizers runs every one of these.)
+    const Shape shapes[] = {{128, 160}, {37, 100}, {300, 17}, {520, 40}, {1, 48}};
     for (const Shape& s : shapes) {
         SCOPED_TRACE("K " + std::to_string(s.K) + " N " + std::to_string(s.N));
         const auto inp = testdata::uniform((size_t)M * s.K, 1);
@@ -62,12 +63,12 @@ TEST(GemmPacking, MatmulForwardKeepsItsBits) {
         const auto bias = testdata::uniform(s.N, 3);
         expect_packing_keeps_bits([&] {
             std::vector<float> all;
-            for (Family fam : {Family::batch_invariant, Family::fast})
-                for (Dtype dt : {Dtype::f32, Dtype::bf16}) {
-                    std::vector<float> out((size_t)M * s.N);
-                    matmul_forward(Exec{fam, dt}, out.data(), inp.data(), w.data() + 1, bias.data(), M, s.K, s.N);
-                    all.insert(all.end(), out.begin(), out.end());
-                }
+            // fp32 in one family, bf16 rounding in the other.
+            for (const Exec& ex : {Exec{Family::batch_invariant, Dtype::f32}, Exec{Family::fast, Dtype::bf16}}) {
+                std::vector<float> out((size_t)M * s.N);
+                matmul_forward(ex, out.data(), inp.data(), w.data() + 1, bias.data(), M, s.K, s.N);
+                all.insert(all.end(), out.begin(), out.end());
+            }
             return all;
         });
     }
