@@ -136,29 +136,29 @@ nlohmann::json blas_comparison(const PhaseTotals (&ph)[3], const Config& c, int 
 // other of each pair's ratio of time per GFLOP, which a burst of the other
 // tenant moves by one pair only, where it moves a mean. Added to both
 // entries under `key`.
-void add_lane_ratio(nlohmann::json& fast, nlohmann::json& bi, const Lane& fast_lane, const Lane& bi_lane,
+void add_lane_ratio(nlohmann::json& first, nlohmann::json& second, const Lane& first_lane, const Lane& second_lane,
                     const std::string& name, const char* key, const char* label, bool json) {
-    const auto ratio = [&](const nlohmann::json& b, const nlohmann::json& f, const char* ms, const char* gflop) {
-        const double tb = b[ms].get<double>(), tf = f[ms].get<double>();
-        return nlohmann::json{{"time", tb / tf},
-                              {"time_per_gflop", (tb / b[gflop].get<double>()) / (tf / f[gflop].get<double>())}};
+    const auto ratio = [&](const nlohmann::json& b, const nlohmann::json& a, const char* ms, const char* gflop) {
+        const double tb = b[ms].get<double>(), ta = a[ms].get<double>();
+        return nlohmann::json{{"time", tb / ta},
+                              {"time_per_gflop", (tb / b[gflop].get<double>()) / (ta / a[gflop].get<double>())}};
     };
     const auto paired_median = [&](int p) {
         std::vector<double> r;
-        for (size_t i = 0; i < std::min(fast_lane.samples.size(), bi_lane.samples.size()); ++i) {
-            const StepSample &b = bi_lane.samples[i], &f = fast_lane.samples[i];
-            r.push_back((b.ms[p] / b.gflop[p]) / (f.ms[p] / f.gflop[p]));
+        for (size_t i = 0; i < std::min(first_lane.samples.size(), second_lane.samples.size()); ++i) {
+            const StepSample &b = second_lane.samples[i], &a = first_lane.samples[i];
+            r.push_back((b.ms[p] / b.gflop[p]) / (a.ms[p] / a.gflop[p]));
         }
         return median(std::move(r));
     };
     nlohmann::json r;
     for (int p = 0; p < 3; ++p) {
-        r[kPhaseNames[p]] = ratio(bi[kPhaseNames[p]], fast[kPhaseNames[p]], "ms", "gflop");
+        r[kPhaseNames[p]] = ratio(second[kPhaseNames[p]], first[kPhaseNames[p]], "ms", "gflop");
         r[kPhaseNames[p]]["paired_median_time_per_gflop"] = paired_median(p);
     }
-    r["step"] = ratio(bi, fast, "step_ms", "step_gflop");
+    r["step"] = ratio(second, first, "step_ms", "step_gflop");
     r["step"]["paired_median_time_per_gflop"] = paired_median(3);
-    fast[key] = bi[key] = r;
+    first[key] = second[key] = r;
     if (json) return;
     std::printf("%-26s %8s %8s |", name.c_str(), "", label);
     for (const char* p : kPhaseNames)
@@ -169,7 +169,7 @@ void add_lane_ratio(nlohmann::json& fast, nlohmann::json& bi, const Lane& fast_l
     for (const char* p : kPhaseNames)
         std::printf(" median per GF %4.2f   |", r[p]["paired_median_time_per_gflop"].get<double>());
     std::printf(" step median per GFLOP %4.2f (%zu pairs)\n", r["step"]["paired_median_time_per_gflop"].get<double>(),
-                std::min(fast_lane.samples.size(), bi_lane.samples.size()));
+                std::min(first_lane.samples.size(), second_lane.samples.size()));
 }
 
 }  // namespace

@@ -164,11 +164,8 @@ TEST_P(ModelTest, BackwardMatchesFiniteDifferences) {
     }
 }
 
-// The engine's backward over every layer kind, both families, without the
+// The engine's backward over every layer kind, in both families, without the
 // double reference: every gradient finite, and most tensors receive some.
-// The instrumented half of CI runs this instead of the finite-difference
-// checks (packaging/dev.sh): their instrumented work is the same forward and
-// backward, the rest is the uninstrumented reference's, 476 s there.
 TEST_P(ModelTest, BackwardGivesFiniteGradients) {
     const BackwardCase k = backward_case(GetParam());
     const ParamLayout& layout = k.layout;
