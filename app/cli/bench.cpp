@@ -110,7 +110,9 @@ nlohmann::json phase_json(double ms, double gflop, double peak, const std::strin
 // OpenBLAS sgemm timed at exactly the GEMM shapes each phase issued (--blas).
 nlohmann::json blas_comparison(const PhaseTotals (&ph)[3], const Config& c, int steps, bool json) {
     const Family fam = c.kernels.batch_invariant ? Family::batch_invariant : Family::fast;
-    nlohmann::json bj;
+    const OpenblasCore oc = openblas_core();
+    nlohmann::json bj = {{"core", oc.core}, {"core_chosen_by", oc.chosen_by}};
+    if (!oc.detected.empty()) bj["detected_core"] = oc.detected;
     for (int p = 0; p < 3; ++p) {
         const GemmComparison g = compare_with_openblas(ph[p].shapes, fam, steps);
         const double ours = g.ours_ms > 0 ? g.gflop / (g.ours_ms * 1e-3) : 0;
@@ -214,6 +216,7 @@ int cmd_bench(const Argv& argv) {
     std::vector<std::string> names = a.all("--preset");  // default: every model preset
     for (const auto& n : names) preset_named(n);         // every name checked before the first runs
     if (names.empty()) names = model_preset_names();
+    if (blas) use_openblas_kernels_for_this_cpu(argv);
     const bool json = a.has("--json");
     if (!json) {
         std::printf(
@@ -221,6 +224,17 @@ int cmd_bench(const Argv& argv) {
             "kernel family\n",
             num_threads(), steps);
         std::printf("(a phase on a GPU shows \"gpu\" for its share of the CPU peak)\n");
+        if (blas) {
+            const OpenblasCore oc = openblas_core();
+            std::printf("OpenBLAS: %s kernels", oc.core.c_str());
+            if (oc.chosen_by == "bench")
+                std::printf(
+                    " (set by OPENBLAS_CORETYPE: OpenBLAS's own detection chose %s, its generic kernels, on "
+                    "this CPU)",
+                    oc.detected.c_str());
+            else if (oc.chosen_by == "environment") std::printf(" (OPENBLAS_CORETYPE)");
+            std::printf("\n");
+        }
         std::printf("%-26s %8s %8s | %-21s | %-21s | %-21s | %-35s | %s\n", "preset", "params", "kernels",
                     "rollout ms GF/s %pk", "recompute ms GF/s %pk", "train ms GF/s %pk",
                     "step ms GFLOP GF/s %peak tok/s", "peak GF/s mean (min-max)");

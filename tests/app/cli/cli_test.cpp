@@ -23,6 +23,7 @@
 #include "core/metrics/catalogue.h"
 #include "core/metrics/run_stats.h"
 #include "core/store/store.h"
+#include "kernels/cpu/features.h"
 
 using namespace mlk;
 using clitest::cli;
@@ -375,10 +376,21 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
     r = cli("bench --preset dense-tiny --steps 1 --kernels bi");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("allowed values: fast, batch-invariant, both, same"), std::string::npos) << r.out;
-    // --blas times OpenBLAS at the shapes each phase issued.
-    r = cli("bench --preset dense-tiny --steps 1 --set rl.prompts_per_step=2 --blas --json");
+    // --blas times OpenBLAS at the shapes each phase issued; an MoE model's
+    // include expert batches of fewer rows than the hidden size.
+    r = cli("bench --preset dense-tiny --preset moe-tiny --steps 1 --set rl.prompts_per_step=2 --blas --json");
     ASSERT_EQ(r.code, 0) << r.out;
-    const auto o = nlohmann::json::parse(r.out)[0]["openblas"];
+    const auto benched = nlohmann::json::parse(r.out);
+    ASSERT_EQ(benched.size(), 2u);
+    EXPECT_GT(benched[1]["openblas"]["train"]["gemm_shapes"].get<int>(), 0);
+    const auto o = benched[0]["openblas"];
+    // Never OpenBLAS's generic kernels on a CPU with AVX2 (Debian's 0.3.21
+    // falls back to them on CPUs newer than itself), unless the user asked.
+    const std::string chosen_by = o["core_chosen_by"];
+    EXPECT_TRUE(chosen_by == "openblas" || chosen_by == "environment" || chosen_by == "bench") << chosen_by;
+    if (chosen_by != "environment" && mlk::cpu::detected_isa() != mlk::cpu::Isa::scalar)
+        EXPECT_NE(o["core"].get<std::string>(), "Prescott");
+    if (chosen_by == "bench") EXPECT_EQ(o["detected_core"].get<std::string>(), "Prescott");
     for (const char* phase : {"rollout", "recompute", "train"}) {
         EXPECT_GT(o[phase]["gemm_shapes"].get<int>(), 0) << phase;
         EXPECT_GT(o[phase]["openblas_ms"].get<double>(), 0.0) << phase;
