@@ -20,6 +20,7 @@
 // that moment.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -145,21 +146,24 @@ void add_lane_ratio(nlohmann::json& first, nlohmann::json& second, const Lane& f
         return nlohmann::json{{"time", tb / ta},
                               {"time_per_gflop", (tb / b[gflop].get<double>()) / (ta / a[gflop].get<double>())}};
     };
-    const auto paired_median = [&](int p) {
+    // The pairs' median and its bootstrap interval, into entry j.
+    const auto add_paired = [&](nlohmann::json& j, int p) {
         std::vector<double> r;
         for (size_t i = 0; i < std::min(first_lane.samples.size(), second_lane.samples.size()); ++i) {
             const StepSample &b = second_lane.samples[i], &a = first_lane.samples[i];
             r.push_back((b.ms[p] / b.gflop[p]) / (a.ms[p] / a.gflop[p]));
         }
-        return median(std::move(r));
+        const Interval ci = bootstrap_median(r);
+        j["paired_median_time_per_gflop"] = median(r);
+        j["paired_median_interval"] = {ci.lo, ci.hi};
     };
     nlohmann::json r;
     for (int p = 0; p < 3; ++p) {
         r[kPhaseNames[p]] = ratio(second[kPhaseNames[p]], first[kPhaseNames[p]], "ms", "gflop");
-        r[kPhaseNames[p]]["paired_median_time_per_gflop"] = paired_median(p);
+        add_paired(r[kPhaseNames[p]], p);
     }
     r["step"] = ratio(second, first, "step_ms", "step_gflop");
-    r["step"]["paired_median_time_per_gflop"] = paired_median(3);
+    add_paired(r["step"], 3);
     first[key] = second[key] = r;
     if (json) return;
     std::printf("%-26s %8s %8s |", name.c_str(), "", label);
@@ -167,10 +171,16 @@ void add_lane_ratio(nlohmann::json& first, nlohmann::json& second, const Lane& f
         std::printf(" time %4.2f per GF %4.2f |", r[p]["time"].get<double>(), r[p]["time_per_gflop"].get<double>());
     std::printf(" step time %4.2f, per GFLOP %4.2f\n", r["step"]["time"].get<double>(),
                 r["step"]["time_per_gflop"].get<double>());
+    const auto paired_text = [](const nlohmann::json& q) {
+        char t[64];
+        const auto& ci = q["paired_median_interval"];
+        std::snprintf(t, sizeof t, "%4.2f [%4.2f, %4.2f]", q["paired_median_time_per_gflop"].get<double>(),
+                      ci[0].is_number() ? ci[0].get<double>() : NAN, ci[1].is_number() ? ci[1].get<double>() : NAN);
+        return std::string(t);
+    };
     std::printf("%-26s %8s %8s |", "", "", "paired");
-    for (const char* p : kPhaseNames)
-        std::printf(" median per GF %4.2f   |", r[p]["paired_median_time_per_gflop"].get<double>());
-    std::printf(" step median per GFLOP %4.2f (%zu pairs)\n", r["step"]["paired_median_time_per_gflop"].get<double>(),
+    for (const char* p : kPhaseNames) std::printf(" med %-17s |", paired_text(r[p]).c_str());
+    std::printf(" step median per GFLOP %s (%zu pairs)\n", paired_text(r["step"]).c_str(),
                 std::min(first_lane.samples.size(), second_lane.samples.size()));
 }
 
@@ -224,6 +234,10 @@ int cmd_bench(const Argv& argv) {
             "kernel family\n",
             num_threads(), steps);
         std::printf("(a phase on a GPU shows \"gpu\" for its share of the CPU peak)\n");
+        if (families.size() == 2)
+            std::printf(
+                "(paired: the median over the interleaved pairs of steps of each pair's ratio of time per GFLOP, with "
+                "its 95%% bootstrap interval; an interval that holds 1.00 is no measured difference)\n");
         if (blas) {
             const OpenblasCore oc = openblas_core();
             std::printf("OpenBLAS: %s kernels", oc.core.c_str());

@@ -17,6 +17,20 @@ std::vector<double> finite_of(std::span<const double> v) {
 
 double mean_of(std::span<const double> v) { return spread(v).mean; }
 
+// The percentile interval at `level` of a bootstrap's resampled statistics.
+Interval percentile_interval(std::vector<double> stats, double level) {
+    std::sort(stats.begin(), stats.end());
+    const double tail = (1 - level) / 2;
+    auto at = [&](double q) {
+        const size_t i = std::min(stats.size() - 1, (size_t)std::floor(q * (stats.size() - 1) + 0.5));
+        return stats[i];
+    };
+    return {at(tail), at(1 - tail)};
+}
+
+// Every bootstrap draws from this seed: a report shows the same interval every time.
+constexpr uint64_t kBootstrapSeed = 0x5eed5eedULL;
+
 }  // namespace
 
 double median(std::vector<double> v) {
@@ -66,9 +80,8 @@ RunOutcome run_outcome(const RunSeries& s, const VerdictThresholds& t, bool dive
 Interval bootstrap_mean_difference(std::span<const double> a_in, std::span<const double> b_in, int resamples,
                                    double level) {
     const std::vector<double> a = finite_of(a_in), b = finite_of(b_in);
-    Interval ci;
-    if (a.empty() || b.empty() || resamples < 1) return ci;
-    std::mt19937_64 rng(0x5eed5eedULL);
+    if (a.empty() || b.empty() || resamples < 1) return {};
+    std::mt19937_64 rng(kBootstrapSeed);
     std::uniform_int_distribution<size_t> pick_a(0, a.size() - 1), pick_b(0, b.size() - 1);
     std::vector<double> diffs(resamples);
     for (double& d : diffs) {
@@ -77,15 +90,20 @@ Interval bootstrap_mean_difference(std::span<const double> a_in, std::span<const
         for (size_t i = 0; i < b.size(); ++i) sb += b[pick_b(rng)];
         d = sb / b.size() - sa / a.size();
     }
-    std::sort(diffs.begin(), diffs.end());
-    const double tail = (1 - level) / 2;
-    auto at = [&](double q) {
-        const size_t i = std::min(diffs.size() - 1, (size_t)std::floor(q * (diffs.size() - 1) + 0.5));
-        return diffs[i];
-    };
-    ci.lo = at(tail);
-    ci.hi = at(1 - tail);
-    return ci;
+    return percentile_interval(std::move(diffs), level);
+}
+
+Interval bootstrap_median(std::span<const double> v_in, int resamples, double level) {
+    const std::vector<double> v = finite_of(v_in);
+    if (v.empty() || resamples < 1) return {};
+    std::mt19937_64 rng(kBootstrapSeed);
+    std::uniform_int_distribution<size_t> pick(0, v.size() - 1);
+    std::vector<double> medians(resamples), draw(v.size());
+    for (double& m : medians) {
+        for (double& x : draw) x = v[pick(rng)];
+        m = median(draw);
+    }
+    return percentile_interval(std::move(medians), level);
 }
 
 std::vector<ConfigSummary> summarize_configs(std::vector<std::pair<std::string, std::vector<RunOutcome>>> configs,

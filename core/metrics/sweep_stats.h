@@ -46,6 +46,14 @@ inline constexpr double kBootstrapLevel = 0.95;
 Interval bootstrap_mean_difference(std::span<const double> a, std::span<const double> b,
                                    int resamples = kBootstrapResamples, double level = kBootstrapLevel);
 
+// A percentile bootstrap interval of the median of v's finite values (each
+// resample as many draws with replacement as v has), deterministic the same
+// way; NaN bounds when v has no finite value. It treats the values as
+// independent draws: for the bench's paired step ratios, which a machine's
+// slow drift correlates, it is an approximation.
+Interval bootstrap_median(std::span<const double> v, int resamples = kBootstrapResamples,
+                          double level = kBootstrapLevel);
+
 // The interval excludes 0: the difference is more than seed noise.
 bool interval_excludes_zero(const Interval& ci);
 

@@ -347,6 +347,11 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
         for (const char* part : {"rollout", "recompute", "train", "step"}) {
             const double m = q[part]["paired_median_time_per_gflop"].get<double>();
             EXPECT_TRUE(std::isfinite(m) && m > 0) << part << " " << m;
+            // Its bootstrap interval holds it.
+            const auto& ci = q[part]["paired_median_interval"];
+            ASSERT_EQ(ci.size(), 2u) << part;
+            EXPECT_LE(ci[0].get<double>(), m) << part;
+            EXPECT_GE(ci[1].get<double>(), m) << part;
         }
     }
     // With one pair of steps, the paired median is that pair's ratio: the
@@ -354,10 +359,14 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
     r = cli("bench --preset dense-tiny --steps 1 --set rl.prompts_per_step=2 --kernels both --json");
     ASSERT_EQ(r.code, 0) << r.out;
     const auto one = nlohmann::json::parse(r.out)[0]["batch_invariant_over_fast"];
-    for (const char* part : {"rollout", "recompute", "train", "step"})
+    for (const char* part : {"rollout", "recompute", "train", "step"}) {
         EXPECT_NEAR(one[part]["paired_median_time_per_gflop"].get<double>(), one[part]["time_per_gflop"].get<double>(),
                     1e-12)
             << part;
+        // and one pair's interval is that point.
+        EXPECT_EQ(one[part]["paired_median_interval"][0], one[part]["paired_median_time_per_gflop"]) << part;
+        EXPECT_EQ(one[part]["paired_median_interval"][1], one[part]["paired_median_time_per_gflop"]) << part;
+    }
     // --kernels same: two identical lanes of the config's family, interleaved
     // the same way; their second / first ratio is the noise floor of the
     // one above. Identical lanes do identical work.

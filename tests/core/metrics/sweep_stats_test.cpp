@@ -64,6 +64,31 @@ TEST(Bootstrap, TheIntervalHoldsTheDifferenceAndNarrowsWithLessSpread) {
     EXPECT_TRUE(std::isnan(bootstrap_mean_difference(none, two).lo));
 }
 
+TEST(Bootstrap, TheMediansIntervalHoldsTheMedianAndIgnoresOneOutlier) {
+    // Sixteen step-time ratios around 1.05, one of them a burst of the other tenant.
+    std::vector<double> r{1.04, 1.06, 1.05, 1.03, 1.07, 1.05, 1.04, 1.06,
+                          1.05, 1.02, 1.08, 1.05, 1.04, 1.06, 1.05, 3.0};
+    const Interval ci = bootstrap_median(r);
+    EXPECT_LE(ci.lo, median(r));
+    EXPECT_GE(ci.hi, median(r));
+    EXPECT_GT(ci.lo, 1.0);  // all but the burst above 1: the interval excludes 1
+    EXPECT_LT(ci.hi, 1.1);  // and the burst does not drag it up, as it would a mean
+    // Deterministic.
+    const Interval again = bootstrap_median(r);
+    EXPECT_EQ(again.lo, ci.lo);
+    EXPECT_EQ(again.hi, ci.hi);
+    // Ratios on both sides of 1: an interval across it.
+    const std::vector<double> mixed{0.92, 1.08, 0.97, 1.05, 1.01, 0.95, 1.10, 0.99};
+    const Interval across = bootstrap_median(mixed);
+    EXPECT_LT(across.lo, 1.0);
+    EXPECT_GT(across.hi, 1.0);
+    // One value: a zero-width interval at it; non-finite values are left out.
+    const std::vector<double> one{1.25, NAN}, none{NAN};
+    EXPECT_EQ(bootstrap_median(one).lo, 1.25);
+    EXPECT_EQ(bootstrap_median(one).hi, 1.25);
+    EXPECT_TRUE(std::isnan(bootstrap_median(none).lo));
+}
+
 TEST(ConfigSummary, CountsVerdictsAndComparesAgainstTheBaseline) {
     // Baseline: 4 of 5 seeds collapse at step 30; corrected: all 5 hold at 0.6.
     std::vector<RunOutcome> uncorrected, corrected;
