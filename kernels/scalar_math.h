@@ -147,6 +147,10 @@ MLK_HD inline float log_s(float x) {
 // loop that GCC vectorises per ISA (cpu/isa/impl_rows.inc: adamw); the loop
 // invariants (1 - beta1, lr * weight_decay, ...) are hoisted by the compiler,
 // and computing them once or per element gives the same values.
+// kUnitBc1: s.bias_correction1 is exactly 1 (1 - beta1^t has rounded to 1,
+// from about t = 350 at beta1 = 0.9), and mi / 1.0 is mi in every bit: the
+// CPU then skips that division, a third of the element's divider time.
+template <bool kUnitBc1 = false>
 MLK_HD inline void adamw_at(float* p, float* m, float* v, const float* g, const AdamWStep& s, int64_t i) {
     const double gi = (double)g[i] * s.grad_scale;
     const double mi = s.beta1 * (double)m[i] + (1.0 - s.beta1) * gi;
@@ -155,7 +159,8 @@ MLK_HD inline void adamw_at(float* p, float* m, float* v, const float* g, const 
     v[i] = (float)vi;
     double pi = p[i];
     pi -= (s.lr * s.weight_decay) * pi;
-    pi -= (s.lr * (mi / s.bias_correction1)) / (dsqrt_rn(vi / s.bias_correction2) + s.eps);
+    const double m_hat = kUnitBc1 ? mi : mi / s.bias_correction1;
+    pi -= (s.lr * m_hat) / (dsqrt_rn(vi / s.bias_correction2) + s.eps);
     p[i] = (float)pi;
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/config/stable_hash.h"
+#include "core/model/buffers.h"
 #include "core/model/checkpoint.h"
 #include "core/model/model.h"
 #include "core/rl/optim.h"
@@ -147,7 +148,8 @@ BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
                 loss -= f.logp[at];
                 dlogp[at] = -1.0f / (float)sb.targets;
             }
-        grads.assign(layout.total, 0.0f);
+        grads.resize(layout.total);
+        zero_floats(grads.data(), grads.size());  // on the pool: 0.5 s of moe-small's warm-up on one thread
         train.backward(grads, dlogp);
         opt.update(out.params, grads, as, as.lr);
         pr.step = step + 1;
