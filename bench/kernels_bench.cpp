@@ -9,6 +9,7 @@
 // usage: mismatch-lab-bench-kernels [--threads N] [--isa scalar|avx2|avx512] [--quick] [--pack-ab]
 #include <algorithm>
 #include <chrono>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -173,6 +174,25 @@ int main(int argc, char** argv) {
         std::printf("%4d x %-3d | %10.1f %8.1f%% %8.1fus\n", K, N, gf, 100 * gf / peakT, t * 1e6);
     }
     std::printf("%-10s | %19.1f%%\n\n", "mean", bsum / nshapes);
+
+    // The training phase's own M (dense-small: 256 sequences of 19 tokens),
+    // input and weight gradients apart: they run different loops (dw reduces
+    // over M, in 256-row blocks carried through C).
+    std::printf("matmul backward M=4864, dinp and dw apart (2*M*K*N flop each)\n");
+    std::printf("%-10s | %-21s | %-21s\n", "K x N", "dinp GFLOP/s  % peak", "dw GFLOP/s    % peak");
+    for (auto s : {std::array<int, 2>{128, 384}, {384, 128}, {128, 128}, {128, 64}}) {
+        const int K = s[0], N = s[1], M = 4864;
+        auto w = randv((size_t)K * N, 1), x = randv((size_t)M * K, 3), g = randv((size_t)M * N, 4);
+        std::vector<float> dx((size_t)M * K), dw((size_t)K * N);
+        const double td =
+            time_call([&] { matmul_backward(dx.data(), nullptr, nullptr, g.data(), x.data(), w.data(), M, K, N); });
+        const double tw =
+            time_call([&] { matmul_backward(nullptr, dw.data(), nullptr, g.data(), x.data(), w.data(), M, K, N); });
+        const double fl = 2.0 * M * N * K * 1e-9;
+        std::printf("%4d x %-3d | %10.1f %8.1f%% | %10.1f %8.1f%%\n", K, N, fl / td, 100 * fl / td / peakT, fl / tw,
+                    100 * fl / tw / peakT);
+    }
+    std::printf("\n");
 
     // Other kernels at model sizes (time per call).
     std::printf("other kernels (time per call, fast / batch-invariant)\n");
