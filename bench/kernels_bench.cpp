@@ -8,8 +8,8 @@
 //
 // usage: mismatch-lab-bench-kernels [--threads N] [--isa scalar|avx2|avx512] [--quick] [--pack-ab]
 #include <algorithm>
-#include <chrono>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
