@@ -202,7 +202,11 @@ public:
     void upload(const std::vector<T>& host) { upload(host.data(), host.size()); }
     void download(std::vector<T>& host) const {
         host.resize(n_);
-        if (n_) ops_->to_host(host.data(), p_, n_ * sizeof(T));
+        download(host.data());
+    }
+    // n_ elements into host.
+    void download(T* host) const {
+        if (n_) ops_->to_host(host, p_, n_ * sizeof(T));
     }
     T* data() { return p_; }
     const T* data() const { return p_; }

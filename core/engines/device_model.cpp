@@ -431,14 +431,13 @@ void DeviceModel::moe_backward(float* dx, LayerWeights& g, const float* dout, La
     matmul_backward(dx, g.router, b.drouter.data(), a.ln2.data(), w.router, M, D, E, GradStore::add);
 }
 
-void DeviceModel::backward(std::vector<float>& grads, const std::vector<float>& dlogp) {
+void DeviceModel::backward(std::span<float> grads, const std::vector<float>& dlogp) {
     if (!b_->batch) throw std::logic_error("device backward without the forward's activations");
     Buffers& b = *b_;
     const SeqBatch& batch = *b.batch;
     const int B = batch.B, T = batch.T, M = B * T, D = cfg_.hidden_size, V = cfg_.vocab_size;
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim, kv = Hkv * hd;
-    if ((int64_t)grads.size() != layout_.total) grads.assign(layout_.total, 0.0f);
-    b.dgrads.upload(grads);
+    b.dgrads.upload(grads.data(), grads.size());
     Weights gw = bind_weights(cfg_, layout_, b.dgrads.data());
 
     // The loss gradient scattered onto the rows' log-probs, on the host (B*T*V floats).
@@ -518,7 +517,7 @@ void DeviceModel::backward(std::vector<float>& grads, const std::vector<float>& 
                               GradStore::add);
     }
     ops_.embedding_backward(gw.embed, dx.data(), b.tok.data(), M, D);
-    b.dgrads.download(grads);
+    b.dgrads.download(grads.data());
 }
 
 }  // namespace mlk

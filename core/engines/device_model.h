@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/engines/device.h"
@@ -72,7 +73,7 @@ public:
     // TrainEngine::backward on the device: grads (arena layout, resized to it
     // and zeroed when it is not) += d(loss)/d(params), given
     // dlogp[B*T] = d(loss)/d(logp) for the last for_backward forward.
-    void backward(std::vector<float>& grads, const std::vector<float>& dlogp);
+    void backward(std::span<float> grads, const std::vector<float>& dlogp);
     // Frees the activations kept for backward.
     void release_activations();
 

@@ -92,33 +92,34 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
     for (int b = 0; b < B; ++b)
         for (int t = 0; t < T; ++t) pos_[(size_t)b * T + t] = t;
 
-    // Log-probs only: every layer computes in the one shared work_ layer.
-    acts_.resize(for_backward ? L : 0);
-    auto swap_layer = [&](LayerActs& a) {
-        if (!for_backward) return;
-        if (full_recompute_) swap_work(a);
-        else swap_recomputed(a);
-    };
+    // Checkpointing and log-probs only: every layer computes in the one
+    // shared work_ layer. Checkpointing recomputes the layer, probabilities
+    // included, in backward; a backward reads this forward's experts only
+    // where it keeps the layer.
+    const bool keeps = for_backward && !full_recompute_;
+    acts_.resize(keeps ? L : 0);
+    checkpoints_.clear();
     out_.own_expert_ids.assign(moe_layers_.size(), {});
     out_.used_expert_ids.assign(moe_layers_.size(), {});
     ActBuffer x((size_t)M * D);
     embedding_forward(x.data(), batch.tokens.data(), w_.embed, M, D, ex.dtype);
     for (int l = 0, mi = 0; l < L; ++l) {
-        LayerActs& a = for_backward ? acts_[l] : work_;
+        LayerActs& a = keeps ? acts_[l] : work_;
         const bool moe = cfg_.is_moe_layer(l);
         const int32_t* replay = moe && replay_ids ? (*replay_ids)[mi].data() : nullptr;
-        swap_layer(a);
-        copy_into(a.x_in, x);
-        // Checkpointing recomputes the layer, probabilities included, in backward.
-        // A backward reads this forward's experts only where it keeps the layer.
-        const bool keeps = for_backward && !full_recompute_;
+        if (keeps) swap_recomputed(a);
+        if (for_backward && full_recompute_) {
+            checkpoints_.emplace_back(x.size());
+            copy_floats(checkpoints_.back().data(), x.data(), x.size());
+        }
+        a.x_in.swap(x);  // x is written whole at the layer's end: a buffer to reuse, not a copy to make
         layer_forward(a, l, replay, x, keeps, keeps ? MoeKeep::all : MoeKeep::output);
         if (moe) {
             out_.own_expert_ids[mi] = a.moe.own_ids;
             out_.used_expert_ids[mi] = a.moe.ids;
             ++mi;
         }
-        swap_layer(a);
+        if (keeps) swap_recomputed(a);
     }
     if (!for_backward) work_ = LayerActs{};  // a whole batch's layer, not to be held through training
     x_final_ = std::move(x);
@@ -203,13 +204,20 @@ void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, ActB
 }
 
 void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& dlogp) {
+    if ((int64_t)grads.size() != layout_.total) grads.assign(layout_.total, 0.0f);
+    backward(std::span<float>(grads), dlogp);
+}
+
+void TrainEngine::backward(std::span<float> grads, const std::vector<float>& dlogp) {
     if (!batch_ || !have_activations_) throw std::logic_error("train backward without the forward's activations");
+    if ((int64_t)grads.size() != layout_.total)
+        throw std::invalid_argument("train backward: gradient arena has " + std::to_string(grads.size()) +
+                                    " floats, the model " + std::to_string(layout_.total));
     if (device_) return device_->backward(grads, dlogp);
     const SeqBatch& batch = *batch_;
     const int B = batch.B, T = batch.T, D = cfg_.hidden_size, V = cfg_.vocab_size, L = cfg_.num_layers;
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
     const int M = M_;
-    if ((int64_t)grads.size() != layout_.total) grads.assign(layout_.total, 0.0f);
     Weights gw = bind_weights(cfg_, layout_, grads.data());
 
     GradBuffer dlp((size_t)M * V);
@@ -233,12 +241,16 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
     rmsnorm_backward(dx.data(), gw.final_norm, dlnf.data(), x_final_.data(), w_.final_norm, rstdf_.data(), M, D,
                      GradStore::overwrite);
 
+    // The layer inputs are freed below as their layers are done: a second
+    // backward needs a new forward.
+    if (full_recompute_) have_activations_ = false;
     for (int l = L - 1; l >= 0; --l) {
-        LayerActs& a = acts_[l];
+        LayerActs& a = full_recompute_ ? work_ : acts_[l];
         const LayerWeights& lw = w_.layers[l];
         LayerWeights& g = gw.layers[l];
         if (full_recompute_) {
-            swap_work(a);
+            copy_into(a.x_in, checkpoints_[l].span());
+            checkpoints_[l] = PagedFloats();  // its pages go back while the layers below still fill the gradients
             const int mi = moe_index_[l];
             ActBuffer x_out;
             // An MoE layer's experts run in moe_backward_recomputing, one at a time.
@@ -267,8 +279,7 @@ void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& 
         qkv_backward(dln1.data(), g, dq.data(), dk.data(), dv.data(), a.qkv, a.ln1.data(), pos_.data(), M, lw, cfg_,
                      GradStore::overwrite);
         rmsnorm_backward(dx.data(), g.input_norm, dln1.data(), a.x_in.data(), lw.input_norm, a.rstd1.data(), M, D);
-        if (full_recompute_) swap_work(a);
-        else swap_recomputed(a);
+        if (!full_recompute_) swap_recomputed(a);
     }
     embedding_backward(gw.embed, dx.data(), batch.tokens.data(), M, D);
 }
@@ -277,16 +288,14 @@ void TrainEngine::release_activations() {
     have_activations_ = false;
     if (device_) device_->release_activations();
     std::vector<LayerActs>().swap(acts_);
+    std::vector<PagedFloats>().swap(checkpoints_);
     spare_ = Recomputed{};
     work_ = LayerActs{};
-    for (ActBuffer* v : {&x_final_, &lnf_, &rstdf_, &logits_}) ActBuffer().swap(*v);
-}
-
-// Checkpointing: layer a keeps only its input; the shared work_ buffers hold
-// everything else of the layer being computed. Called before and after.
-void TrainEngine::swap_work(LayerActs& a) {
-    std::swap(a, work_);
-    a.x_in.swap(work_.x_in);
+    for (ActBuffer* v : {&x_final_, &lnf_, &rstdf_, &logits_, &lp_}) ActBuffer().swap(*v);
+    out_ = TrainForward{};
+    std::vector<std::vector<int32_t>>().swap(replay_);
+    std::vector<int32_t>().swap(pos_);
+    batch_ = nullptr;
 }
 
 void TrainEngine::swap_recomputed(LayerActs& a) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -78,8 +79,12 @@ public:
                                 const SeqBatch& batch, float inv_temp,
                                 const std::vector<std::vector<int32_t>>* replay_ids, bool for_backward = true);
 
-    // Accumulates d(loss)/d(params) into grads (arena layout) given
-    // dlogp[B*T] = d(loss)/d(logp). Uses the activations of the last forward.
+    // Accumulates d(loss)/d(params) into grads (arena layout, layout().total
+    // floats) given dlogp[B*T] = d(loss)/d(logp). Uses the activations of the
+    // last forward. A checkpointing forward's serve one backward, which frees
+    // each layer's input once the layer is done.
+    void backward(std::span<float> grads, const std::vector<float>& dlogp);
+    // The same into a vector, sized to the arena (with zeros) when it is not.
     void backward(std::vector<float>& grads, const std::vector<float>& dlogp);
 
     // Floats a forward over S sequences of length T keeps for backward: every
@@ -107,17 +112,17 @@ public:
     // threshold above (std::nullopt, the default).
     void force_full_recompute(std::optional<bool> on) { force_full_ = on; }
 
-    // Frees the activations the last forward kept for backward (a backward
-    // now needs a new forward). Between steps the rollout, the recompute and
-    // a checkpoint then reuse that memory instead of adding to it; the
-    // log-prob rows (logprob_row) stay.
+    // Frees everything the last forward kept, for backward or to be read (a
+    // backward now needs a new forward, and logprob_row is gone). Between
+    // steps the rollout, the recompute and a checkpoint then reuse that
+    // memory instead of adding to it.
     void release_activations();
 
     const ModelConfig& config() const { return cfg_; }
     const ParamLayout& layout() const { return layout_; }
     // The last forward's log-probs over the vocabulary at row (b, t), the
     // distribution that predicts position t+1 (V floats, valid until the next
-    // forward): for "why this token?" (core/rl/worst_tokens.h).
+    // forward or release_activations): for "why this token?" (core/rl/worst_tokens.h).
     const float* logprob_row(int b, int t) const { return &lp_[((size_t)b * batch_->T + t) * cfg_.vocab_size]; }
 
 private:
@@ -142,7 +147,6 @@ private:
     };
     void swap_recomputed(LayerActs& a);
     void recompute(LayerActs& a, int layer);
-    void swap_work(LayerActs& a);
     // moe_keep: what an MoE layer keeps of its experts (blocks.h); with
     // MoeKeep::routes the layer's output x is not computed.
     void layer_forward(LayerActs& a, int layer, const int32_t* replay, ActBuffer& x, bool save_att, MoeKeep moe_keep);
@@ -163,9 +167,11 @@ private:
     float inv_temp_ = 1.0f;
     int M_ = 0;
     std::vector<int32_t> pos_;
-    std::vector<LayerActs> acts_;
+    std::vector<LayerActs> acts_;  // keeping: every layer's
     Recomputed spare_;
-    LayerActs work_;  // checkpointing: the layer being computed
+    // Checkpointing: each layer's input, and the one layer being computed.
+    std::vector<PagedFloats> checkpoints_;
+    LayerActs work_;
     ActBuffer x_final_, lnf_, rstdf_, logits_, lp_;
     TrainForward out_;
     std::unique_ptr<DeviceModel> device_;  // null: the CPU engine

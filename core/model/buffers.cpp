@@ -1,5 +1,10 @@
 #include "core/model/buffers.h"
 
+#include <new>
+#include <utility>
+
+#include <sys/mman.h>
+
 #include "kernels/kernels.h"
 
 namespace mlk {
@@ -19,6 +24,29 @@ void zero_floats(float* p, size_t n) {
 
 void copy_floats(float* dst, const float* src, size_t n) {
     for_parts(n, kFloatsPerPart, [&](size_t b, size_t e) { std::copy(src + b, src + e, dst + b); });
+}
+
+PagedFloats::PagedFloats(size_t n) : n_(n) {
+    if (n == 0) return;
+    // Anonymous private pages read as zero until written.
+    void* p = mmap(nullptr, n * sizeof(float), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    p_ = static_cast<float*>(p);
+}
+
+PagedFloats::~PagedFloats() {
+    if (p_) munmap(p_, n_ * sizeof(float));
+}
+
+PagedFloats::PagedFloats(PagedFloats&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+
+PagedFloats& PagedFloats::operator=(PagedFloats&& o) noexcept {
+    if (this != &o) {
+        PagedFloats gone(std::move(*this));
+        p_ = std::exchange(o.p_, nullptr);
+        n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
 }
 
 GradBuffer::GradBuffer(size_t n) : ActBuffer(n) { zero_floats(data(), n); }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -59,10 +60,38 @@ void copy_floats(float* dst, const float* src, size_t n);
 
 // dst = src without the element-by-element copy an ActBuffer's assignment
 // makes through its allocator.
-inline void copy_into(ActBuffer& dst, const ActBuffer& src) {
+inline void copy_into(ActBuffer& dst, std::span<const float> src) {
     dst.resize(src.size());
     copy_floats(dst.data(), src.data(), src.size());
 }
+
+// n floats in pages of their own, starting at zero: mapped when made and
+// handed back to the system when destroyed, and only the pages something
+// writes ever become resident. For the big buffers whose lifetimes do not
+// nest with the heap's: a training step's gradient arena, which its backward
+// fills layer by layer, and the checkpointed layer inputs, each freed once
+// its layer's backward is done. In the heap (kept there for speed, heap.h)
+// the freed inputs stayed resident, and a zeroed arena was resident from the
+// start: moe-deep's peak was both at once.
+class PagedFloats {
+public:
+    PagedFloats() = default;
+    explicit PagedFloats(size_t n);
+    ~PagedFloats();
+    PagedFloats(PagedFloats&& o) noexcept;
+    PagedFloats& operator=(PagedFloats&& o) noexcept;
+    PagedFloats(const PagedFloats&) = delete;
+    PagedFloats& operator=(const PagedFloats&) = delete;
+
+    float* data() { return p_; }
+    const float* data() const { return p_; }
+    size_t size() const { return n_; }
+    std::span<float> span() { return {p_, n_}; }
+
+private:
+    float* p_ = nullptr;
+    size_t n_ = 0;
+};
 
 // Gradient scratch of n zeros, for kernels that add into their output. Where
 // the first kernel can write it whole (GradStore::overwrite), an ActBuffer

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "core/model/buffers.h"
 #include "kernels/kernels.h"
@@ -25,7 +27,7 @@ double block_sum_squares(const float* x, size_t n) {
 }
 }  // namespace
 
-double AdamW::grad_norm(const std::vector<float>& grads) {
+double AdamW::grad_norm(std::span<const float> grads) {
     const size_t n = grads.size(), nb = (n + kNormBlock - 1) / kNormBlock;
     std::vector<double> block(nb);
     for_parts(nb, 4, [&](size_t b0, size_t b1) {
@@ -37,7 +39,10 @@ double AdamW::grad_norm(const std::vector<float>& grads) {
     return std::sqrt(ss);
 }
 
-double AdamW::update(std::vector<float>& params, std::vector<float>& grads, const AdamWSettings& s, double lr) {
+double AdamW::update(std::vector<float>& params, std::span<const float> grads, const AdamWSettings& s, double lr) {
+    if (grads.size() != params.size())
+        throw std::invalid_argument("AdamW update: " + std::to_string(grads.size()) + " gradients for " +
+                                    std::to_string(params.size()) + " parameters");
     if (m.size() != params.size()) {
         m.assign(params.size(), 0.0f);
         v.assign(params.size(), 0.0f);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace mlk {
@@ -21,13 +22,13 @@ struct AdamW {
     // Global L2 norm of grads: double sums of fixed blocks (eight chains and a
     // fixed tree each, on the pool's threads), added in arena order. The order
     // depends only on the arena's size, so the bits do not depend on threads.
-    static double grad_norm(const std::vector<float>& grads);
+    static double grad_norm(std::span<const float> grads);
 
     // Clips grads to settings.grad_clip (by the norm above), then one AdamW
     // update of params with bias correction, decoupled weight decay, and
     // learning rate lr (the caller applies any warm-up schedule). Returns the
     // norm before clipping.
-    double update(std::vector<float>& params, std::vector<float>& grads, const AdamWSettings& s, double lr);
+    double update(std::vector<float>& params, std::span<const float> grads, const AdamWSettings& s, double lr);
 };
 
 // Linear warm-up from lr/warmup to lr over `warmup` steps, then constant.

@@ -201,11 +201,10 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
         size_t ti = 0;
         for (int b = 0; b < mb.B; ++b)
             for (int t = mb.prompt_lens[b]; t < mb.lengths[b]; ++t) dlogp[(size_t)b * mb.T + t] = (float)pl.grad[ti++];
-        grads_.resize(layout_.total);
-        zero_floats(grads_.data(), grads_.size());
-        train_.backward(grads_, dlogp);
+        grads_ = PagedFloats(layout_.total);
+        train_.backward(grads_.span(), dlogp);
         lr_used = warmup_lr(cfg_.optim.lr, cfg_.optim.warmup_steps, opt_.step);
-        norm_sum += opt_.update(params_, grads_, aw, lr_used);
+        norm_sum += opt_.update(params_, grads_.span(), aw, lr_used);
         loss_sum += pl.loss;
         clip_sum += pl.clip_fraction;
         kl_sum += pl.ppo_kl;
@@ -213,7 +212,7 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
     train_.release_activations();
     // The gradients live in this phase only: freed, they leave the next
     // rollout's weight copy and KV cache room (moe-deep: 59 MB of the peak).
-    std::vector<float>().swap(grads_);
+    grads_ = PagedFloats();
     const int64_t compared = routes.flipped + routes.unflipped;
     const double ministep_flips = compared ? (double)routes.flipped / (double)compared : 0.0;
     return {loss_sum / mini, clip_sum / mini, norm_sum / mini, kl_sum / mini, lr_used, ministep_flips, ms_since(t0)};

@@ -88,7 +88,8 @@ private:
     ModelConfig model_;
     ParamLayout layout_;
     std::unique_ptr<Task> task_;
-    std::vector<float> params_, grads_;
+    std::vector<float> params_;
+    PagedFloats grads_;  // a training phase's only
     AdamW opt_;
     RolloutEngine rollout_;
     TrainEngine train_;

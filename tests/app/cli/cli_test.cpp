@@ -397,9 +397,12 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
     // falls back to them on CPUs newer than itself), unless the user asked.
     const std::string chosen_by = o["core_chosen_by"];
     EXPECT_TRUE(chosen_by == "openblas" || chosen_by == "environment" || chosen_by == "bench") << chosen_by;
-    if (chosen_by != "environment" && mlk::cpu::detected_isa() != mlk::cpu::Isa::scalar)
+    if (chosen_by != "environment" && mlk::cpu::detected_isa() != mlk::cpu::Isa::scalar) {
         EXPECT_NE(o["core"].get<std::string>(), "Prescott");
-    if (chosen_by == "bench") EXPECT_EQ(o["detected_core"].get<std::string>(), "Prescott");
+    }
+    if (chosen_by == "bench") {
+        EXPECT_EQ(o["detected_core"].get<std::string>(), "Prescott");
+    }
     for (const char* phase : {"rollout", "recompute", "train"}) {
         EXPECT_GT(o[phase]["gemm_shapes"].get<int>(), 0) << phase;
         EXPECT_GT(o[phase]["openblas_ms"].get<double>(), 0.0) << phase;

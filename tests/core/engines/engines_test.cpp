@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 
 #include "core/model/model.h"
 #include "core/config/config.h"
@@ -408,6 +409,23 @@ TEST(Engines, BackwardAfterReleaseIsRefused) {
     std::vector<float> g, dlogp(3, 1.0f);
     train.backward(g, dlogp);
     train.release_activations();
+    EXPECT_THROW(train.backward(g, dlogp), std::logic_error);
+}
+
+// A checkpointing forward frees each layer's input during its backward, so
+// it serves one backward; and the gradient arena must be the model's size.
+TEST(Engines, CheckpointedActivationsServeOneBackward) {
+    ModelConfig cfg = model_preset("dense-tiny");
+    std::vector<float> params = random_params(cfg, 1);
+    const SeqBatch batch = make_seq_batch({{Vocab::bos, Vocab::first_char, Vocab::first_char + 1}}, {1});
+    TrainEngine train(cfg);
+    train.force_full_recompute(true);
+    train.forward(Family::fast, EngineNumerics::simple(Dtype::f32), params, batch, 1.0f, nullptr);
+    std::vector<float> dlogp(3, 1.0f), short_arena(train.layout().total - 1);
+    EXPECT_THROW(train.backward(std::span<float>(short_arena), dlogp), std::invalid_argument);
+    std::vector<float> g(train.layout().total, 0.0f);
+    train.backward(std::span<float>(g), dlogp);
+    EXPECT_TRUE(std::any_of(g.begin(), g.end(), [](float x) { return x != 0.0f; }));
     EXPECT_THROW(train.backward(g, dlogp), std::logic_error);
 }
 

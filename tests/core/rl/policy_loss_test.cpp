@@ -311,5 +311,19 @@ TEST(AdamW, GradNormIsExactEnoughAndIndependentOfThreads) {
     EXPECT_TRUE(std::isnan(AdamW::grad_norm(g)));
 }
 
+// A gradient arena of another size is refused before anything moves.
+TEST(AdamW, RefusesGradientsOfAnotherSize) {
+    AdamW opt;
+    std::vector<float> params(10, 1.0f), grads(9, 0.5f);
+    try {
+        opt.update(params, grads, AdamWSettings{}, 1e-3);
+        FAIL() << "no error";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("9 gradients for 10 parameters"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(opt.step, 0);
+    EXPECT_EQ(params, std::vector<float>(10, 1.0f));
+}
+
 }  // namespace
 }  // namespace mlk
