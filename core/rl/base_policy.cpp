@@ -156,6 +156,12 @@ BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
         pr.loss = loss / sb.targets;
         const bool eval_now = (step + 1) % 25 == 0 || step + 1 == cfg.base.sft_steps;
         if (eval_now) {
+            // The evaluation's rollout engine (a weight copy, its KV cache)
+            // takes the memory of the step's gradients and activations, which
+            // the next step makes afresh: moe-deep's first run peaked here
+            // with both at once.
+            train.release_activations();
+            std::vector<float>().swap(grads);
             pr.eval_reward = evaluate_policy(cfg, out.params, *task, cfg.task.eval_size);
             out.eval_reward = pr.eval_reward;
         }
