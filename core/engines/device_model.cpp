@@ -69,7 +69,7 @@ void DeviceModel::load_weights(const std::vector<float>& master, const EngineNum
     if (TrainEngine::computes_on_master(num_)) {  // the cast would be a copy
         b_->params.upload(master);
     } else {
-        ActBuffer cast;
+        ActBuffer cast(master.size());
         cast_params(cast, master, layout_, num_);
         b_->params.upload(cast.data(), cast.size());
     }

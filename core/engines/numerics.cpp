@@ -91,7 +91,8 @@ std::string numerics_text(const EngineNumerics& n, bool with_kv_cache) {
     return s;
 }
 
-void cast_params(ActBuffer& out, const std::vector<float>& master, const ParamLayout& layout, const EngineNumerics& n) {
+void cast_params(std::span<float> out, const std::vector<float>& master, const ParamLayout& layout,
+                 const EngineNumerics& n) {
     cast_params(out, master, n.activations());
     if (!is_fp8(n.matmul)) return;
     for (const ParamSpec& s : layout.specs) {

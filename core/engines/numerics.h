@@ -14,6 +14,7 @@
 // Each point is overridden by "<engine>.<point>_dtype" unless auto.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "core/model/model.h"
@@ -57,7 +58,8 @@ std::string numerics_text(const EngineNumerics& n, bool with_kv_cache);
 // The engine's copy of the fp32 master parameters: every tensor rounded to
 // the activations' precision and, under fp8, every linear weight but the
 // router and the LM head quantised per output channel (quantize_cols).
-void cast_params(ActBuffer& out, const std::vector<float>& master, const ParamLayout& layout, const EngineNumerics& n);
+void cast_params(std::span<float> out, const std::vector<float>& master, const ParamLayout& layout,
+                 const EngineNumerics& n);
 // The LM head as [D, V] at n.lm_head, from the master (the embedding's
 // transpose when tied): an fp32 head is computed from fp32 weights even
 // where the body runs in bf16, as MiniMax-M1's fix does.

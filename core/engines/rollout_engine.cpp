@@ -25,14 +25,15 @@ void RolloutEngine::load_weights(const std::vector<float>& master, const EngineN
     if ((int64_t)master.size() != layout_.total) throw std::invalid_argument("rollout load_weights: arena size");
     num_ = numerics;
     if (device_) return device_->load_weights(master, numerics);
-    cast_params(params_, master, layout_, num_);
+    params_ = PagedFloats(master.size());
+    cast_params(params_.span(), master, layout_, num_);
     w_ = bind_weights(cfg_, layout_, params_.data());
     lm_head_weights(head_, master, cfg_, layout_, num_);
 }
 
 void RolloutEngine::release_weights() {
     if (device_) device_->release_weights();
-    ActBuffer().swap(params_);
+    params_ = PagedFloats();
     std::vector<float>().swap(head_);
     w_ = Weights{};
 }
@@ -202,7 +203,7 @@ struct RolloutEngine::Seq {
 RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vector<int32_t>>& prompts,
                                       int max_new_tokens, const SamplingParams& sampling, uint64_t seed, int max_batch,
                                       const Environment& environment) {
-    if (device_ ? !device_->has_weights() : params_.empty())
+    if (device_ ? !device_->has_weights() : params_.size() == 0)
         throw std::logic_error("rollout generate before load_weights");
     const int N = (int)prompts.size(), V = cfg_.vocab_size, L = cfg_.num_layers, k = cfg_.num_experts_per_tok;
     const int Lm = (int)moe_layers_.size();

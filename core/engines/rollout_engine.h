@@ -119,7 +119,7 @@ private:
 
     ModelConfig cfg_;
     ParamLayout layout_;
-    ActBuffer params_;
+    PagedFloats params_;
     std::vector<float> head_;  // [D, V] at num_.lm_head
     Weights w_{};
     EngineNumerics num_;

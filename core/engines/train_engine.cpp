@@ -78,12 +78,13 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
     else replay_.clear();
 
     if (computes_on_master(numerics)) {
-        ActBuffer().swap(compute_params_);
+        compute_params_ = PagedFloats();
         // Weights views are writable because gradients use them too; the
         // engine only ever reads w_.
         w_ = bind_weights(cfg_, layout_, const_cast<float*>(params.data()));
     } else {
-        cast_params(compute_params_, params, layout_, numerics);
+        if (compute_params_.size() != params.size()) compute_params_ = PagedFloats(params.size());
+        cast_params(compute_params_.span(), params, layout_, numerics);
         w_ = bind_weights(cfg_, layout_, compute_params_.data());
     }
     lm_head_weights(head_, params, cfg_, layout_, numerics);
@@ -192,13 +193,15 @@ void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, ActB
     a.ln2.resize((size_t)M * D);
     a.rstd2.resize(M);
     rmsnorm_forward(ex, a.ln2.data(), a.rstd2.data(), a.x_mid.data(), lw.post_norm, cfg_.rms_norm_eps, M, D);
-    a.ffn_out.resize((size_t)M * D);
-    if (!cfg_.is_moe_layer(l)) {
-        dense_mlp_forward(ex, a.mlp, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_);
-    } else {
-        moe_forward(ex, a.moe, a.ffn_out.data(), a.ln2.data(), M, lw, cfg_, replay, moe_keep);
-        if (moe_keep == MoeKeep::routes) return;  // no ffn_out: the caller's backward runs the experts
-    }
+    // A backward's recompute (MoeKeep::routes) wants what the FFN's backward
+    // reads, not the FFN's output or x: an MoE layer's experts run in that
+    // backward, and a dense layer skips its down projection.
+    const bool output = moe_keep != MoeKeep::routes;
+    if (output) a.ffn_out.resize((size_t)M * D);
+    float* ffn_out = output ? a.ffn_out.data() : nullptr;
+    if (!cfg_.is_moe_layer(l)) dense_mlp_forward(ex, a.mlp, ffn_out, a.ln2.data(), M, lw, cfg_);
+    else moe_forward(ex, a.moe, ffn_out, a.ln2.data(), M, lw, cfg_, replay, moe_keep);
+    if (!output) return;
     copy_into(x, a.x_mid);
     add_inplace(x.data(), a.ffn_out.data(), (int64_t)M * D, residual_);
 }
@@ -220,30 +223,35 @@ void TrainEngine::backward(std::span<float> grads, const std::vector<float>& dlo
     const int M = M_;
     Weights gw = bind_weights(cfg_, layout_, grads.data());
 
-    GradBuffer dlp((size_t)M * V);
-    scatter_dlogp(dlp.data(), batch, dlogp, V);
-    GradBuffer dlogits((size_t)M * V);
-    logsoftmax_backward(dlogits.data(), dlp.data(), lp_.data(), inv_temp_, M, V);
-
     // Every backward buffer below is written whole by its first kernel
     // (GradStore::overwrite) before anything adds into it: nothing to zero.
-    ActBuffer dlnf((size_t)M * D);
-    if (gw.lm_head) {
-        matmul_backward(dlnf.data(), gw.lm_head, nullptr, dlogits.data(), lnf_.data(), head_.data(), M, D, V,
-                        GradStore::overwrite);
-    } else {
-        std::vector<float> dhead((size_t)D * V, 0.0f);
-        matmul_backward(dlnf.data(), dhead.data(), nullptr, dlogits.data(), lnf_.data(), head_.data(), M, D, V,
-                        GradStore::overwrite);
-        add_tied_head_grad(gw.embed, dhead.data(), V, D);
-    }
     ActBuffer dx((size_t)M * D);
-    rmsnorm_backward(dx.data(), gw.final_norm, dlnf.data(), x_final_.data(), w_.final_norm, rstdf_.data(), M, D,
-                     GradStore::overwrite);
-
-    // The layer inputs are freed below as their layers are done: a second
-    // backward needs a new forward.
-    if (full_recompute_) have_activations_ = false;
+    {  // the head and the final norm; their gradient buffers end here
+        GradBuffer dlp((size_t)M * V);
+        scatter_dlogp(dlp.data(), batch, dlogp, V);
+        GradBuffer dlogits((size_t)M * V);
+        logsoftmax_backward(dlogits.data(), dlp.data(), lp_.data(), inv_temp_, M, V);
+        ActBuffer dlnf((size_t)M * D);
+        if (gw.lm_head) {
+            matmul_backward(dlnf.data(), gw.lm_head, nullptr, dlogits.data(), lnf_.data(), head_.data(), M, D, V,
+                            GradStore::overwrite);
+        } else {
+            std::vector<float> dhead((size_t)D * V, 0.0f);
+            matmul_backward(dlnf.data(), dhead.data(), nullptr, dlogits.data(), lnf_.data(), head_.data(), M, D, V,
+                            GradStore::overwrite);
+            add_tied_head_grad(gw.embed, dhead.data(), V, D);
+        }
+        rmsnorm_backward(dx.data(), gw.final_norm, dlnf.data(), x_final_.data(), w_.final_norm, rstdf_.data(), M, D,
+                         GradStore::overwrite);
+    }
+    if (full_recompute_) {
+        // A checkpointing forward serves one backward: the layer inputs are
+        // freed below as their layers are done, and what the layers' backward
+        // does not read goes now, before its one layer of buffers is at its
+        // largest (the heap keeps its high-water mark resident; heap.h).
+        have_activations_ = false;
+        for (ActBuffer* v : {&x_final_, &lnf_, &logits_, &work_.ffn_out}) ActBuffer().swap(*v);
+    }
     for (int l = L - 1; l >= 0; --l) {
         LayerActs& a = full_recompute_ ? work_ : acts_[l];
         const LayerWeights& lw = w_.layers[l];
@@ -291,7 +299,11 @@ void TrainEngine::release_activations() {
     std::vector<PagedFloats>().swap(checkpoints_);
     spare_ = Recomputed{};
     work_ = LayerActs{};
+    // The cast copy of the weights too: each forward casts afresh, and the
+    // rollout's own copy takes its place between steps.
     for (ActBuffer* v : {&x_final_, &lnf_, &rstdf_, &logits_, &lp_}) ActBuffer().swap(*v);
+    compute_params_ = PagedFloats();
+    w_ = Weights{};
     out_ = TrainForward{};
     std::vector<std::vector<int32_t>>().swap(replay_);
     std::vector<int32_t>().swap(pos_);

@@ -148,12 +148,13 @@ private:
     void swap_recomputed(LayerActs& a);
     void recompute(LayerActs& a, int layer);
     // moe_keep: what an MoE layer keeps of its experts (blocks.h); with
-    // MoeKeep::routes the layer's output x is not computed.
+    // MoeKeep::routes (a backward's recompute) neither the FFN's output nor
+    // the layer's output x is computed, in a dense layer too.
     void layer_forward(LayerActs& a, int layer, const int32_t* replay, ActBuffer& x, bool save_att, MoeKeep moe_keep);
     ModelConfig cfg_;
     ParamLayout layout_;
     std::vector<int> moe_layers_;  // cfg_.moe_layers()
-    ActBuffer compute_params_;
+    PagedFloats compute_params_;
     std::vector<float> head_;  // [D, V] at the profile's lm_head
     Weights w_;
     const SeqBatch* batch_ = nullptr;

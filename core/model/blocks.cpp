@@ -56,7 +56,7 @@ void dense_mlp_forward(const Exec& ex, DenseMlpActs& a, float* out, const float*
     matmul_forward(ex, a.gate.data(), x, w.w_gate, nullptr, M, D, F);
     matmul_forward(ex, a.up.data(), x, w.w_up, nullptr, M, D, F);
     swiglu_forward(ex, a.act.data(), a.gate.data(), a.up.data(), (int64_t)M * F);
-    matmul_forward(ex, out, a.act.data(), w.w_down, nullptr, M, F, D);
+    if (out) matmul_forward(ex, out, a.act.data(), w.w_down, nullptr, M, F, D);
 }
 
 void dense_mlp_backward(float* dx, LayerWeights& gw, const float* dout, const DenseMlpActs& a, const float* x, int M,

@@ -33,6 +33,8 @@ void qkv_backward(float* dln, LayerWeights& gw, float* dq, float* dk, const floa
 struct DenseMlpActs {
     ActBuffer gate, up, act;  // [M,F]
 };
+// out[M,D] = down(swiglu(gate(x), up(x))). out = nullptr: gate, up and act
+// only, what the backward reads (a checkpointed layer's recompute).
 void dense_mlp_forward(const Exec& ex, DenseMlpActs& a, float* out, const float* x, int M, const LayerWeights& w,
                        const ModelConfig& cfg);
 // dx[M,D] += ... (= with GradStore::overwrite), weight gradients into gw.

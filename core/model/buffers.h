@@ -72,7 +72,9 @@ inline void copy_into(ActBuffer& dst, std::span<const float> src) {
 // fills layer by layer, and the checkpointed layer inputs, each freed once
 // its layer's backward is done. In the heap (kept there for speed, heap.h)
 // the freed inputs stayed resident, and a zeroed arena was resident from the
-// start: moe-deep's peak was both at once.
+// start: moe-deep's peak was both at once. From 2 MB up the pages are huge
+// pages where the system allows them: faulting 64 MB in took 44 ms in 4 kB
+// pages, 13-14 ms in 2 MB ones (this Xeon; THP "madvise").
 class PagedFloats {
 public:
     PagedFloats() = default;
@@ -91,6 +93,7 @@ public:
 private:
     float* p_ = nullptr;
     size_t n_ = 0;
+    size_t mapped_ = 0;  // bytes mapped at p_
 };
 
 // Gradient scratch of n zeros, for kernels that add into their output. Where

@@ -82,8 +82,8 @@ void init_params(const ModelConfig& cfg, const ParamLayout& L, float* arena, uin
     }
 }
 
-void cast_params(ActBuffer& out, const std::vector<float>& master, Dtype dtype) {
-    out.resize(master.size());
+void cast_params(std::span<float> out, const std::vector<float>& master, Dtype dtype) {
+    if (out.size() != master.size()) throw std::invalid_argument("cast_params: output and master sizes differ");
     copy_rounded(out.data(), master.data(), master.size(), dtype);
 }
 

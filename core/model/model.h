@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "core/model/buffers.h"
@@ -44,10 +45,11 @@ Weights bind_weights(const ModelConfig& cfg, const ParamLayout& layout, float* a
 // non-trivial logits and router preferences.
 void init_params(const ModelConfig& cfg, const ParamLayout& layout, float* arena, uint64_t seed);
 
-// A copy of the parameters rounded to a storage precision (what an engine
-// computes with). For f32 it is a plain copy. The engines free it after their
-// phase, so each step's copy lands on fresh pages: both threads take them.
-void cast_params(ActBuffer& out, const std::vector<float>& master, Dtype dtype);
+// out (master.size() floats) = the parameters rounded to a storage precision
+// (what an engine computes with). For f32 it is a plain copy. The engines
+// free it after their phase (PagedFloats), so each step's copy lands on fresh
+// pages: both threads take them.
+void cast_params(std::span<float> out, const std::vector<float>& master, Dtype dtype);
 
 // lm_head as [D,V] for the tied case: a transposed copy of the embedding.
 void tied_lm_head(std::vector<float>& out, const float* embed, int V, int D);

@@ -28,7 +28,7 @@ ModelFootprint model_footprint(const Config& c) {
     top_k_only.num_experts = m.num_experts_per_tok;
     f.active_params = parameter_count(top_k_only) +
                       int64_t{m.num_moe_layers()} * m.hidden_size * (m.num_experts - m.num_experts_per_tok);
-    const double copies = TrainEngine::computes_on_master(train_numerics(c)) ? 5.0 : 6.0;
+    const double copies = TrainEngine::computes_on_master(train_numerics(c)) ? 4.0 : 5.0;
     f.weights_mb = copies * 4.0 * static_cast<double>(f.params) / kMB;
 
     const TaskBounds tb = task_bounds(c.task.name, c.task.length);

@@ -14,9 +14,10 @@ namespace mlk {
 struct ModelFootprint {
     int64_t params = 0;         // = make_param_layout(model).total
     int64_t active_params = 0;  // used per token: an MoE layer counts its router and top-k experts only
-    // Parameters, gradients, two AdamW moments, the rollout engine's copy and,
-    // unless training computes on the master weights (fp32, no fp8), the
-    // training engine's cast copy: 5 or 6 floats per parameter.
+    // Parameters and two AdamW moments throughout; the gradients in training
+    // or the rollout engine's copy in the rollout (each freed after its
+    // phase); and, unless training computes on the master weights (fp32, no
+    // fp8), the training engine's cast copy: 4 or 5 floats per parameter.
     double weights_mb = 0;
     // The training forward's saved activations for the whole batch at its
     // longest (rl.prompts_per_step x rl.samples_per_prompt sequences of the
