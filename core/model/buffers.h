@@ -69,12 +69,13 @@ inline void copy_into(ActBuffer& dst, std::span<const float> src) {
 // handed back to the system when destroyed, and only the pages something
 // writes ever become resident. For the big buffers whose lifetimes do not
 // nest with the heap's: a training step's gradient arena, which its backward
-// fills layer by layer, and the checkpointed layer inputs, each freed once
-// its layer's backward is done. In the heap (kept there for speed, heap.h)
-// the freed inputs stayed resident, and a zeroed arena was resident from the
-// start: moe-deep's peak was both at once. From 2 MB up the pages are huge
-// pages where the system allows them: faulting 64 MB in took 44 ms in 4 kB
-// pages, 13-14 ms in 2 MB ones (this Xeon; THP "madvise").
+// fills layer by layer, the checkpointed layer inputs, each freed once its
+// layer's backward is done, and the engines' per-step weight copies. In the
+// heap (kept there for speed, heap.h) the freed inputs stayed resident, and
+// a zeroed arena was resident from the start: moe-deep's peak was both at
+// once. The price is a page fault per 4 kB each step. Huge pages
+// (MADV_HUGEPAGE) cut moe-deep's faults per step from about 46,000 to 6,000
+// here but raised its first run's peak by 17 MB, so they are not asked for.
 class PagedFloats {
 public:
     PagedFloats() = default;
@@ -93,7 +94,6 @@ public:
 private:
     float* p_ = nullptr;
     size_t n_ = 0;
-    size_t mapped_ = 0;  // bytes mapped at p_
 };
 
 // Gradient scratch of n zeros, for kernels that add into their output. Where

@@ -52,8 +52,9 @@ TEST(PagedFloats, MovingHandsOverTheSameFloats) {
 }
 
 // The point of the type: a 64 MB gradient arena costs memory only where a
-// backward has written it (a transparent huge page may map up to 2 MB around
-// a write), and its pages go back to the system when it is destroyed.
+// backward has written it (where the system makes transparent huge pages of
+// its own accord, up to 2 MB around a write), and its pages go back to the
+// system when it is destroyed.
 TEST(PagedFloats, OnlyWrittenPagesBecomeResident) {
     const size_t n = size_t{16} << 20, bytes = n * sizeof(float);
     const size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = bytes / page;
