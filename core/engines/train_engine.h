@@ -81,8 +81,8 @@ public:
 
     // Accumulates d(loss)/d(params) into grads (arena layout, layout().total
     // floats) given dlogp[B*T] = d(loss)/d(logp). Uses the activations of the
-    // last forward. A checkpointing forward's serve one backward, which frees
-    // each layer's input once the layer is done.
+    // last forward. A checkpointing forward's activations serve one
+    // backward, which frees each layer's input once the layer is done.
     void backward(std::span<float> grads, const std::vector<float>& dlogp);
     // The same into a vector, sized to the arena (with zeros) when it is not.
     void backward(std::vector<float>& grads, const std::vector<float>& dlogp);
