@@ -10,7 +10,8 @@
 #                             besides CUDA's and glibc's (xz: the device tool
 #                             carries 64 MiB with the repository)
 #   gpu-bundle/run.sh         on the GPU machine, from the repository root:
-#                             the device's name, every GPU test suite, then
+#                             the device's name, every GPU test suite, the
+#                             fast GEMM plans' crossover table, then
 #                             `bench --device both --kernels both` on the
 #                             model presets, then memcheck if time is left
 #                             (MLK_GPU_BUDGET_S, default 400 s); logs to $OUT
@@ -25,7 +26,7 @@ suites="cuda_bodies_test cuda_ops_test cuda_engines_test"
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLK_BUILD_GUI=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="80-real;90"
 # shellcheck disable=SC2086
-cmake --build "$build" --parallel "$(nproc)" --target $suites mismatch-lab-cli
+cmake --build "$build" --parallel "$(nproc)" --target $suites mismatch-lab-cli mismatch-lab-bench-cuda-gemm
 for s in cuda_ops_test cuda_engines_test; do
   [ -x "$build/tests/$s" ] || { echo "gpu-bundle: $s was not built: CMake found no CUDA 12+ toolkit" >&2; exit 1; }
 done
@@ -34,7 +35,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
 for s in $suites; do cp "$build/tests/$s" "$stage/bin/"; done
-cp "$build/app/mismatch-lab-cli" "$stage/bin/"
+cp "$build/app/mismatch-lab-cli" "$build/bench/mismatch-lab-bench-cuda-gemm" "$stage/bin/"
 strip "$stage"/bin/*
 # Every shared library the binaries load but CUDA's (the GPU machine's own
 # match its driver) and glibc's (the loader's own).
@@ -93,6 +94,9 @@ for log in cuda_ops_test.log cuda_engines_test.0.log cuda_engines_test.1.log; do
   grep -q '^\[  PASSED  \]' "$out/$log" && ! grep -q '^\[  \(FAILED\|SKIPPED\) \]' "$out/$log" || { rc=1; echo "$log: NOT PASSED"; }
 done
 echo "suites done at ${SECONDS} s"
+# Where the fast family's GEMM plans cross over on this device (a table).
+timeout 60 "$bin/mismatch-lab-bench-cuda-gemm" --quick >"$out/gemm.txt" 2>&1 || rc=1
+echo "GEMM plan bench done at ${SECONDS} s"
 # The RL step per model preset, each kernel family, on the CPU and then with
 # both engines on the GPU.
 line_buffered=""

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/kernels.h"
+
 namespace mlk::cuda::detail {
 
 // Throw std::runtime_error("CUDA <what>: <message>") on failure.
@@ -52,6 +54,16 @@ size_t max_smem_optin();      // largest dynamic shared memory a block may opt i
 // until its next call on this thread. Ops on one stream run in order, so an
 // op may use it for its own kernels; growing waits for the stream first.
 void* workspace(size_t bytes);
+
+// The fast family's two GEMM plans (matmul.cu): by_batch, matmul_forward's
+// choice, runs the skinny split-K kernel on small products (decode's batch
+// sizes) and cuBLAS on large ones; the other two force one plan, for the
+// bench that places the crossover (bench/cuda_gemm_bench.cpp). The
+// batch-invariant family has one plan.
+enum class FastGemm { by_batch, skinny, cublas };
+FastGemm fast_gemm_plan(int M, int K, int N);  // by_batch's choice for [M,K] @ [K,N]
+void matmul_forward_planned(const Exec& ex, float* out, const float* inp, const float* w, const float* bias, int M,
+                            int K, int N, FastGemm plan);
 
 // Blocks of `threads` for n items (grid-stride loops cover the rest).
 inline unsigned blocks_for(int64_t n, int threads) {

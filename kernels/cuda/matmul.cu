@@ -74,6 +74,106 @@ struct To16F {
 
 size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// ---- the fast family's skinny GEMM -------------------------------------------------------
+// At decode's batch sizes these models' GEMMs are a few MFLOP, and a cuBLAS
+// call with its operand conversion and bias-and-round epilogue is three
+// device calls whose cost exceeds the arithmetic (moe-deep decodes 48
+// experts x 3 GEMMs x 12 layers per token). Production engines run such
+// GEMMs through a split-K kernel of their own; so does this family: one
+// launch, fp32 FMA on the operands as given (as the CPU's fast family: a
+// 16-bit engine's weights and activations are already representable), bias
+// and rounding in the same kernel.
+//
+// A block is one warp wide (a column per lane) and `split` warps deep over
+// kSkinnyRows rows: warp s chains k over its slice of K in ascending order,
+// loading 8 k ahead of the adds, then each output adds its slices' partial
+// sums in slice order. The split is chosen per shape to fill the device
+// (skinny_split), so, like cuBLAS's split-K, the bits depend on M, K, N and
+// the device's size.
+constexpr int kSkinnyRows = 8;
+constexpr int kSkinnyMaxSplit = 16;
+constexpr int kSkinnyAhead = 8;  // k loaded before their adds; a slice is a multiple of it
+// The GEMMs it runs (FastGemm::by_batch): up to 2^25 multiply-adds, cuBLAS
+// above. On an H200 (mismatch-lab-bench-cuda-gemm, README) it took 4-8 us per
+// call up to there at the presets' shapes against cuBLAS's 9 (fp32) and 15
+// (16-bit: three calls); at 4x that work cuBLAS was the faster.
+constexpr int64_t kSkinnyMaxMacs = int64_t(1) << 25;
+
+template <bool kVec4>
+__global__ void k_matmul_skinny(float* out, const float* inp, const float* w, const float* bias, int M, int K, int N,
+                                int slice, Dtype dt) {
+    __shared__ float part[kSkinnyMaxSplit][kSkinnyRows][32];
+    const int lane = threadIdx.x, s = threadIdx.y, split = blockDim.y;
+    const int n = blockIdx.x * 32 + lane;
+    const int m0 = blockIdx.y * kSkinnyRows;
+    const int rows = min(kSkinnyRows, M - m0);
+    const int k0 = min(K, s * slice), k1 = min(K, k0 + slice);
+    const float* wc = w + min(n, N - 1);  // lanes past N load a valid column and write nothing
+    const float* x[kSkinnyRows];          // rows past M repeat the last (computed, not written)
+#pragma unroll
+    for (int r = 0; r < kSkinnyRows; ++r) x[r] = inp + (int64_t)(m0 + min(r, rows - 1)) * K;
+    float acc[kSkinnyRows];
+#pragma unroll
+    for (int r = 0; r < kSkinnyRows; ++r) acc[r] = 0.0f;
+    int k = k0;
+    for (; k + kSkinnyAhead <= k1; k += kSkinnyAhead) {
+        float wv[kSkinnyAhead];
+#pragma unroll
+        for (int u = 0; u < kSkinnyAhead; ++u) wv[u] = wc[(int64_t)(k + u) * N];
+#pragma unroll
+        for (int r = 0; r < kSkinnyRows; ++r) {
+            float xv[kSkinnyAhead];
+            if constexpr (kVec4) {  // 16-byte loads (K a multiple of 4, rows aligned)
+                const float4 lo = *reinterpret_cast<const float4*>(x[r] + k);
+                const float4 hi = *reinterpret_cast<const float4*>(x[r] + k + 4);
+                xv[0] = lo.x, xv[1] = lo.y, xv[2] = lo.z, xv[3] = lo.w;
+                xv[4] = hi.x, xv[5] = hi.y, xv[6] = hi.z, xv[7] = hi.w;
+            } else {
+#pragma unroll
+                for (int u = 0; u < kSkinnyAhead; ++u) xv[u] = x[r][k + u];
+            }
+#pragma unroll
+            for (int u = 0; u < kSkinnyAhead; ++u) acc[r] = __fmaf_rn(xv[u], wv[u], acc[r]);
+        }
+    }
+    for (; k < k1; ++k) {
+        const float wv = wc[(int64_t)k * N];
+#pragma unroll
+        for (int r = 0; r < kSkinnyRows; ++r) acc[r] = __fmaf_rn(x[r][k], wv, acc[r]);
+    }
+#pragma unroll
+    for (int r = 0; r < kSkinnyRows; ++r) part[s][r][lane] = acc[r];
+    __syncthreads();
+    if (n >= N) return;
+    for (int r = s; r < rows; r += split) {
+        float v = part[0][r][lane];
+        for (int j = 1; j < split; ++j) v = v + part[j][r][lane];
+        if (bias) v = v + bias[n];
+        out[(int64_t)(m0 + r) * N + n] = round_to(v, dt);
+    }
+}
+
+// Warps per block: doubled while the grid stays under 16 warps per
+// multiprocessor and each slice keeps 2 x kSkinnyAhead k.
+int skinny_split(int M, int K, int N) {
+    const int64_t blocks = (int64_t)((N + 31) / 32) * ((M + kSkinnyRows - 1) / kSkinnyRows);
+    const int64_t want_warps = (int64_t)detail::sm_count() * 16;
+    int split = 1;
+    while (split < kSkinnyMaxSplit && blocks * split * 2 <= want_warps && K / (split * 2) >= 2 * kSkinnyAhead)
+        split *= 2;
+    return split;
+}
+
+void gemm_skinny(const Exec& ex, float* out, const float* inp, const float* w, const float* bias, int M, int K, int N) {
+    const int split = skinny_split(M, K, N);
+    const int slice = ((K + split - 1) / split + kSkinnyAhead - 1) / kSkinnyAhead * kSkinnyAhead;
+    const dim3 grid((unsigned)((N + 31) / 32), (unsigned)((M + kSkinnyRows - 1) / kSkinnyRows)), block(32, split);
+    const bool vec4 = K % 4 == 0 && reinterpret_cast<uintptr_t>(inp) % 16 == 0;
+    if (vec4) k_matmul_skinny<true><<<grid, block, 0, detail::stream()>>>(out, inp, w, bias, M, K, N, slice, ex.dtype);
+    else k_matmul_skinny<false><<<grid, block, 0, detail::stream()>>>(out, inp, w, bias, M, K, N, slice, ex.dtype);
+    detail::check_launch("matmul_forward (skinny)");
+}
+
 // out[M,N] = inp[M,K] @ w[K,N] in cuBLAS's column-major terms: out^T[N,M] =
 // w^T[N,K] @ inp^T[K,M], w^T being w read column-major with ld N.
 void gemm_fast(const Exec& ex, float* out, const float* inp, const float* w, int M, int K, int N, void* scratch) {
@@ -104,20 +204,35 @@ void gemm_fast(const Exec& ex, float* out, const float* inp, const float* w, int
 //  * batch_invariant: a thread per output: one FMA chain over k = 0..K-1
 //    ascending from +0, + bias[n], rounded (bodies.h): the CPU's plan, the
 //    CPU's bits, whatever M.
-//  * fast: cuBLAS with its own heuristics per shape (algorithm, split-K,
-//    tiles: its bits depend on M). fp32 storage: cublasSgemm in its default
-//    math mode (full fp32, no TF32 unless NVIDIA_TF32_OVERRIDE says so).
-//    bf16 / fp16 storage: both operands converted to 16 bits (RNE; activations
-//    are already representable, weights are rounded as a 16-bit engine stores
-//    them) and cublasGemmEx on tensor cores with fp32 accumulation
-//    (CUBLAS_COMPUTE_32F), fp32 output. Then + bias, rounded (an epilogue kernel).
+//  * fast, up to kSkinnyMaxMacs multiply-adds (decode, the experts' rows,
+//    the presets' prefill): the skinny split-K kernel above, one launch, fp32
+//    FMA on the operands as given, then + bias, rounded.
+//  * fast, larger: cuBLAS with its own heuristics per shape (algorithm,
+//    split-K, tiles: its bits depend on M). fp32 storage: cublasSgemm in its
+//    default math mode (full fp32, no TF32 unless NVIDIA_TF32_OVERRIDE says
+//    so). bf16 / fp16 storage: both operands converted to 16 bits (RNE;
+//    activations are already representable, weights are rounded as a 16-bit
+//    engine stores them) and cublasGemmEx on tensor cores with fp32
+//    accumulation (CUBLAS_COMPUTE_32F), fp32 output. Then + bias, rounded (an
+//    epilogue kernel).
 //  * ex.quant fp8: the input rows are first quantised (quantize_rows) into
 //    scratch; the plans above then run on it (fp8 values are exact in 16 bits).
 void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, const float* bias, int M, int K,
                     int N) {
+    detail::matmul_forward_planned(ex, out, inp, w, bias, M, K, N, detail::FastGemm::by_batch);
+}
+
+detail::FastGemm detail::fast_gemm_plan(int M, int K, int N) {
+    return (int64_t)M * K * N <= kSkinnyMaxMacs ? FastGemm::skinny : FastGemm::cublas;
+}
+
+void detail::matmul_forward_planned(const Exec& ex, float* out, const float* inp, const float* w, const float* bias,
+                                    int M, int K, int N, FastGemm plan) {
     if (M <= 0 || N <= 0) return;
     K = K < 0 ? 0 : K;
-    const bool narrow = ex.family == Family::fast && K > 0 && (ex.dtype == Dtype::bf16 || ex.dtype == Dtype::f16);
+    if (plan == FastGemm::by_batch) plan = fast_gemm_plan(M, K, N);
+    const bool library = ex.family == Family::fast && plan == FastGemm::cublas;
+    const bool narrow = library && K > 0 && (ex.dtype == Dtype::bf16 || ex.dtype == Dtype::f16);
     const size_t qbytes = is_fp8(ex.quant) ? align_up((size_t)M * K * sizeof(float)) : 0;
     const size_t nbytes = narrow ? align_up((size_t)M * K * 2) + align_up((size_t)K * N * 2) : 0;
     char* scratch = (qbytes + nbytes) ? static_cast<char*>(detail::workspace(qbytes + nbytes)) : nullptr;
@@ -128,6 +243,10 @@ void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w
     }
     if (ex.family == Family::batch_invariant) {
         launch_elementwise((int64_t)M * N, MatmulBiF{out, inp, w, bias, K, N, ex.dtype}, "matmul_forward");
+        return;
+    }
+    if (!library) {
+        gemm_skinny(ex, out, inp, w, bias, M, K, N);
         return;
     }
     if (K == 0) memset_device(out, 0, (size_t)M * N * sizeof(float));

@@ -12,8 +12,9 @@
 //    With any storage precision its outputs equal the CPU batch-invariant
 //    kernels' bit for bit (cuda_bodies_test runs those bodies on the host
 //    against the CPU; cuda_ops_test checks the device).
-//  - Family::fast is what production engines run: cuBLAS GEMMs with cuBLAS's
-//    own heuristics, split-KV decode and tiled online-softmax prefill
+//  - Family::fast is what production engines run: small GEMMs (decode's) in
+//    a split-K kernel whose split follows the shape, large ones in cuBLAS
+//    with its own heuristics, split-KV decode and tiled online-softmax prefill
 //    attention, row kernels whose split follows the shape, CUDA's libm
 //    (expf, logf, rsqrtf). Its bits depend on M and the device; they are not
 //    the CPU fast family's bits.
