@@ -41,14 +41,16 @@ __global__ void k_attn_bi_decode(body::AttnDecodeArgs a, int cap) {
 size_t bi_smem_bytes(int cap) { return (size_t)body::attn_smem_floats(cap) * sizeof(float); }
 
 // ---- fast prefill: tiled online softmax --------------------------------------------
-// A block of 4 warps takes 16 consecutive queries of one (b, h); warp w owns
-// queries 4w..4w+3. Keys and values are staged in shared memory 32 at a time;
+// A block of 4 warps takes 4 consecutive queries of one (b, h), a warp each
+// (a prompt of 20 tokens is 5 blocks per head, not 2: rollout prefills one
+// prompt per call, and a warp's queries run one after another). Which warp
+// takes a query does not change its arithmetic. Keys and values are staged in shared memory 32 at a time;
 // lane j scores key j of the tile against a query (FMA chain over d), the
 // warp's butterfly gives the tile max and sum: m' = max(m, tile max),
 // alpha = expf(m - m'), l = l*alpha + sum(p), o = o*alpha + sum_j p_j v_j (p
 // rounded to probs first; lane l owns d = l, l+32, ... up to 8 of them).
 // out = round(o / round(l, stats)); att (when asked) = expf(s - m) / l.
-constexpr int kFpQ = 16, kFpQW = 4, kFpKeys = 32, kFpMaxDL = 8, kFpThreads = 128;
+constexpr int kFpQ = 4, kFpQW = 1, kFpKeys = 32, kFpMaxDL = 8, kFpThreads = 128;
 constexpr int kFpMaxD = 32 * kFpMaxDL;
 
 struct FastPrefillArgs {
@@ -156,7 +158,9 @@ __global__ void k_attn_fast_prefill(FastPrefillArgs a) {
 // p = expf(s - m_c), l_c = block sum of the unrounded p, o_c = FMA chain over
 // the chunk's keys of round(p, probs)*v. A block per (s, h) combines the
 // splits in order: w_c = expf(m_c - M), L = fma(l_c, w_c, L), O = fma(w_c, o_c, O);
-// out = round(O / round(L, stats)). Bits depend on len and Bq.
+// out = round(O / round(L, stats)). Bits depend on len and Bq. When no
+// sequence is split (gridy 1: a full batch at these lengths) the splits
+// kernel does the combine's arithmetic itself, with the same bits.
 constexpr int kDecThreads = 128, kDecChunkMax = 2048, kDecMinKeys = 64;
 
 struct FastDecodeArgs {
@@ -221,11 +225,16 @@ __global__ void k_attn_fast_decode_part(FastDecodeArgs a) {
     }
     lsum = block_reduce<false>(lsum, red);  // (its barriers also publish sc)
     float* part = a.part + ((int64_t)sh * a.gridy + c) * (D + 2);
-    if (threadIdx.x == 0) part[0] = mx, part[1] = lsum;
+    if (threadIdx.x == 0 && a.gridy > 1) part[0] = mx, part[1] = lsum;
     for (int d = threadIdx.x; d < D; d += kDecThreads) {
         float acc = 0.0f;
         for (int j = 0; j < nk; ++j) acc = __fmaf_rn(sc[j], vb[j * kvs + d], acc);
-        part[2 + d] = acc;
+        if (a.gridy > 1) {
+            part[2 + d] = acc;
+        } else {  // one split: the combine's arithmetic with w = expf(0) = 1, here (one launch fewer)
+            const float O = __fmaf_rn(1.0f, acc, 0.0f), lr = round_to(__fmaf_rn(lsum, 1.0f, 0.0f), a.sdt);
+            a.out[(int64_t)sh * D + d] = round_to(O / lr, a.dt);
+        }
     }
 }
 
@@ -333,6 +342,7 @@ void attention_decode(const Exec& ex, float* out, const float* q, const float* k
                            H,   Hkv,  D, scale,  ex.dtype, ex.probs, ex.stats, smax,         gridy};
     k_attn_fast_decode_part<<<dim3((unsigned)(Bq * H), (unsigned)gridy), kDecThreads, 0, stream()>>>(a);
     check_launch("attention_decode (fast, splits)");
+    if (gridy == 1) return;  // the splits kernel wrote the output
     k_attn_fast_decode_combine<<<(unsigned)(Bq * H), kDecThreads, 0, stream()>>>(a);
     check_launch("attention_decode (fast, combine)");
 }

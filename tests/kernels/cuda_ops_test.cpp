@@ -508,55 +508,6 @@ TEST(CudaOps, FastGemmPlansCloseToReferenceAndFollowTheBatch) {
         }
 }
 
-// The fast family's two GEMM plans (matmul.cu) both close to the reference:
-// fp32 and bf16 storage, a bias, fp8 input rows, rows 16-byte aligned or not
-// (the skinny kernel's vector and scalar loads). And batch-variant, as
-// production GEMMs are: the plan and the skinny kernel's split follow the
-// shape, so one row's bits change with the batch around it; the
-// batch-invariant kernel's do not.
-TEST(CudaOps, FastGemmPlansCloseToReferenceAndFollowTheBatch) {
-    MLK_REQUIRE_GPU();
-    using cuda::detail::FastGemm;
-    for (Dtype dt : kStorage)
-        for (FastGemm plan : {FastGemm::skinny, FastGemm::cublas})
-            for (Dtype quant : {Dtype::f32, Dtype::fp8_e4m3})
-                for (int M : {1, 8, 37, 300})
-                    for (int off : {0, 1}) {
-                        SCOPED_TRACE(testing::Message()
-                                     << dtype_name(dt) << (plan == FastGemm::skinny ? " skinny" : " cuBLAS")
-                                     << " quant " << dtype_name(quant) << " M " << M << " off " << off);
-                        const int K = 388, N = 200;
-                        const auto x = rounded(testdata::uniform((size_t)M * K + off, 50), dt),
-                                   w = rounded(testdata::uniform((size_t)K * N, 51), dt),
-                                   b = rounded(testdata::uniform(N, 52), dt);
-                        std::vector<float> xin(x.begin() + off, x.end());
-                        if (is_fp8(quant)) quantize_rows(xin.data(), nullptr, xin.data(), M, K, quant);
-                        std::vector<double> want((size_t)M * N);
-                        auto xd = dbl(xin), wd = dbl(w), bd = dbl(b);
-                        ref::matmul_forward<double>(want.data(), xd.data(), wd.data(), bd.data(), M, K, N);
-                        Buffer<float> dx(x), dw(w), db(b), dout(want.size());
-                        cuda::detail::matmul_forward_planned({Family::fast, dt, dt, dt, quant}, dout.data(),
-                                                             dx.data() + off, dw.data(), db.data(), M, K, N, plan);
-                        EXPECT_TRUE(close(dout.download(), want, 2e-4, dt == Dtype::f32 ? 2e-5 : 8e-3));
-                    }
-    const int K = 1024, N = 2048, M = 256;
-    const auto x = testdata::uniform((size_t)M * K, 53), w = testdata::uniform((size_t)K * N, 54);
-    Buffer<float> dx(x), dw(w), dall((size_t)M * N), done(N);
-    // by_batch: cuBLAS for the batch, the skinny kernel for the row alone;
-    // skinny: split 1 for the batch, more for the row alone.
-    for (FastGemm plan : {FastGemm::by_batch, FastGemm::skinny})
-        for (Family fam : kFamilies) {
-            SCOPED_TRACE(testing::Message() << (fam == Family::fast ? "fast" : "bi") << " plan " << (int)plan);
-            const Exec ex{fam, Dtype::f32};
-            cuda::detail::matmul_forward_planned(ex, dall.data(), dx.data(), dw.data(), nullptr, M, K, N, plan);
-            cuda::detail::matmul_forward_planned(ex, done.data(), dx.data(), dw.data(), nullptr, 1, K, N, plan);
-            const auto all = dall.download();
-            const size_t diff = count_diff(done.download(), std::vector<float>(all.begin(), all.begin() + N));
-            if (fam == Family::fast) EXPECT_GT(diff, 0u) << "row 0 alone should not equal row 0 of a batch of " << M;
-            else EXPECT_EQ(diff, 0u) << "batch-invariant row 0 depends on the batch";
-        }
-}
-
 // A decode batch large enough that no sequence is split (the splits kernel
 // then writes the output itself): close to a direct softmax(q k / sqrt(D)) v
 // in double, in both families and both storage precisions.
