@@ -65,26 +65,39 @@ Profile& profile() {
     static Profile p;
     return p;
 }
+
+using ProfileClock = std::chrono::steady_clock;
+// The end of the calling thread's last marked span.
+ProfileClock::time_point& profile_last() {
+    thread_local ProfileClock::time_point last = ProfileClock::now();
+    return last;
+}
+void profile_add(const char* what, double seconds) {
+    Profile& p = profile();
+    std::lock_guard<std::mutex> lk(p.mu);
+    auto& e = p.by_name[what];
+    e.calls += 1;
+    e.seconds += seconds;
+}
 }  // namespace
 
 // The launch (or call, or copy) returned to the host just now: the host time
 // since the last mark is the host's ("host, between device calls"), the wait
 // for the stream is the device's.
 void profile_mark(const char* what) {
-    using clock = std::chrono::steady_clock;
-    thread_local clock::time_point last = clock::now();
-    const clock::time_point entered = clock::now();
+    const ProfileClock::time_point entered = ProfileClock::now();
     check(cudaStreamSynchronize(stream()), what);
-    const clock::time_point done = clock::now();
-    Profile& p = profile();
-    std::lock_guard<std::mutex> lk(p.mu);
-    auto& dev = p.by_name[what];
-    dev.calls += 1;
-    dev.seconds += std::chrono::duration<double>(done - entered).count();
-    auto& host = p.by_name["host, between device calls"];
-    host.calls += 1;
-    host.seconds += std::chrono::duration<double>(entered - last).count();
-    last = done;
+    const ProfileClock::time_point done = ProfileClock::now();
+    profile_add(what, std::chrono::duration<double>(done - entered).count());
+    profile_add("host, between device calls", std::chrono::duration<double>(entered - profile_last()).count());
+    profile_last() = done;
+}
+
+// The host time since the last mark, under `what` (no device wait).
+void profile_host_span(const char* what) {
+    const ProfileClock::time_point now = ProfileClock::now();
+    profile_add(what, std::chrono::duration<double>(now - profile_last()).count());
+    profile_last() = now;
 }
 
 const char* cublas_soname() { return MLK_CUBLAS_SONAME; }
@@ -157,9 +170,13 @@ cublasHandle_t cublas() {
     ThreadState& s = state();
     const int dev = current_device();
     if (!s.cublas || s.cublas_device != dev) {
+        // Opening cuBLAS and creating a handle take a second or more: under
+        // MLK_CUDA_PROFILE that is its own line, not the host's time between calls.
+        if (profiling()) profile_host_span("host, between device calls");
         // (a handle of another device is left alive: see ThreadState)
         check_cublas(cublas_api().create(&s.cublas), "cublasCreate");
         s.cublas_device = dev;
+        if (profiling()) profile_host_span("cuBLAS opened, handle created (host)");
     }
     check_cublas(cublas_api().set_stream(s.cublas, s.stream), "cublasSetStream");
     return s.cublas;

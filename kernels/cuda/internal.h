@@ -21,7 +21,8 @@ void check_cublas(cublasStatus_t s, const char* what);
 // totals are printed to stderr at exit (the waits cost the overlap of host
 // and device: the totals say where device time goes, not how long a step is).
 bool profiling();
-void profile_mark(const char* what);  // after the launch, call or copy named `what`
+void profile_mark(const char* what);       // after the launch, call or copy named `what`
+void profile_host_span(const char* what);  // the host time since the last mark, named `what`
 // After a launch: a bad configuration is reported here, a fault later.
 inline void check_launch(const char* what) {
     check(cudaGetLastError(), what);

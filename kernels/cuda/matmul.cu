@@ -1,5 +1,7 @@
 // CUDA matmul forward / backward.
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/cuda/bodies.h"
 #include "kernels/cuda/internal.h"
@@ -94,10 +96,11 @@ constexpr int kSkinnyRows = 8;
 constexpr int kSkinnyMaxSplit = 16;
 constexpr int kSkinnyAhead = 8;  // k loaded before their adds; a slice is a multiple of it
 // The GEMMs it runs (FastGemm::by_batch): up to 2^25 multiply-adds, cuBLAS
-// above. On an H200 (mismatch-lab-bench-cuda-gemm, README) it took 4-8 us per
-// call up to there at the presets' shapes against cuBLAS's 9 (fp32) and 15
-// (16-bit: three calls); at 4x that work cuBLAS was the faster.
+// above. On an H200 (mismatch-lab-bench-cuda-gemm, README) it took 3.4-8.2 us
+// per call up to there at the presets' shapes, against cuBLAS's 6-11 (fp32)
+// and 13-23 (16-bit: three calls); above it cuBLAS was as fast or faster.
 constexpr int64_t kSkinnyMaxMacs = int64_t(1) << 25;
+constexpr int kSkinnyMaxM = 65535 * kSkinnyRows;  // the grid's y dimension
 
 template <bool kVec4>
 __global__ void k_matmul_skinny(float* out, const float* inp, const float* w, const float* bias, int M, int K, int N,
@@ -165,6 +168,9 @@ int skinny_split(int M, int K, int N) {
 }
 
 void gemm_skinny(const Exec& ex, float* out, const float* inp, const float* w, const float* bias, int M, int K, int N) {
+    if (M > kSkinnyMaxM)
+        throw std::invalid_argument("matmul_forward (skinny): M = " + std::to_string(M) + " rows, at most " +
+                                    std::to_string(kSkinnyMaxM));
     const int split = skinny_split(M, K, N);
     const int slice = ((K + split - 1) / split + kSkinnyAhead - 1) / kSkinnyAhead * kSkinnyAhead;
     const dim3 grid((unsigned)((N + 31) / 32), (unsigned)((M + kSkinnyRows - 1) / kSkinnyRows)), block(32, split);
@@ -223,7 +229,7 @@ void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w
 }
 
 detail::FastGemm detail::fast_gemm_plan(int M, int K, int N) {
-    return (int64_t)M * K * N <= kSkinnyMaxMacs ? FastGemm::skinny : FastGemm::cublas;
+    return (int64_t)M * K * N <= kSkinnyMaxMacs && M <= kSkinnyMaxM ? FastGemm::skinny : FastGemm::cublas;
 }
 
 void detail::matmul_forward_planned(const Exec& ex, float* out, const float* inp, const float* w, const float* bias,
