@@ -9,7 +9,6 @@
 // matmul_forward picks at that M. Without a CUDA device it says so and exits 0.
 //
 // usage: mismatch-lab-bench-cuda-gemm [--quick]
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>

@@ -44,11 +44,12 @@ size_t bi_smem_bytes(int cap) { return (size_t)body::attn_smem_floats(cap) * siz
 // A block of 4 warps takes 4 consecutive queries of one (b, h), a warp each
 // (a prompt of 20 tokens is 5 blocks per head, not 2: rollout prefills one
 // prompt per call, and a warp's queries run one after another). Which warp
-// takes a query does not change its arithmetic. Keys and values are staged in shared memory 32 at a time;
-// lane j scores key j of the tile against a query (FMA chain over d), the
-// warp's butterfly gives the tile max and sum: m' = max(m, tile max),
-// alpha = expf(m - m'), l = l*alpha + sum(p), o = o*alpha + sum_j p_j v_j (p
-// rounded to probs first; lane l owns d = l, l+32, ... up to 8 of them).
+// takes a query does not change its arithmetic. Keys and values are staged
+// in shared memory 32 at a time; lane j scores key j of the tile against a
+// query (FMA chain over d), the warp's butterfly gives the tile max and sum:
+// m' = max(m, tile max), alpha = expf(m - m'), l = l*alpha + sum(p),
+// o = o*alpha + sum_j p_j v_j (p rounded to probs first; lane l owns
+// d = l, l+32, ... up to 8 of them).
 // out = round(o / round(l, stats)); att (when asked) = expf(s - m) / l.
 constexpr int kFpQ = 4, kFpQW = 1, kFpKeys = 32, kFpMaxDL = 8, kFpThreads = 128;
 constexpr int kFpMaxD = 32 * kFpMaxDL;

@@ -211,7 +211,7 @@ void gemm_fast(const Exec& ex, float* out, const float* inp, const float* w, int
 //    ascending from +0, + bias[n], rounded (bodies.h): the CPU's plan, the
 //    CPU's bits, whatever M.
 //  * fast, up to kSkinnyMaxMacs multiply-adds (decode, the experts' rows,
-//    the presets' prefill): the skinny split-K kernel above, one launch, fp32
+//    the smaller prefill GEMMs): the skinny split-K kernel above, one launch, fp32
 //    FMA on the operands as given, then + bias, rounded.
 //  * fast, larger: cuBLAS with its own heuristics per shape (algorithm,
 //    split-K, tiles: its bits depend on M). fp32 storage: cublasSgemm in its
