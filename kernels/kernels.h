@@ -65,6 +65,11 @@ int num_threads();
 // another. Tasks must write disjoint outputs. The first exception a task
 // throws is rethrown here after the others finished.
 void parallel_tasks(int n, const double* cost, const std::function<void(int)>& task);
+// The same with task(i, worker): worker in [0, parallel_task_workers(n)) names
+// the thread running the task, no two at once, for scratch the caller owns
+// per thread and frees when the call returns.
+void parallel_tasks(int n, const double* cost, const std::function<void(int i, int worker)>& task);
+int parallel_task_workers(int n);
 // The GEMM tiles read B from packed copies of its column panels (on by
 // default). Off is for `mismatch-lab-bench-kernels --pack-ab`, which times
 // both; the bits are the same either way. Process-wide.

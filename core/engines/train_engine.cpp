@@ -127,11 +127,13 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
     lnf_.resize((size_t)M * D);
     rstdf_.resize(M);
     rmsnorm_forward(ex, lnf_.data(), rstdf_.data(), x_final_.data(), w_.final_norm, cfg_.rms_norm_eps, M, D);
-    logits_.resize((size_t)M * V);
-    matmul_forward(numerics.head_exec(family), logits_.data(), lnf_.data(), head_.data(), nullptr, M, D, V);
-    lp_.resize((size_t)M * V);
     const Exec lp_ex = numerics.logprob_exec(family);
-    logsoftmax_forward(lp_ex, lp_.data(), logits_.data(), inv_temp, M, V);
+    lp_.resize((size_t)M * V);
+    {  // the logits live until lp_ is made: a backward reads lp_
+        ActBuffer logits((size_t)M * V);
+        matmul_forward(numerics.head_exec(family), logits.data(), lnf_.data(), head_.data(), nullptr, M, D, V);
+        logsoftmax_forward(lp_ex, lp_.data(), logits.data(), inv_temp, M, V);
+    }
     std::vector<float> ent(M);
     entropy_forward(lp_ex, ent.data(), lp_.data(), M, V);
 
@@ -231,6 +233,10 @@ void TrainEngine::backward(std::span<float> grads, const std::vector<float>& dlo
         scatter_dlogp(dlp.data(), batch, dlogp, V);
         GradBuffer dlogits((size_t)M * V);
         logsoftmax_backward(dlogits.data(), dlp.data(), lp_.data(), inv_temp_, M, V);
+        // Two of the head's three [M, V] buffers are done with (a checkpointing
+        // forward serves one backward, so its lp_ too).
+        ActBuffer().swap(dlp);
+        if (full_recompute_) ActBuffer().swap(lp_);
         ActBuffer dlnf((size_t)M * D);
         if (gw.lm_head) {
             matmul_backward(dlnf.data(), gw.lm_head, nullptr, dlogits.data(), lnf_.data(), head_.data(), M, D, V,
@@ -250,7 +256,7 @@ void TrainEngine::backward(std::span<float> grads, const std::vector<float>& dlo
         // does not read goes now, before its one layer of buffers is at its
         // largest (the heap keeps its high-water mark resident; heap.h).
         have_activations_ = false;
-        for (ActBuffer* v : {&x_final_, &lnf_, &logits_, &work_.ffn_out}) ActBuffer().swap(*v);
+        for (ActBuffer* v : {&x_final_, &lnf_, &work_.ffn_out}) ActBuffer().swap(*v);
     }
     for (int l = L - 1; l >= 0; --l) {
         LayerActs& a = full_recompute_ ? work_ : acts_[l];
@@ -301,7 +307,7 @@ void TrainEngine::release_activations() {
     work_ = LayerActs{};
     // The cast copy of the weights too: each forward casts afresh, and the
     // rollout's own copy takes its place between steps.
-    for (ActBuffer* v : {&x_final_, &lnf_, &rstdf_, &logits_, &lp_}) ActBuffer().swap(*v);
+    for (ActBuffer* v : {&x_final_, &lnf_, &rstdf_, &lp_}) ActBuffer().swap(*v);
     compute_params_ = PagedFloats();
     w_ = Weights{};
     out_ = TrainForward{};
@@ -317,15 +323,8 @@ void TrainEngine::swap_recomputed(LayerActs& a) {
     a.qkv.q.swap(spare_.q);
     a.qkv.k.swap(spare_.k);
     a.mlp.act.swap(spare_.act);
-    const size_t E = std::max(a.moe.experts.size(), spare_.expert_x.size());
-    if (E == 0) return;
-    a.moe.experts.resize(E);
-    spare_.expert_x.resize(E);
-    spare_.expert_act.resize(E);
-    for (size_t e = 0; e < E; ++e) {
-        a.moe.experts[e].x.swap(spare_.expert_x[e]);
-        a.moe.experts[e].act.swap(spare_.expert_act[e]);
-    }
+    a.moe.x.swap(spare_.expert_x);
+    a.moe.act.swap(spare_.expert_act);
 }
 
 // Layer `layer`'s dropped activations, by the calls its forward made.

@@ -142,8 +142,7 @@ private:
     // kept activations by about two fifths for a few row ops. One layer's
     // worth of buffers lives here and is swapped into the layer being worked on.
     struct Recomputed {
-        ActBuffer ln1, ln2, ffn_out, q, k, act;
-        std::vector<ActBuffer> expert_x, expert_act;
+        ActBuffer ln1, ln2, ffn_out, q, k, act, expert_x, expert_act;
     };
     void swap_recomputed(LayerActs& a);
     void recompute(LayerActs& a, int layer);
@@ -173,7 +172,7 @@ private:
     // Checkpointing: each layer's input, and the one layer being computed.
     std::vector<PagedFloats> checkpoints_;
     LayerActs work_;
-    ActBuffer x_final_, lnf_, rstdf_, logits_, lp_;
+    ActBuffer x_final_, lnf_, rstdf_, lp_;
     TrainForward out_;
     std::unique_ptr<DeviceModel> device_;  // null: the CPU engine
 };

@@ -77,49 +77,49 @@ std::vector<double> expert_costs(const MoeActs& a) {
     for (size_t e = 0; e < a.experts.size(); ++e) rows[e] = (double)a.experts[e].rows.size();
     return rows;
 }
-// slot (m*k + j) -> its row within its expert's buffers.
+// slot (m*k + j) -> its row in the stacked expert buffers.
 std::vector<int32_t> expert_slot_rows(const MoeActs& a, size_t slots) {
     std::vector<int32_t> row(slots);
     for (const MoeActs::Expert& xe : a.experts)
-        for (int r = 0; r < (int)xe.rows.size(); ++r) row[xe.rows[r]] = r;
+        for (int r = 0; r < (int)xe.rows.size(); ++r) row[xe.rows[r]] = (int32_t)(xe.first + r);
     return row;
 }
 // The expert's input rows dst[Me, D], gathered from the layer input by token.
-void gather_expert_input(ActBuffer& dst, const MoeActs::Expert& xe, const float* x, int D, int k) {
+void gather_expert_input(float* dst, const MoeActs::Expert& xe, const float* x, int D, int k) {
     const int Me = (int)xe.rows.size();
-    dst.resize((size_t)Me * D);
     for (int r = 0; r < Me; ++r) {
         const float* src = x + (size_t)(xe.rows[r] / k) * D;
-        std::copy(src, src + D, &dst[(size_t)r * D]);
+        std::copy(src, src + D, dst + (size_t)r * D);
     }
 }
-// One expert's forward: x gathered, gate, up, act and y, as moe_forward runs it.
-void expert_forward(const Exec& ex, ActBuffer& xg, ActBuffer& gate, ActBuffer& up, ActBuffer& act, ActBuffer& y,
-                    const MoeActs::Expert& xe, int e, const float* x, const LayerWeights& w, int D, int k, int Fm) {
+// One expert's forward: xg[Me,D] gathered, gate, up, act [Me,Fm] and y[Me,D],
+// as moe_forward runs it.
+void expert_forward(const Exec& ex, float* xg, float* gate, float* up, float* act, float* y, const MoeActs::Expert& xe,
+                    int e, const float* x, const LayerWeights& w, int D, int k, int Fm) {
     const int Me = (int)xe.rows.size();
     gather_expert_input(xg, xe, x, D, k);
-    gate.resize((size_t)Me * Fm);
-    up.resize((size_t)Me * Fm);
-    act.resize((size_t)Me * Fm);
-    y.resize((size_t)Me * D);
-    matmul_forward(ex, gate.data(), xg.data(), w.e_gate[e], nullptr, Me, D, Fm);
-    matmul_forward(ex, up.data(), xg.data(), w.e_up[e], nullptr, Me, D, Fm);
-    swiglu_forward(ex, act.data(), gate.data(), up.data(), (int64_t)Me * Fm);
-    matmul_forward(ex, y.data(), act.data(), w.e_down[e], nullptr, Me, Fm, D);
+    matmul_forward(ex, gate, xg, w.e_gate[e], nullptr, Me, D, Fm);
+    matmul_forward(ex, up, xg, w.e_up[e], nullptr, Me, D, Fm);
+    swiglu_forward(ex, act, gate, up, (int64_t)Me * Fm);
+    matmul_forward(ex, y, act, w.e_down[e], nullptr, Me, Fm, D);
 }
-// A thread's expert scratch, kept across calls (sized to the largest expert
-// it ran): the activations no backward reads of the experts it runs.
+// One thread's expert scratch for one MoE call (sized to the largest expert
+// it runs there): the activations no backward reads of the experts it runs.
+// Freed with the call, so the attention and the rollout reuse the memory (kept
+// per thread across calls, sized to the most skewed expert of any layer, it
+// held 21 MB of moe-deep's heap through every phase).
 struct ExpertScratch {
     ActBuffer x, gate, up, act, y;
+    ExpertScratch& fit(int Me, int D, int Fm) {
+        for (ActBuffer* b : {&x, &y}) b->resize((size_t)Me * D);
+        for (ActBuffer* b : {&gate, &up, &act}) b->resize((size_t)Me * Fm);
+        return *this;
+    }
 };
-ExpertScratch& expert_scratch() {
-    thread_local ExpertScratch s;
-    return s;
-}
-// Frees the expert's activations other than y, which every mode keeps (the
+// Frees the experts' activations other than y, which every mode keeps (the
 // combine's input, or the backward's input gradients in its place).
-void drop_expert_activations(MoeActs::Expert& xe) {
-    for (ActBuffer* b : {&xe.x, &xe.gate, &xe.up, &xe.act}) ActBuffer().swap(*b);
+void drop_expert_activations(MoeActs& a) {
+    for (ActBuffer* b : {&a.x, &a.gate, &a.up, &a.act}) ActBuffer().swap(*b);
 }
 }  // namespace
 
@@ -155,50 +155,62 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
     for (auto& e : a.experts) e.rows.clear();
     for (int m = 0; m < M; ++m)
         for (int j = 0; j < k; ++j) a.experts[a.ids[(size_t)m * k + j]].rows.push_back(m * k + j);
-    if (keep == MoeKeep::routes) {
-        for (auto& xe : a.experts) drop_expert_activations(xe);
-        return;
+    size_t first = 0;
+    for (auto& xe : a.experts) {
+        xe.first = first;
+        first += xe.rows.size();
     }
-    const std::vector<int32_t> slot_row = expert_slot_rows(a, (size_t)M * k);
+    const size_t rows = (size_t)M * k;
+    if (keep == MoeKeep::all) {
+        a.x.resize(rows * D);
+        for (ActBuffer* b : {&a.gate, &a.up, &a.act}) b->resize(rows * Fm);
+    } else {
+        drop_expert_activations(a);
+    }
+    if (keep == MoeKeep::routes) return;
+    a.y.resize(rows * D);
+    const std::vector<int32_t> slot_row = expert_slot_rows(a, rows);
     const std::vector<double> rows_of = expert_costs(a);
+    std::vector<ExpertScratch> scratch(keep == MoeKeep::all ? 0 : parallel_task_workers(E));
     // The experts are independent GEMMs of a few rows each: the threads share
     // them out (a grouped GEMM) rather than splitting each small one, with
     // every expert's plan and bits those of its own matmul calls.
-    parallel_tasks(E, rows_of.data(), [&](int e) {
-        MoeActs::Expert& xe = a.experts[e];
-        if (xe.rows.empty()) return;
+    parallel_tasks(E, rows_of.data(), [&](int e, int worker) {
+        const MoeActs::Expert& xe = a.experts[e];
+        const int Me = (int)xe.rows.size();
+        if (Me == 0) return;
+        float* y = a.y.data() + xe.first * D;
         if (keep == MoeKeep::all) {
-            expert_forward(ex, xe.x, xe.gate, xe.up, xe.act, xe.y, xe, e, x, w, D, k, Fm);
+            expert_forward(ex, a.x.data() + xe.first * D, a.gate.data() + xe.first * Fm, a.up.data() + xe.first * Fm,
+                           a.act.data() + xe.first * Fm, y, xe, e, x, w, D, k, Fm);
             return;
         }
         // Only y outlives the expert (the combine reads it): the rest of its
         // activations, 70 % of a layer's expert buffers, in this thread's scratch.
-        ExpertScratch& t = expert_scratch();
-        drop_expert_activations(xe);
-        expert_forward(ex, t.x, t.gate, t.up, t.act, xe.y, xe, e, x, w, D, k, Fm);
+        ExpertScratch& t = scratch[worker].fit(Me, D, Fm);
+        expert_forward(ex, t.x.data(), t.gate.data(), t.up.data(), t.act.data(), y, xe, e, x, w, D, k, Fm);
     });
     // Combine (moe_combine_forward): per token and channel one fp32 FMA chain
     // over the k slots in slot order, rounded to the storage precision.
-    std::vector<const float*> slot_y((size_t)M * k);
-    for (int m = 0; m < M; ++m)
-        for (int j = 0; j < k; ++j) {
-            const size_t s = (size_t)m * k + j;
-            slot_y[s] = a.experts[a.ids[s]].y.data() + (size_t)slot_row[s] * D;
-        }
+    std::vector<const float*> slot_y(rows);
+    for (size_t s = 0; s < rows; ++s) slot_y[s] = a.y.data() + (size_t)slot_row[s] * D;
     moe_combine_forward(ex, out, slot_y.data(), a.weights.data(), M, k, D);
 }
 
 void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const ModelConfig& cfg) {
     const int D = cfg.hidden_size, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
     const std::vector<double> rows_of = expert_costs(a);
-    // Each expert's gather and SwiGLU write its own buffers: the threads share the experts.
+    const size_t rows = a.gate.size() / Fm;
+    a.x.resize(rows * D);
+    a.act.resize(rows * Fm);
+    // Each expert's gather and SwiGLU write its own rows: the threads share the experts.
     parallel_tasks((int)a.experts.size(), rows_of.data(), [&](int e) {
-        MoeActs::Expert& xe = a.experts[e];
+        const MoeActs::Expert& xe = a.experts[e];
         const int Me = (int)xe.rows.size();
         if (Me == 0) return;
-        gather_expert_input(xe.x, xe, x, D, k);
-        xe.act.resize((size_t)Me * Fm);
-        swiglu_forward(ex, xe.act.data(), xe.gate.data(), xe.up.data(), (int64_t)Me * Fm);
+        gather_expert_input(a.x.data() + xe.first * D, xe, x, D, k);
+        const size_t at = xe.first * Fm;
+        swiglu_forward(ex, a.act.data() + at, a.gate.data() + at, a.up.data() + at, (int64_t)Me * Fm);
     });
 }
 
@@ -215,23 +227,32 @@ namespace {
 // One expert's backward from its activations: dy and the gate weights'
 // gradients from dout and its output y (moe_combine_backward), then its
 // weight gradients, and its input gradients into dxe (which may be y's
-// buffer: y is read before). Per-thread scratch, kept across calls: fresh
-// buffers for every expert of every layer and step took their pages anew
-// each time.
+// buffer: y's rows are read before theirs are written).
+// In blocks of kRows rows, which gives the bits of one pass: every step is
+// per row but the weight gradients, whose one FMA chain over the rows
+// (matmul_backward) carries through the blocks in row order. The gradient
+// scratch is then a block's, not the expert's (up to every token of the batch
+// where the routing is skewed); kept per thread, it is small.
 void expert_backward(float* dxe, LayerWeights& gw, float* dweights, const float* dout, const float* y, const float* xg,
                      const float* gate, const float* up, const float* act, const MoeActs& a, const MoeActs::Expert& xe,
                      int e, const LayerWeights& w, int D, int k, int Fm) {
+    constexpr int kRows = 256;
     const int Me = (int)xe.rows.size();
     thread_local ActBuffer dy, dact, dgate, dup;
-    dy.resize((size_t)Me * D);  // written whole by moe_combine_backward
-    moe_combine_backward(dy.data(), dweights, dout, y, a.weights.data(), xe.rows.data(), Me, k, D);
-    dact.resize((size_t)Me * Fm);
-    dgate.resize((size_t)Me * Fm);
-    dup.resize((size_t)Me * Fm);
-    matmul_backward(dact.data(), gw.e_down[e], nullptr, dy.data(), act, w.e_down[e], Me, Fm, D, GradStore::overwrite);
-    swiglu_backward(dgate.data(), dup.data(), dact.data(), gate, up, (int64_t)Me * Fm, GradStore::overwrite);
-    matmul_backward(dxe, gw.e_gate[e], nullptr, dgate.data(), xg, w.e_gate[e], Me, D, Fm, GradStore::overwrite);
-    matmul_backward(dxe, gw.e_up[e], nullptr, dup.data(), xg, w.e_up[e], Me, D, Fm);
+    for (int r0 = 0; r0 < Me; r0 += kRows) {
+        const int n = std::min(kRows, Me - r0);
+        const size_t xd = (size_t)r0 * D, xf = (size_t)r0 * Fm;
+        dy.resize((size_t)n * D);  // written whole by moe_combine_backward
+        moe_combine_backward(dy.data(), dweights, dout, y + xd, a.weights.data(), xe.rows.data() + r0, n, k, D);
+        for (ActBuffer* b : {&dact, &dgate, &dup}) b->resize((size_t)n * Fm);
+        matmul_backward(dact.data(), gw.e_down[e], nullptr, dy.data(), act + xf, w.e_down[e], n, Fm, D,
+                        GradStore::overwrite);
+        swiglu_backward(dgate.data(), dup.data(), dact.data(), gate + xf, up + xf, (int64_t)n * Fm,
+                        GradStore::overwrite);
+        matmul_backward(dxe + xd, gw.e_gate[e], nullptr, dgate.data(), xg + xd, w.e_gate[e], n, D, Fm,
+                        GradStore::overwrite);
+        matmul_backward(dxe + xd, gw.e_up[e], nullptr, dup.data(), xg + xd, w.e_up[e], n, D, Fm);
+    }
 }
 
 // Every expert's backward, the experts shared out over the threads (each has
@@ -248,22 +269,27 @@ void backward_experts(const Exec* recompute, float* dx, LayerWeights& gw, const 
     const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
     GradBuffer dweights((size_t)M * k);
     const std::vector<double> rows_of = expert_costs(a);
-    parallel_tasks(E, rows_of.data(), [&](int e) {
-        MoeActs::Expert& xe = a.experts[e];
-        if (xe.rows.empty()) return;
+    a.y.resize((size_t)M * k * D);  // a recompute kept the routes only
+    std::vector<ExpertScratch> scratch(recompute ? parallel_task_workers(E) : 0);
+    parallel_tasks(E, rows_of.data(), [&](int e, int worker) {
+        const MoeActs::Expert& xe = a.experts[e];
+        const int Me = (int)xe.rows.size();
+        if (Me == 0) return;
+        float* y = a.y.data() + xe.first * D;
         if (!recompute) {
-            expert_backward(xe.y.data(), gw, dweights.data(), dout, xe.y.data(), xe.x.data(), xe.gate.data(),
-                            xe.up.data(), xe.act.data(), a, xe, e, w, D, k, Fm);
+            const size_t at = xe.first * Fm;
+            expert_backward(y, gw, dweights.data(), dout, y, a.x.data() + xe.first * D, a.gate.data() + at,
+                            a.up.data() + at, a.act.data() + at, a, xe, e, w, D, k, Fm);
             return;
         }
         // The expert's forward in this thread's scratch, with the calls, M_e and
         // thread count of moe_forward's (so its bits), then its backward; only
-        // its input gradients outlive it, in its y.
-        ExpertScratch& t = expert_scratch();
-        expert_forward(*recompute, t.x, t.gate, t.up, t.act, t.y, xe, e, x, w, D, k, Fm);
-        xe.y.resize((size_t)xe.rows.size() * D);
-        expert_backward(xe.y.data(), gw, dweights.data(), dout, t.y.data(), t.x.data(), t.gate.data(), t.up.data(),
-                        t.act.data(), a, xe, e, w, D, k, Fm);
+        // its input gradients outlive it, in its rows of y.
+        ExpertScratch& t = scratch[worker].fit(Me, D, Fm);
+        expert_forward(*recompute, t.x.data(), t.gate.data(), t.up.data(), t.act.data(), t.y.data(), xe, e, x, w, D, k,
+                       Fm);
+        expert_backward(y, gw, dweights.data(), dout, t.y.data(), t.x.data(), t.gate.data(), t.up.data(), t.act.data(),
+                        a, xe, e, w, D, k, Fm);
     });
     const std::vector<int32_t> slot_row = expert_slot_rows(a, (size_t)M * k);
     // Each token's slot list is its own, so the threads split the tokens (on
@@ -275,12 +301,13 @@ void backward_experts(const Exec* recompute, float* dx, LayerWeights& gw, const 
             slots_by_expert(order, &a.ids[m * k], k);
             for (int i = 0; i < k; ++i) {
                 const size_t slot = m * k + order[i];
-                by_expert[m * k + i] = a.experts[a.ids[slot]].y.data() + (size_t)slot_row[slot] * D;
+                by_expert[m * k + i] = a.y.data() + (size_t)slot_row[slot] * D;
             }
         }
     });
     const std::vector<float> unit((size_t)M * k, 1.0f);
     moe_combine_forward(Exec{Family::batch_invariant, Dtype::f32}, dx, by_expert.data(), unit.data(), M, k, D);
+    ActBuffer().swap(a.y);  // consumed: the attention's backward takes its memory
     GradBuffer dlogits((size_t)M * E);
     router_backward(dlogits.data(), dweights.data(), a.weights.data(), a.ids.data(), M, E, k);
     matmul_backward(dx, gw.router, nullptr, dlogits.data(), x, w.router, M, D, E);

@@ -48,10 +48,15 @@ struct MoeActs {
     std::vector<int32_t> ids;          // [M,k] experts used (own, or replayed)
     std::vector<float> weights;        // [M,k] gate weights used
     struct Expert {
-        std::vector<int32_t> rows;      // (m*k + slot) for every token routed here, token order
-        ActBuffer x, gate, up, act, y;  // [Me,D], [Me,Fm] x3, [Me,D]
+        std::vector<int32_t> rows;  // (m*k + slot) for every token routed here, token order
+        size_t first = 0;           // its first row in the stacked buffers below
     };
     std::vector<Expert> experts;
+    // Every expert's rows stacked in expert order, expert e's Me rows from
+    // experts[e].first: one buffer per activation, sized to the layer's M*k
+    // rows. (A buffer per expert kept its largest size over every layer and
+    // call: moe-deep's outputs held 41 MB for at most 14 MB of rows.)
+    ActBuffer x, gate, up, act, y;  // [M*k, D], [M*k, Fm] x3, [M*k, D]
 };
 // What moe_forward keeps of each expert's activations. The bits of what it
 // computes are the same in every mode.
@@ -60,7 +65,7 @@ enum class MoeKeep {
     output,  // y only, which the combine reads: no backward reads this layer's experts
     routes,  // the routing only (ids, weights, each expert's rows); no expert runs and
              // `out` is not written: for moe_backward_recomputing, which writes the
-             // input gradients into the y buffers this keeps allocated
+             // input gradients into y
 };
 // replay_ids[M,k] (R3): experts to use where replay_ids[m*k] >= 0; the gate
 // weights are a softmax over *this* engine's logits of those experts.
@@ -74,7 +79,7 @@ void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const Mode
 // in, by every engine (the order of one loop over the experts, so its bits).
 void slots_by_expert(int* order, const int32_t* ids, int k);
 // dx[M,D] = d(loss)/dx (overwritten), weight gradients added into gw.
-// Consumes a.experts[].y (overwritten with the experts' input gradients).
+// Consumes a.y (overwritten with the experts' input gradients).
 void moe_backward(float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x, int M,
                   const LayerWeights& w, const ModelConfig& cfg);
 // The same from a routing only (moe_forward with MoeKeep::routes): each

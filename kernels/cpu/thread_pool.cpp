@@ -253,14 +253,20 @@ int num_threads() { return cpu::tl_threads > 0 ? cpu::tl_threads : cpu::Pool::de
 // caller's thread count (set on the workers by Pool::work), hence the bits of
 // running the tasks in order. A worker's flops and GEMM shapes are handed to
 // the caller's counters afterwards: bench reads the caller's.
+int parallel_task_workers(int n) { return cpu::tl_in_region ? 1 : std::max(1, std::min(num_threads(), n)); }
+
 void parallel_tasks(int n, const double* cost, const std::function<void(int)>& task) {
+    parallel_tasks(n, cost, [&](int i, int) { task(i); });
+}
+
+void parallel_tasks(int n, const double* cost, const std::function<void(int, int)>& task) {
     if (n <= 0) return;
     std::vector<int> order((size_t)n);
     std::iota(order.begin(), order.end(), 0);
     if (cost) std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cost[a] > cost[b]; });
-    const int T = std::min(num_threads(), n);
-    if (T <= 1 || cpu::tl_in_region) {
-        for (int i : order) task(i);
+    const int T = parallel_task_workers(n);
+    if (T <= 1) {
+        for (int i : order) task(i, 0);
         return;
     }
     std::atomic<int> next{0};
@@ -269,7 +275,8 @@ void parallel_tasks(int n, const double* cost, const std::function<void(int)>& t
     double worker_flops = 0;
     GemmShapeLog* const caller_log = cpu::gemm_shape_log();
     const std::thread::id caller = std::this_thread::get_id();
-    cpu::parallel_for(T, [&](int, int) {
+    // T ranges over T threads: a range's first index is its thread's worker slot.
+    cpu::parallel_for(T, [&](int worker, int) {
         const bool on_caller = std::this_thread::get_id() == caller;
         GemmShapeLog local;
         GemmShapeLog* const own_log = cpu::gemm_shape_log();
@@ -277,7 +284,7 @@ void parallel_tasks(int n, const double* cost, const std::function<void(int)>& t
         if (!on_caller) set_gemm_shape_log(caller_log ? &local : nullptr);
         for (int at; (at = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
             try {
-                task(order[(size_t)at]);
+                task(order[(size_t)at], worker);
             } catch (...) {
                 std::lock_guard<std::mutex> lk(mu);
                 if (!error) error = std::current_exception();
