@@ -60,7 +60,7 @@ int cmd_probe(const Argv& argv) {
     std::vector<float> params = initial_params(c, a, &m);
     const bool json = a.has("--json");
     if (!json) print_footprint(c);
-    ProbeResult r = run_probe(c, params);
+    ProbeResult r = run_probe(c, std::move(params));
     if (!dump.empty()) write_text_file(dump, probe_dump_json(r).dump() + "\n");
     const nlohmann::json s = probe_json(r, c);
     if (json) {

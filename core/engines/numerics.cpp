@@ -1,6 +1,9 @@
 #include "core/engines/numerics.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <functional>
 
 #include "core/config/config.h"
 
@@ -118,6 +121,56 @@ void lm_head_weights(std::vector<float>& out, const std::vector<float>& master, 
 void store_kv(float* kv, int M, int Hkv, int hd, const EngineNumerics& n) {
     if (is_fp8(n.kv_cache)) quantize_rows(kv, nullptr, kv, M * Hkv, hd, n.kv_cache);
     else round_buffer(kv, (size_t)M * Hkv * hd, n.kv_cache);
+}
+
+bool Bf16InPlace::round(std::span<float> master) {
+    restore();
+    const size_t n = master.size();
+    // Parts of whole 32-weight words, so no two threads share a word of bits.
+    const size_t words = (n + 31) / 32;
+    const auto for_words = [&](const std::function<void(size_t, size_t)>& fn) {
+        for_parts(words, kFloatsPerPart / 32, [&](size_t w0, size_t w1) { fn(w0 * 32, std::min(n, w1 * 32)); });
+    };
+    std::atomic<bool> has_nan{false};
+    for_words([&](size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i)
+            if (std::isnan(master[i])) has_nan.store(true, std::memory_order_relaxed);
+    });
+    if (has_nan.load()) return false;
+    low_ = PagedFloats((n + 1) / 2);
+    rounded_ = PagedFloats(words);
+    auto* low = reinterpret_cast<uint16_t*>(low_.data());
+    auto* up = reinterpret_cast<uint32_t*>(rounded_.data());
+    for_words([&](size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i) {
+            const uint32_t u = float_bits(master[i]);
+            const uint16_t hi = f32_to_bf16_bits(master[i]);
+            low[i] = static_cast<uint16_t>(u & 0xffffu);
+            // Round to nearest even adds 0 or 1 to the high half (a carry
+            // into the exponent included), so the high half and that bit
+            // give the old high half back.
+            if (hi != (u >> 16)) up[i / 32] |= 1u << (i % 32);
+            master[i] = bf16_bits_to_f32(hi);
+        }
+    });
+    master_ = master;
+    return true;
+}
+
+void Bf16InPlace::restore() {
+    if (!active()) return;
+    const size_t n = master_.size();
+    const auto* low = reinterpret_cast<const uint16_t*>(low_.data());
+    const auto* up = reinterpret_cast<const uint32_t*>(rounded_.data());
+    for_parts(n, kFloatsPerPart, [&](size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i) {
+            const uint32_t hi = (float_bits(master_[i]) >> 16) - ((up[i / 32] >> (i % 32)) & 1u);
+            master_[i] = bits_float(hi << 16 | low[i]);
+        }
+    });
+    master_ = {};
+    low_ = PagedFloats();
+    rounded_ = PagedFloats();
 }
 
 }  // namespace mlk

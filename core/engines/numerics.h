@@ -65,6 +65,31 @@ void cast_params(std::span<float> out, const std::vector<float>& master, const P
 // where the body runs in bf16, as MiniMax-M1's fix does.
 void lm_head_weights(std::vector<float>& out, const std::vector<float>& master, const ModelConfig& cfg,
                      const ParamLayout& layout, const EngineNumerics& n);
+// A master arena rounded to bf16 in place, for an engine that computes on
+// bf16 weights without a copy of them (the rollout's default numerics): it
+// keeps what the rounding took off each weight, its low 16 bits and whether
+// it rounded up (17 bits a weight against a 32-bit copy: moe-deep's rollout
+// held 59 MB of copy beside the 59 MB master), and puts them back bit for bit.
+class Bf16InPlace {
+public:
+    Bf16InPlace() = default;
+    Bf16InPlace(const Bf16InPlace&) = delete;
+    Bf16InPlace& operator=(const Bf16InPlace&) = delete;
+    ~Bf16InPlace() { restore(); }
+    // Rounds every weight of `master` to bf16 (copy_rounded's bits) and keeps
+    // master until restore. False, master untouched, where a weight is NaN,
+    // whose bits the rounding does not keep.
+    bool round(std::span<float> master);
+    // master as it was before round; nothing when nothing is rounded.
+    void restore();
+    bool active() const { return master_.data() != nullptr; }
+
+private:
+    std::span<float> master_;
+    PagedFloats low_;      // uint16 low halves, two per float
+    PagedFloats rounded_;  // one bit a weight: rounded up, 32 per float
+};
+
 // K or V rows [M, Hkv*hd] as the KV cache stores them (n.kv_cache): rounded,
 // or fp8 with a power-of-two scale per row and KV head.
 void store_kv(float* kv, int M, int Hkv, int hd, const EngineNumerics& n);

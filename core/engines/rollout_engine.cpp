@@ -17,25 +17,36 @@ RolloutEngine::RolloutEngine(const ModelConfig& cfg, const DeviceOps* device)
     if (device) device_ = std::make_unique<DeviceModel>(cfg, *device);
 }
 
-RolloutEngine::~RolloutEngine() = default;
+RolloutEngine::~RolloutEngine() = default;  // bf16_master_ gives a borrowed master back
 
 std::string RolloutEngine::device_name() const { return device_ ? device_->ops().name() : "cpu"; }
 
-void RolloutEngine::load_weights(const std::vector<float>& master, const EngineNumerics& numerics) {
+void RolloutEngine::load_weights(std::vector<float>& master, const EngineNumerics& numerics) {
     if ((int64_t)master.size() != layout_.total) throw std::invalid_argument("rollout load_weights: arena size");
+    release_weights();
     num_ = numerics;
     if (device_) return device_->load_weights(master, numerics);
-    params_ = PagedFloats(master.size());
-    cast_params(params_.span(), master, layout_, num_);
-    w_ = bind_weights(cfg_, layout_, params_.data());
+    // The head first: it is rounded from the master's own bits, to its own precision.
     lm_head_weights(head_, master, cfg_, layout_, num_);
+    const Dtype storage = num_.activations();
+    float* weights = master.data();
+    if (is_fp8(num_.matmul) || storage == Dtype::f16 ||
+        (storage == Dtype::bf16 && !bf16_master_.round(std::span<float>(master)))) {
+        params_ = PagedFloats(master.size());
+        cast_params(params_.span(), master, layout_, num_);
+        weights = params_.data();
+    }
+    w_ = bind_weights(cfg_, layout_, weights);
+    has_weights_ = true;
 }
 
 void RolloutEngine::release_weights() {
     if (device_) device_->release_weights();
+    bf16_master_.restore();
     params_ = PagedFloats();
     std::vector<float>().swap(head_);
     w_ = Weights{};
+    has_weights_ = false;
 }
 
 void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok, const std::vector<int32_t>& pos,
@@ -203,7 +214,7 @@ struct RolloutEngine::Seq {
 RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vector<int32_t>>& prompts,
                                       int max_new_tokens, const SamplingParams& sampling, uint64_t seed, int max_batch,
                                       const Environment& environment) {
-    if (device_ ? !device_->has_weights() : params_.size() == 0)
+    if (device_ ? !device_->has_weights() : !has_weights_)
         throw std::logic_error("rollout generate before load_weights");
     const int N = (int)prompts.size(), V = cfg_.vocab_size, L = cfg_.num_layers, k = cfg_.num_experts_per_tok;
     const int Lm = (int)moe_layers_.size();

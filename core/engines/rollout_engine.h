@@ -90,12 +90,23 @@ public:
     std::string device_name() const;
 
     // Weight sync from the trainer: the master fp32 arena as this engine
-    // stores it (numerics.h: cast_params, lm_head_weights).
-    void load_weights(const std::vector<float>& master, const EngineNumerics& numerics);
-    // Frees the weights (a generate then needs load_weights again): the RL
-    // step syncs them afresh every step, so between its rollouts they would
-    // only add a model's worth of memory to the training phase.
+    // stores it (numerics.h: cast_params, lm_head_weights). The CPU engine
+    // borrows `master` where it can instead of copying it, as the training
+    // engine computes on it: as it is for fp32 numerics, rounded in place
+    // for bf16 ones (Bf16InPlace); fp16 and fp8 take a copy. Until
+    // release_weights (or the engine's end), which puts its bits back, the
+    // caller must neither read nor write master.
+    void load_weights(std::vector<float>& master, const EngineNumerics& numerics);
+    // Frees the weights (a generate then needs load_weights again) and gives
+    // a borrowed master back: the RL step syncs them afresh every step, so
+    // between its rollouts they would only add a model's worth of memory to
+    // the training phase.
     void release_weights();
+    // Releases `engine`'s weights when it goes out of scope, thrown through or not.
+    struct WeightsLoan {
+        RolloutEngine& engine;
+        ~WeightsLoan() { engine.release_weights(); }
+    };
     const EngineNumerics& numerics() const { return num_; }
 
     // seed keys the sampler: token s of sequence i uses hash(seed, i, s), so
@@ -119,7 +130,9 @@ private:
 
     ModelConfig cfg_;
     ParamLayout layout_;
-    PagedFloats params_;
+    PagedFloats params_;       // a copy of the master, where the numerics need one
+    Bf16InPlace bf16_master_;  // the master rounded in place, where they allow it
+    bool has_weights_ = false;
     std::vector<float> head_;  // [D, V] at num_.lm_head
     Weights w_{};
     EngineNumerics num_;

@@ -122,7 +122,9 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
         }
         if (keeps) swap_recomputed(a);
     }
-    if (!for_backward) work_ = LayerActs{};  // a whole batch's layer, not to be held through training
+    // A whole batch's layer, not to be held through training: a checkpointing
+    // backward makes its layers afresh after the head, whose buffers reuse it.
+    if (!keeps) work_ = LayerActs{};
     x_final_ = std::move(x);
     lnf_.resize((size_t)M * D);
     rstdf_.resize(M);
@@ -256,7 +258,12 @@ void TrainEngine::backward(std::span<float> grads, const std::vector<float>& dlo
         // does not read goes now, before its one layer of buffers is at its
         // largest (the heap keeps its high-water mark resident; heap.h).
         have_activations_ = false;
-        for (ActBuffer* v : {&x_final_, &lnf_, &work_.ffn_out}) ActBuffer().swap(*v);
+        for (ActBuffer* v : {&x_final_, &lnf_}) ActBuffer().swap(*v);
+        // The heap's free pages (the rollout's KV cache, the forward's layer)
+        // go back too: they stay resident under the gradient arena, which the
+        // layers below fill (moe-deep: 14 MB of its training phase's peak).
+        // The layers' buffers take their pages afresh, once a step.
+        return_free_heap();
     }
     for (int l = L - 1; l >= 0; --l) {
         LayerActs& a = full_recompute_ ? work_ : acts_[l];

@@ -52,7 +52,7 @@ std::string base_policy_key(const Config& c) {
            model_config_of(c).preset_name() + "-s" + std::to_string(c.seed) + "-" + hex.substr(0, 8);
 }
 
-double evaluate_policy(const Config& cfg, const std::vector<float>& params, const Task& task, int n) {
+double evaluate_policy(const Config& cfg, std::vector<float>& params, const Task& task, int n) {
     ModelConfig m = model_config_of(cfg);
     std::vector<Prompt> eval = task.eval_set((size_t)n);
     std::vector<std::vector<int32_t>> prompts;

@@ -62,6 +62,7 @@ SftBatch sft_batch(const Task& task, uint64_t stream, int step, int batch_size);
 
 // Mean reward of `params` on the first n prompts of the held-out set,
 // sampled as the rollout engine would (rollout settings, one sample each).
-double evaluate_policy(const Config& cfg, const std::vector<float>& params, const Task& task, int n);
+// The rollout engine borrows params and gives them back, the same bits.
+double evaluate_policy(const Config& cfg, std::vector<float>& params, const Task& task, int n);
 
 }  // namespace mlk

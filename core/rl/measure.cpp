@@ -71,7 +71,7 @@ RouterDiff table_routing_diff(const std::vector<std::vector<int32_t>>& a, const 
 
 Family kernel_family(const Config& cfg) { return cfg.kernels.batch_invariant ? Family::batch_invariant : Family::fast; }
 
-Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& train, const std::vector<float>& params,
+Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& train, std::vector<float>& params,
                     const std::vector<std::vector<int32_t>>& inputs, uint64_t sample_seed, bool for_backward,
                     const std::function<void(MeasurePhase)>& on_phase, const Environment& environment) {
     using Clock = std::chrono::steady_clock;
@@ -86,11 +86,13 @@ Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& trai
 
     if (on_phase) on_phase(MeasurePhase::rollout);
     auto t0 = Clock::now();
-    rollout.load_weights(params, rollout_numerics(cfg));
-    const SamplingParams sp{(float)cfg.rollout.temperature, cfg.rollout.top_k, (float)cfg.rollout.top_p};
-    m.roll =
-        rollout.generate(fam, inputs, cfg.rollout.max_new_tokens, sp, sample_seed, cfg.rollout.max_batch, environment);
-    rollout.release_weights();  // the next step loads them afresh
+    {  // the next step loads the weights afresh
+        rollout.load_weights(params, rollout_numerics(cfg));
+        const RolloutEngine::WeightsLoan loan{rollout};
+        const SamplingParams sp{(float)cfg.rollout.temperature, cfg.rollout.top_k, (float)cfg.rollout.top_p};
+        m.roll = rollout.generate(fam, inputs, cfg.rollout.max_new_tokens, sp, sample_seed, cfg.rollout.max_batch,
+                                  environment);
+    }
     m.rollout_ms = ms_since(t0);
 
     if (on_phase) on_phase(MeasurePhase::recompute);

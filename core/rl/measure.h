@@ -63,13 +63,15 @@ struct Measurement {
 enum class MeasurePhase { rollout, recompute };
 
 // inputs: one prompt per sequence. sample_seed keys the sampler. The rollout
-// engine gets `params` cast to rollout.precision; the training engine
+// engine gets `params` cast to rollout.precision, borrowing them for the
+// rollout (RolloutEngine::load_weights), and gives them back, the same bits,
+// before the recompute or a throw leaves; the training engine
 // computes in train.precision. With for_backward the training engine keeps
 // the recompute's activations, so a backward may follow directly; without
 // (a probe, a step trained in several mini-steps) it keeps none
 // (TrainEngine::forward), with the same log-probs. environment: a
 // multi-turn task's (task_environment() in core/rl/tasks.h), or empty.
-Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& train, const std::vector<float>& params,
+Measurement measure(const Config& cfg, RolloutEngine& rollout, TrainEngine& train, std::vector<float>& params,
                     const std::vector<std::vector<int32_t>>& inputs, uint64_t sample_seed, bool for_backward,
                     const std::function<void(MeasurePhase)>& on_phase = {}, const Environment& environment = {});
 

@@ -8,7 +8,7 @@
 
 namespace mlk {
 
-ProbeResult run_probe(const Config& cfg, const std::vector<float>& params) {
+ProbeResult run_probe(const Config& cfg, std::vector<float> params) {
     ProbeResult r;
     r.model = model_config_of(cfg);
     auto task = make_task(enum_name(cfg.task.name), cfg.task.length);

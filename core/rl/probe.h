@@ -20,7 +20,7 @@ struct ProbeResult : Measurement {
 // Prompts from the configured task (rl.prompts_per_step x rl.samples_per_prompt
 // sequences), rollout with the rollout settings, training forward with the
 // training settings (R3 when moe.routing_replay = R3).
-ProbeResult run_probe(const Config& cfg, const std::vector<float>& params);
+ProbeResult run_probe(const Config& cfg, std::vector<float> params);
 // The weights `probe` uses without --checkpoint: the configured model's
 // initial weights from cfg.seed (so the CLI and the workbench's probe panel
 // measure the same model).

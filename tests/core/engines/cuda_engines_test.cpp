@@ -61,7 +61,7 @@ TEST(CudaEngines, GpuRolloutCpuTrainerIsTrulyOnPolicy) {
     MLK_REQUIRE_GPU();
     for (const char* preset : {"dense-tiny", "moe-tiny"}) {
         const ModelConfig cfg = model_preset(preset);
-        const std::vector<float> params = initial_params(cfg, 42);
+        std::vector<float> params = initial_params(cfg, 42);
         const EngineNumerics n = EngineNumerics::simple(Dtype::bf16);
         RolloutEngine roll(cfg, &cuda_device_ops("test"));
         roll.load_weights(params, n);

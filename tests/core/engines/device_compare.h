@@ -61,8 +61,9 @@ struct RolloutCase {
 
 inline RolloutResult rollout_on(const RolloutCase& c, const DeviceOps* device) {
     const ModelConfig cfg = model_preset(c.preset);
+    std::vector<float> params = initial_params(cfg, 42);  // outlives the engine that borrows it
     RolloutEngine roll(cfg, device);
-    roll.load_weights(initial_params(cfg, 42), c.numerics);
+    roll.load_weights(params, c.numerics);
     SamplingParams sp;
     sp.temperature = c.temperature;
     // Two generates: the second reuses the engine's buffers and cache.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <span>
 
 #include "core/model/model.h"
@@ -54,6 +55,7 @@ Pair run_pair(const std::string& preset, Family fam, const EngineNumerics& roll_
     sp.temperature = temp;
     Pair p;
     p.roll = roll.generate(fam, prompts(n, 5), 12, sp, 1234, max_batch);
+    roll.release_weights();  // the master back, as the RL step gives it before its recompute
     p.batch = to_seq_batch(p.roll);
     TrainEngine train(cfg);
     std::vector<std::vector<int32_t>> table;
@@ -186,6 +188,7 @@ TEST(Engines, TrulyOnPolicyWithEnvironmentTokens) {
             sp.temperature = 0.7f;
             Pair p;
             p.roll = roll.generate(Family::batch_invariant, prompts(24, 5), 16, sp, 1234, 7, env.fn());
+            roll.release_weights();  // the master back before the trainer reads it
             p.batch = to_seq_batch(p.roll);
             TrainEngine train(cfg);
             p.train = train.forward(Family::batch_invariant, EngineNumerics::simple(dt), params, p.batch, 1.0f / 0.7f,
@@ -367,6 +370,7 @@ TEST(Engines, FullRecomputeGivesTheSameGradientBits) {
         RolloutEngine roll(cfg);
         roll.load_weights(params, EngineNumerics::simple(Dtype::bf16));
         const RolloutResult r = roll.generate(Family::fast, prompts(12, 5), 10, SamplingParams{}, 99);
+        roll.release_weights();  // the master back before the trainer reads it
         const SeqBatch batch = to_seq_batch(r);
         // A replay table unlike the engine's own routes (distinct experts per
         // token, every other row left to the engine's top-k), so a recompute
@@ -446,6 +450,7 @@ TEST(Engines, ForwardForLogprobsOnlyGivesTheSameBits) {
                 roll.load_weights(params, EngineNumerics::simple(Dtype::bf16));
                 // Long enough answers for a few full 16-key vectors of scores.
                 const SeqBatch batch = to_seq_batch(roll.generate(fam, prompts(16, 3), 40, SamplingParams{}, 5));
+                roll.release_weights();  // the master back before the trainers read it
                 ASSERT_GT(batch.T, 32);
                 TrainEngine keep(cfg), once(cfg);
                 const TrainForward a = keep.forward(fam, EngineNumerics::simple(dt), params, batch, 1.0f, nullptr);
@@ -462,17 +467,67 @@ TEST(Engines, ForwardForLogprobsOnlyGivesTheSameBits) {
 }
 
 // The RL step frees the rollout's weights after its rollout; a generate
-// without weights is refused instead of reading freed memory.
-TEST(Engines, GenerateAfterReleasingTheWeightsIsRefused) {
+// without weights is refused instead of reading freed memory. The engine
+// borrows the master (as it is for fp32, rounded in place for bf16, copied for
+// fp16) and gives it back, the same bits, when it releases the weights.
+TEST(Engines, GenerateAfterReleasingTheWeightsIsRefusedAndTheMasterIsGivenBack) {
     const ModelConfig cfg = model_preset("dense-tiny");
-    RolloutEngine roll(cfg);
-    roll.load_weights(random_params(cfg, 3), EngineNumerics::simple(Dtype::bf16));
-    const RolloutResult first = roll.generate(Family::fast, prompts(4, 1), 6, SamplingParams{}, 7);
-    roll.release_weights();
-    EXPECT_THROW(roll.generate(Family::fast, prompts(4, 1), 6, SamplingParams{}, 7), std::logic_error);
-    roll.load_weights(random_params(cfg, 3), EngineNumerics::simple(Dtype::bf16));
-    const RolloutResult again = roll.generate(Family::fast, prompts(4, 1), 6, SamplingParams{}, 7);
-    ASSERT_EQ(again.sequences.size(), first.sequences.size());
-    for (size_t i = 0; i < first.sequences.size(); ++i)
-        EXPECT_EQ(again.sequences[i].tokens, first.sequences[i].tokens) << "sequence " << i;
+    for (Dtype dt : {Dtype::f32, Dtype::bf16, Dtype::f16}) {
+        SCOPED_TRACE(dtype_name(dt));
+        RolloutEngine roll(cfg);
+        const std::vector<float> original = random_params(cfg, 3);
+        std::vector<float> params = original;
+        roll.load_weights(params, EngineNumerics::simple(dt));
+        const RolloutResult first = roll.generate(Family::fast, prompts(4, 1), 6, SamplingParams{}, 7);
+        roll.release_weights();
+        EXPECT_EQ(0, std::memcmp(params.data(), original.data(), original.size() * sizeof(float)));
+        EXPECT_THROW(roll.generate(Family::fast, prompts(4, 1), 6, SamplingParams{}, 7), std::logic_error);
+        roll.load_weights(params, EngineNumerics::simple(dt));
+        const RolloutResult again = roll.generate(Family::fast, prompts(4, 1), 6, SamplingParams{}, 7);
+        ASSERT_EQ(again.sequences.size(), first.sequences.size());
+        for (size_t i = 0; i < first.sequences.size(); ++i)
+            EXPECT_EQ(again.sequences[i].tokens, first.sequences[i].tokens) << "sequence " << i;
+        roll.release_weights();
+        {
+            RolloutEngine ends_holding(cfg);  // its end gives the master back too
+            ends_holding.load_weights(params, EngineNumerics::simple(dt));
+        }
+        EXPECT_EQ(0, std::memcmp(params.data(), original.data(), original.size() * sizeof(float)));
+    }
+}
+
+// Rounded in place, the master holds the bits a bf16 copy would
+// (cast_params), and restore gives every weight its old bits back: ties to
+// even, a carry into the exponent, subnormals, signed zeros, the largest
+// float rounding to infinity, infinities; over enough weights that the
+// threads share them, and a count that is not a whole word of bits.
+TEST(Engines, Bf16InPlaceRoundsAsTheCopyAndGivesTheBitsBack) {
+    const uint32_t edges[] = {0x3f7fffffu, 0x3f808000u, 0x3f818000u, 0x3f807fffu, 0x00000001u, 0x00008000u,
+                              0x00018000u, 0x807fffffu, 0x80000000u, 0x00000000u, 0x7f7fffffu, 0xff7fffffu,
+                              0x7f800000u, 0xff800000u, 0xbf7fffffu, 0x4b7fffffu};
+    std::mt19937 rng(11);
+    std::uniform_int_distribution<uint32_t> any_bits;
+    std::vector<float> original(700'001);
+    for (size_t i = 0; i < original.size(); ++i) {
+        uint32_t u = i < std::size(edges) ? edges[i] : any_bits(rng);
+        if ((u & 0x7fffffffu) > 0x7f800000u) u = 0x3f800001u;
+        std::memcpy(&original[i], &u, sizeof u);
+    }
+    std::vector<float> copy(original.size());
+    cast_params(copy, original, Dtype::bf16);
+    std::vector<float> master = original;
+    Bf16InPlace rounded;
+    ASSERT_TRUE(rounded.round(master));
+    EXPECT_TRUE(rounded.active());
+    EXPECT_EQ(0, std::memcmp(master.data(), copy.data(), copy.size() * sizeof(float)));
+    rounded.restore();
+    EXPECT_FALSE(rounded.active());
+    EXPECT_EQ(0, std::memcmp(master.data(), original.data(), original.size() * sizeof(float)));
+
+    // A NaN's rounding does not keep its bits: refused, the master untouched.
+    master[12345] = std::nanf("");
+    const std::vector<float> with_nan = master;
+    EXPECT_FALSE(rounded.round(master));
+    EXPECT_FALSE(rounded.active());
+    EXPECT_EQ(0, std::memcmp(master.data(), with_nan.data(), master.size() * sizeof(float)));
 }

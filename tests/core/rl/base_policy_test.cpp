@@ -114,7 +114,7 @@ TEST(BasePolicy, HeldOutSetHasEvalSizePrompts) {
     const std::string dir = temp_dir("eval_size");
     for (int n : {8, 64, 200}) {
         c.task.eval_size = n;
-        const BasePolicy b = make_base_policy(c, dir, {});
+        BasePolicy b = make_base_policy(c, dir, {});
         EXPECT_FALSE(b.from_cache) << n;
         EXPECT_EQ(b.eval_reward, evaluate_policy(c, b.params, *task, n)) << n;
         for (int other : {8, 64, 200})

@@ -184,7 +184,8 @@ TEST(MultiTurn, RolloutInsertsExactlyTheEnvironmentsReplies) {
     const ModelConfig m = model_config_of(c);
     RolloutEngine roll(m);
     TrainEngine train(m);
-    const Measurement ms = measure(c, roll, train, tp.params, inputs, 77, false, {},
+    std::vector<float> params = tp.params;  // lent to the rollout
+    const Measurement ms = measure(c, roll, train, params, inputs, 77, false, {},
                                    task_environment(*task, prompts, c.rl.samples_per_prompt));
     size_t env_tokens = 0, sampled = 0;
     for (size_t i = 0; i < ms.roll.sequences.size(); ++i) {
@@ -227,8 +228,9 @@ TEST(MultiTurn, BatchInvariantEqualNumericsStaysBitwiseOnPolicy) {
         const ModelConfig m = model_config_of(c);
         RolloutEngine roll(m);
         TrainEngine train(m);
+        std::vector<float> params = tp.params;  // lent to the rollout
         const Measurement ms =
-            measure(c, roll, train, tp.params, inputs, 5, false, {}, task_environment(*task, prompts, 1));
+            measure(c, roll, train, params, inputs, 5, false, {}, task_environment(*task, prompts, 1));
         size_t env_tokens = 0;
         for (const auto& s : ms.roll.sequences) env_tokens += s.env.size() - (size_t)s.sampled_tokens();
         EXPECT_GT(env_tokens, 10u);

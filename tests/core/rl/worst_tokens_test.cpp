@@ -35,11 +35,12 @@ struct Measured {
     ModelConfig model = model_config_of(cfg);
     RolloutEngine rollout{model};
     TrainEngine train{model};
+    std::vector<float> params = probe_initial_params(cfg);
     Measurement m;
     Measured() {
         std::vector<std::vector<int32_t>> inputs;
         for (int i = 0; i < 32; ++i) inputs.push_back({1, 3 + i % 10, 13 + i % 7, 3 + i % 5});
-        m = measure(cfg, rollout, train, probe_initial_params(cfg), inputs, 7, false);
+        m = measure(cfg, rollout, train, params, inputs, 7, false);
     }
 };
 
