@@ -126,6 +126,7 @@ void store_kv(float* kv, int M, int Hkv, int hd, const EngineNumerics& n) {
 bool Bf16InPlace::round(std::span<float> master) {
     restore();
     const size_t n = master.size();
+    uint32_t* const u = reinterpret_cast<uint32_t*>(master.data());  // the weights as bits
     // Parts of whole 32-weight words, so no two threads share a word of bits.
     const size_t words = (n + 31) / 32;
     const auto for_words = [&](const std::function<void(size_t, size_t)>& fn) {
@@ -133,24 +134,30 @@ bool Bf16InPlace::round(std::span<float> master) {
     };
     std::atomic<bool> has_nan{false};
     for_words([&](size_t b, size_t e) {
-        for (size_t i = b; i < e; ++i)
-            if (std::isnan(master[i])) has_nan.store(true, std::memory_order_relaxed);
+        bool nan = false;
+        for (size_t i = b; i < e; ++i) nan |= (u[i] & 0x7fffffffu) > 0x7f800000u;
+        if (nan) has_nan.store(true, std::memory_order_relaxed);
     });
     if (has_nan.load()) return false;
     low_ = PagedFloats((n + 1) / 2);
     rounded_ = PagedFloats(words);
-    auto* low = reinterpret_cast<uint16_t*>(low_.data());
-    auto* up = reinterpret_cast<uint32_t*>(rounded_.data());
+    uint16_t* const low = reinterpret_cast<uint16_t*>(low_.data());
+    uint32_t* const up = reinterpret_cast<uint32_t*>(rounded_.data());
     for_words([&](size_t b, size_t e) {
-        for (size_t i = b; i < e; ++i) {
-            const uint32_t u = float_bits(master[i]);
-            const uint16_t hi = f32_to_bf16_bits(master[i]);
-            low[i] = static_cast<uint16_t>(u & 0xffffu);
-            // Round to nearest even adds 0 or 1 to the high half (a carry
-            // into the exponent included), so the high half and that bit
-            // give the old high half back.
-            if (hi != (u >> 16)) up[i / 32] |= 1u << (i % 32);
-            master[i] = bf16_bits_to_f32(hi);
+        for (size_t w0 = b; w0 < e; w0 += 32) {
+            const size_t w1 = std::min(e, w0 + 32);
+            uint32_t word = 0;
+            for (size_t i = w0; i < w1; ++i) {
+                // f32_to_bf16_bits' round to nearest even on a weight that is
+                // not a NaN: it adds 0 or 1 to the high half (a carry into
+                // the exponent included), so the high half and that bit give
+                // the old high half back.
+                const uint32_t r = (u[i] + 0x7fffu + ((u[i] >> 16) & 1u)) & 0xffff0000u;
+                word |= ((r >> 16) - (u[i] >> 16)) << (i - w0);
+                low[i] = static_cast<uint16_t>(u[i]);
+                u[i] = r;
+            }
+            up[w0 / 32] = word;
         }
     });
     master_ = master;
@@ -159,13 +166,14 @@ bool Bf16InPlace::round(std::span<float> master) {
 
 void Bf16InPlace::restore() {
     if (!active()) return;
-    const size_t n = master_.size();
-    const auto* low = reinterpret_cast<const uint16_t*>(low_.data());
-    const auto* up = reinterpret_cast<const uint32_t*>(rounded_.data());
-    for_parts(n, kFloatsPerPart, [&](size_t b, size_t e) {
-        for (size_t i = b; i < e; ++i) {
-            const uint32_t hi = (float_bits(master_[i]) >> 16) - ((up[i / 32] >> (i % 32)) & 1u);
-            master_[i] = bits_float(hi << 16 | low[i]);
+    const size_t n = master_.size(), words = (n + 31) / 32;
+    uint32_t* const u = reinterpret_cast<uint32_t*>(master_.data());
+    const uint16_t* const low = reinterpret_cast<const uint16_t*>(low_.data());
+    const uint32_t* const up = reinterpret_cast<const uint32_t*>(rounded_.data());
+    for_parts(words, kFloatsPerPart / 32, [&](size_t wb, size_t we) {
+        for (size_t w = wb; w < we; ++w) {
+            const size_t b = w * 32, e = std::min(n, b + 32);
+            for (size_t i = b; i < e; ++i) u[i] = ((u[i] >> 16) - ((up[w] >> (i - b)) & 1u)) << 16 | low[i];
         }
     });
     master_ = {};
