@@ -28,6 +28,9 @@ ModelFootprint model_footprint(const Config& c) {
     top_k_only.num_experts = m.num_experts_per_tok;
     f.active_params = parameter_count(top_k_only) +
                       int64_t{m.num_moe_layers()} * m.hidden_size * (m.num_experts - m.num_experts_per_tok);
+    // The master, AdamW's two moments and the gradients, whose place the
+    // rollout's weights take between training phases in no more memory (a
+    // copy for fp16 or fp8, else the borrowed master); and the trainer's cast copy.
     const double copies = TrainEngine::computes_on_master(train_numerics(c)) ? 4.0 : 5.0;
     f.weights_mb = copies * 4.0 * static_cast<double>(f.params) / kMB;
 
