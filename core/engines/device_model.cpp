@@ -66,7 +66,7 @@ DeviceModel::~DeviceModel() = default;
 void DeviceModel::load_weights(const std::vector<float>& master, const EngineNumerics& numerics) {
     if ((int64_t)master.size() != layout_.total) throw std::invalid_argument("device load_weights: arena size");
     num_ = numerics;
-    if (TrainEngine::computes_on_master(num_)) {  // the cast would be a copy
+    if (num_.cast_is_identity()) {  // the cast would be a copy
         b_->params.upload(master);
     } else {
         ActBuffer cast(master.size());

@@ -148,14 +148,13 @@ bool Bf16InPlace::round(std::span<float> master) {
             const size_t w1 = std::min(e, w0 + 32);
             uint32_t word = 0;
             for (size_t i = w0; i < w1; ++i) {
-                // f32_to_bf16_bits' round to nearest even on a weight that is
-                // not a NaN: it adds 0 or 1 to the high half (a carry into
-                // the exponent included), so the high half and that bit give
-                // the old high half back.
-                const uint32_t r = (u[i] + 0x7fffu + ((u[i] >> 16) & 1u)) & 0xffff0000u;
-                word |= ((r >> 16) - (u[i] >> 16)) << (i - w0);
+                // Round to nearest even adds 0 or 1 to the high half of a
+                // weight that is not a NaN (a carry into the exponent
+                // included), so the high half and that bit give the old one back.
+                const uint32_t hi = f32_to_bf16_bits(bits_float(u[i]));
+                word |= (hi - (u[i] >> 16)) << (i - w0);
                 low[i] = static_cast<uint16_t>(u[i]);
-                u[i] = r;
+                u[i] = hi << 16;
             }
             up[w0 / 32] = word;
         }

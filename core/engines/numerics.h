@@ -32,6 +32,9 @@ struct EngineNumerics {
     // Storage of activations and of the non-linear weights (norms,
     // embeddings, the MoE router): the matmul precision, bf16 under fp8.
     Dtype activations() const { return is_fp8(matmul) ? Dtype::bf16 : matmul; }
+    // Whether cast_params leaves the master as it is (fp32, no fp8): an
+    // engine then computes on the master arena itself instead of a copy.
+    bool cast_is_identity() const { return activations() == Dtype::f32 && !is_fp8(matmul); }
     // The body's kernels; the router and the LM head use their own.
     Exec exec(Family family) const {
         return {family, activations(), attn_probs, stats, is_fp8(matmul) ? matmul : Dtype::f32};

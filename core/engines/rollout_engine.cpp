@@ -28,10 +28,10 @@ void RolloutEngine::load_weights(std::vector<float>& master, const EngineNumeric
     if (device_) return device_->load_weights(master, numerics);
     // The head first: it is rounded from the master's own bits, to its own precision.
     lm_head_weights(head_, master, cfg_, layout_, num_);
-    const Dtype storage = num_.activations();
     float* weights = master.data();
-    if (is_fp8(num_.matmul) || storage == Dtype::f16 ||
-        (storage == Dtype::bf16 && !bf16_master_.round(std::span<float>(master)))) {
+    const bool on_master =
+        num_.cast_is_identity() || (num_.matmul == Dtype::bf16 && bf16_master_.round(std::span<float>(master)));
+    if (!on_master) {
         params_ = PagedFloats(master.size());
         cast_params(params_.span(), master, layout_, num_);
         weights = params_.data();

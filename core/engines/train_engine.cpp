@@ -77,7 +77,7 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
     if (full_recompute_ && replay_ids) replay_ = *replay_ids;
     else replay_.clear();
 
-    if (computes_on_master(numerics)) {
+    if (numerics.cast_is_identity()) {
         compute_params_ = PagedFloats();
         // Weights views are writable because gradients use them too; the
         // engine only ever reads w_.

@@ -103,11 +103,6 @@ public:
     // Floats a log-probs-only forward (for_backward = false) over S sequences
     // of length T holds at once: one layer's activations.
     static double logprob_forward_floats(const ModelConfig& cfg, double S, double T);
-    // Whether forward computes on the master arena itself (fp32 activations,
-    // no fp8) instead of a cast copy of it.
-    static bool computes_on_master(const EngineNumerics& n) {
-        return n.activations() == Dtype::f32 && !is_fp8(n.matmul);
-    }
     // Tests and benches: checkpoint always (true), never (false), or by the
     // threshold above (std::nullopt, the default).
     void force_full_recompute(std::optional<bool> on) { force_full_ = on; }

@@ -84,6 +84,8 @@ std::vector<int32_t> expert_slot_rows(const MoeActs& a, size_t slots) {
         for (int r = 0; r < (int)xe.rows.size(); ++r) row[xe.rows[r]] = (int32_t)(xe.first + r);
     return row;
 }
+// Expert xe's rows of a stacked buffer of `width` floats a row.
+float* expert_rows(ActBuffer& b, const MoeActs::Expert& xe, int width) { return b.data() + xe.first * width; }
 // The expert's input rows dst[Me, D], gathered from the layer input by token.
 void gather_expert_input(float* dst, const MoeActs::Expert& xe, const float* x, int D, int k) {
     const int Me = (int)xe.rows.size();
@@ -179,10 +181,10 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
         const MoeActs::Expert& xe = a.experts[e];
         const int Me = (int)xe.rows.size();
         if (Me == 0) return;
-        float* y = a.y.data() + xe.first * D;
+        float* y = expert_rows(a.y, xe, D);
         if (keep == MoeKeep::all) {
-            expert_forward(ex, a.x.data() + xe.first * D, a.gate.data() + xe.first * Fm, a.up.data() + xe.first * Fm,
-                           a.act.data() + xe.first * Fm, y, xe, e, x, w, D, k, Fm);
+            expert_forward(ex, expert_rows(a.x, xe, D), expert_rows(a.gate, xe, Fm), expert_rows(a.up, xe, Fm),
+                           expert_rows(a.act, xe, Fm), y, xe, e, x, w, D, k, Fm);
             return;
         }
         // Only y outlives the expert (the combine reads it): the rest of its
@@ -200,7 +202,7 @@ void moe_forward(const Exec& ex, MoeActs& a, float* out, const float* x, int M, 
 void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const ModelConfig& cfg) {
     const int D = cfg.hidden_size, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
     const std::vector<double> rows_of = expert_costs(a);
-    const size_t rows = a.gate.size() / Fm;
+    const size_t rows = a.ids.size();  // M*k
     a.x.resize(rows * D);
     a.act.resize(rows * Fm);
     // Each expert's gather and SwiGLU write its own rows: the threads share the experts.
@@ -208,9 +210,9 @@ void moe_recompute_inputs(const Exec& ex, MoeActs& a, const float* x, const Mode
         const MoeActs::Expert& xe = a.experts[e];
         const int Me = (int)xe.rows.size();
         if (Me == 0) return;
-        gather_expert_input(a.x.data() + xe.first * D, xe, x, D, k);
-        const size_t at = xe.first * Fm;
-        swiglu_forward(ex, a.act.data() + at, a.gate.data() + at, a.up.data() + at, (int64_t)Me * Fm);
+        gather_expert_input(expert_rows(a.x, xe, D), xe, x, D, k);
+        swiglu_forward(ex, expert_rows(a.act, xe, Fm), expert_rows(a.gate, xe, Fm), expert_rows(a.up, xe, Fm),
+                       (int64_t)Me * Fm);
     });
 }
 
@@ -275,11 +277,10 @@ void backward_experts(const Exec* recompute, float* dx, LayerWeights& gw, const 
         const MoeActs::Expert& xe = a.experts[e];
         const int Me = (int)xe.rows.size();
         if (Me == 0) return;
-        float* y = a.y.data() + xe.first * D;
+        float* y = expert_rows(a.y, xe, D);
         if (!recompute) {
-            const size_t at = xe.first * Fm;
-            expert_backward(y, gw, dweights.data(), dout, y, a.x.data() + xe.first * D, a.gate.data() + at,
-                            a.up.data() + at, a.act.data() + at, a, xe, e, w, D, k, Fm);
+            expert_backward(y, gw, dweights.data(), dout, y, expert_rows(a.x, xe, D), expert_rows(a.gate, xe, Fm),
+                            expert_rows(a.up, xe, Fm), expert_rows(a.act, xe, Fm), a, xe, e, w, D, k, Fm);
             return;
         }
         // The expert's forward in this thread's scratch, with the calls, M_e and

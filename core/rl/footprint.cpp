@@ -31,7 +31,7 @@ ModelFootprint model_footprint(const Config& c) {
     // The master, AdamW's two moments and the gradients, whose place the
     // rollout's weights take between training phases in no more memory (a
     // copy for fp16 or fp8, else the borrowed master); and the trainer's cast copy.
-    const double copies = TrainEngine::computes_on_master(train_numerics(c)) ? 4.0 : 5.0;
+    const double copies = train_numerics(c).cast_is_identity() ? 4.0 : 5.0;
     f.weights_mb = copies * 4.0 * static_cast<double>(f.params) / kMB;
 
     const TaskBounds tb = task_bounds(c.task.name, c.task.length);
