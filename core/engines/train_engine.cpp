@@ -396,6 +396,11 @@ double TrainEngine::kept_activation_floats(const ModelConfig& m, double S, doubl
     return kept + shared;
 }
 
+bool TrainEngine::full_recompute_for(const ModelConfig& cfg, double S, double T) {
+    const double state = (double)make_param_layout(cfg).total * kTrainingStateBytesPerParam;
+    return state + kept_activation_floats(cfg, S, T, false) * sizeof(float) > kFullRecomputeBytes;
+}
+
 double TrainEngine::logprob_forward_floats(const ModelConfig& m, double S, double T) {
     const double M = S * T;
     double one_layer = 0;

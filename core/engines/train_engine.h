@@ -91,15 +91,19 @@ public:
     // layer's activations (less the recomputed ones, below), or with
     // full_recompute only each layer's input plus one layer's worth.
     static double kept_activation_floats(const ModelConfig& cfg, double S, double T, bool full_recompute);
-    // Above this many bytes of kept activations the engine checkpoints: it
+    // Above this many bytes of training memory the engine checkpoints: it
     // keeps each layer's input only and recomputes the layer's forward in
     // backward, from the same input with the same kernels, M and thread
     // count, so the bits are those of keeping (engines_test checks). It costs
-    // one more forward of the layers; the deep presets' full batches cross it.
+    // one more forward of the layers. Training memory is the kept activations
+    // plus what every training step holds beside them: the fp32 master, its
+    // gradients and AdamW's two moments. Counting activations alone let
+    // moe-deep's warm-up (32 sequences) keep its 54 MB of activations beside
+    // 237 MB of those, and its first run peaked at 316 MB; the deep presets'
+    // RL batches cross it either way.
     static constexpr double kFullRecomputeBytes = 256.0 * 1024 * 1024;
-    static bool full_recompute_for(const ModelConfig& cfg, double S, double T) {
-        return kept_activation_floats(cfg, S, T, false) * sizeof(float) > kFullRecomputeBytes;
-    }
+    static constexpr double kTrainingStateBytesPerParam = 4.0 * sizeof(float);
+    static bool full_recompute_for(const ModelConfig& cfg, double S, double T);
     // Floats a log-probs-only forward (for_backward = false) over S sequences
     // of length T holds at once: one layer's activations.
     static double logprob_forward_floats(const ModelConfig& cfg, double S, double T);
