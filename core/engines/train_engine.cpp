@@ -1,6 +1,7 @@
 #include "core/engines/train_engine.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -15,6 +16,21 @@ TrainEngine::TrainEngine(const ModelConfig& cfg, const DeviceOps* device)
     keep_step_buffers_in_heap();
     moe_index_.assign(cfg.num_layers, -1);
     for (size_t i = 0; i < moe_layers_.size(); ++i) moe_index_[moe_layers_[i]] = (int)i;
+    layer_grads_.resize(cfg.num_layers);
+    for (const ParamSpec& p : layout_.specs) {
+        const GradRange r{p.offset, p.offset + p.numel};
+        int l = -1, e = -1;
+        if (std::sscanf(p.name.c_str(), "model.layers.%d.mlp.experts.%d.", &l, &e) == 2 && l >= 0 &&
+            l < cfg.num_layers && e >= 0) {
+            auto& experts = layer_grads_[l].experts;
+            if ((int)experts.size() <= e) experts.resize(e + 1, {layout_.total, 0});
+            experts[e] = {std::min(experts[e].begin, r.begin), std::max(experts[e].end, r.end)};
+        } else if (std::sscanf(p.name.c_str(), "model.layers.%d.", &l) == 1 && l >= 0 && l < cfg.num_layers) {
+            layer_grads_[l].shared.push_back(r);
+        } else {
+            outside_layers_.push_back(r);
+        }
+    }
     if (device) device_ = std::make_unique<DeviceModel>(cfg, *device);
 }
 
@@ -228,6 +244,10 @@ void TrainEngine::backward(std::span<float> grads, const std::vector<float>& dlo
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
     const int M = M_;
     Weights gw = bind_weights(cfg_, layout_, grads.data());
+    const auto prefault = [&](GradRange r) {
+        if (r.end > r.begin) prefault_for_write(grads.data() + r.begin, (size_t)(r.end - r.begin));
+    };
+    for (const auto& r : outside_layers_) prefault(r);
 
     // Every backward buffer below is written whole by its first kernel
     // (GradStore::overwrite) before anything adds into it: nothing to zero.
@@ -283,6 +303,12 @@ void TrainEngine::backward(std::span<float> grads, const std::vector<float>& dlo
             swap_recomputed(a);
             recompute(a, l);
         }
+        // An expert no token was routed to gets no gradient written: its
+        // pages stay unmapped (a third of moe-deep's experts in an RL step).
+        for (const GradRange& r : layer_grads_[l].shared) prefault(r);
+        if (cfg_.is_moe_layer(l))
+            for (size_t e = 0; e < a.moe.experts.size() && e < layer_grads_[l].experts.size(); ++e)
+                if (!a.moe.experts[e].rows.empty()) prefault(layer_grads_[l].experts[e]);
         // x_out = x_mid + ffn(ln2(x_mid)): dx flows to x_mid directly and through the FFN.
         ActBuffer dln2((size_t)M * D);
         if (!cfg_.is_moe_layer(l))

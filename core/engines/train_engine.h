@@ -163,6 +163,17 @@ private:
     Dtype residual_ = Dtype::f32;
     std::vector<std::vector<int32_t>> replay_;  // the last forward's R3 table, when checkpointing
     std::vector<int> moe_index_;                // layer -> index among the MoE layers, -1 for dense
+    // Where the tensors sit in the arena, by what backward writes together:
+    // it prefaults a gradient arena's pages just before writing them (buffers.h).
+    struct GradRange {
+        int64_t begin = 0, end = 0;  // floats
+    };
+    struct LayerGradRanges {
+        std::vector<GradRange> shared;   // attention, norms, dense MLP or router
+        std::vector<GradRange> experts;  // [E]: each expert's three projections
+    };
+    std::vector<LayerGradRanges> layer_grads_;
+    std::vector<GradRange> outside_layers_;  // embedding, final norm, head
     float inv_temp_ = 1.0f;
     int M_ = 0;
     std::vector<int32_t> pos_;

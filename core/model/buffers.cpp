@@ -1,9 +1,11 @@
 #include "core/model/buffers.h"
 
+#include <cstdint>
 #include <new>
 #include <utility>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "kernels/kernels.h"
 
@@ -47,6 +49,23 @@ PagedFloats& PagedFloats::operator=(PagedFloats&& o) noexcept {
         n_ = std::exchange(o.n_, 0);
     }
     return *this;
+}
+
+void prefault_for_write(float* p, size_t n) {
+    if (n == 0) return;
+    static const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t begin = (uintptr_t)p & ~(page - 1);
+    const uintptr_t end = ((uintptr_t)(p + n) + page - 1) & ~(page - 1);
+#ifndef MADV_POPULATE_WRITE
+    constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14
+#endif
+    // The pages holding p[0] and p[n-1] belong to p's mapping, so rounding
+    // outwards stays inside it; populating touches no value.
+    if (madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) == 0) return;
+    // Older kernels: one atomic add of zero per page is a write access, the
+    // single fault that maps a fresh page writable.
+    for (uintptr_t a = std::max(begin, (uintptr_t)p); a < (uintptr_t)(p + n); a = (a & ~(page - 1)) + page)
+        __atomic_fetch_add(reinterpret_cast<uint32_t*>(a & ~uintptr_t{3}), 0u, __ATOMIC_RELAXED);
 }
 
 GradBuffer::GradBuffer(size_t n) : ActBuffer(n) { zero_floats(data(), n); }

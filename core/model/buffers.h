@@ -96,6 +96,15 @@ private:
     size_t n_ = 0;
 };
 
+// Makes the pages under p[0..n) resident and writable, changing no value,
+// before a kernel's first touch. A fresh PagedFloats reads as the shared zero
+// page, and the weight gradients' chains read C before they write it (they
+// carry through it), so each page of a gradient arena took a read fault, then
+// a write fault whose TLB flush interrupted the other thread: 5 % of
+// moe-deep's `bench` samples (perf: do_wp_page, smp_call_function_many_cond).
+// One call per layer keeps the arena resident only a layer ahead of its backward.
+void prefault_for_write(float* p, size_t n);
+
 // Gradient scratch of n zeros, for kernels that add into their output. Where
 // the first kernel can write it whole (GradStore::overwrite), an ActBuffer
 // spares the zeroing.

@@ -73,3 +73,31 @@ TEST(PagedFloats, OnlyWrittenPagesBecomeResident) {
     std::vector<unsigned char> in(1);
     EXPECT_NE(mincore(const_cast<float*>(gone), page, in.data()), 0);
 }
+
+// Prefaulting makes exactly the pages under the range resident (the pages
+// holding its first and last float included) and changes no value: zeros
+// stay zero, written floats keep their bits, and memory outside the range
+// stays unmapped. On a heap vector, already resident, it changes nothing.
+TEST(PagedFloats, PrefaultingForWriteMapsTheRangesPagesAndKeepsTheirValues) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), per_page = page / sizeof(float);
+    const size_t pages = 64, n = pages * per_page;
+    PagedFloats a(n);
+    a.data()[3 * per_page + 5] = -1.5f;  // one page written before
+    // From the middle of page 2 to the middle of page 9: pages 2..9.
+    prefault_for_write(a.data() + 2 * per_page + 7, 7 * per_page);
+    const size_t bytes = n * sizeof(float);
+    EXPECT_EQ(resident_pages(a.data(), bytes), 8u);
+    EXPECT_EQ(resident_pages(a.data(), 2 * page), 0u);
+    EXPECT_EQ(resident_pages(a.data() + 2 * per_page, 8 * page), 8u);
+    EXPECT_EQ(resident_pages(a.data() + 10 * per_page, (pages - 10) * page), 0u);
+    prefault_for_write(a.data(), 0);  // an empty range maps nothing
+    EXPECT_EQ(resident_pages(a.data(), bytes), 8u);
+    // (reading maps the rest to the zero page, which mincore counts: last)
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(a.data()[i], i == 3 * per_page + 5 ? -1.5f : 0.0f) << i;
+
+    std::vector<float> heap(3 * per_page);
+    for (size_t i = 0; i < heap.size(); ++i) heap[i] = (float)i * 0.25f - 7.0f;
+    const std::vector<float> before = heap;
+    prefault_for_write(heap.data() + 1, heap.size() - 2);
+    EXPECT_EQ(heap, before);
+}
