@@ -24,9 +24,11 @@ struct ModelFootprint {
     // longest prompt + rollout.max_new_tokens), logits and their gradients,
     // and the rollout's KV cache.
     double activations_mb = 0;
-    // weights_mb + activations_mb. Short-lived buffers and the allocator's
-    // overhead are left out: the peak RSS of `bench` (less the executable's
-    // 19 MB) was 6% (dense-deep) to 26% (dense-tiny) above it.
+    // weights_mb + activations_mb, as if every phase's buffers lived at once
+    // (short-lived buffers and the allocator's overhead left out): the peak
+    // RSS of a 3-step `run` less the executable's 19 MB was from 27% below it
+    // (dense-deep, moe-deep, whose rollout and training phases free each
+    // other's memory) to 7% above (dense-tiny), 2026-11-28.
     double memory_mb = 0;
     // Floating-point work of one RL step at the longest sequences: 2 x active
     // params x tokens each for the rollout and the recompute, 6 x for the
