@@ -416,29 +416,6 @@ TEST(Engines, BackwardAfterReleaseIsRefused) {
     EXPECT_THROW(train.backward(g, dlogp), std::logic_error);
 }
 
-// The engine checkpoints when the kept activations and the training state
-// beside them (master, gradients, AdamW's moments: 16 bytes a parameter) pass
-// the threshold. moe-deep's warm-up batch (32 sequences of 14 tokens) keeps
-// 54 MB of activations, far below it alone, but beside its 237 MB of state it
-// crosses it; moe-small's full RL batch keeps 140 MB beside 41 MB and does not.
-TEST(Engines, CheckpointingCountsTheTrainingStateBesideTheActivations) {
-    const auto bytes = [](const ModelConfig& m, double S, double T) {
-        return TrainEngine::kept_activation_floats(m, S, T, false) * sizeof(float);
-    };
-    const auto state = [](const ModelConfig& m) {
-        return (double)make_param_layout(m).total * TrainEngine::kTrainingStateBytesPerParam;
-    };
-    const ModelConfig deep = model_preset("moe-deep"), small = model_preset("moe-small");
-    const ModelConfig dense_deep = model_preset("dense-deep");
-    EXPECT_LT(bytes(deep, 32, 14), TrainEngine::kFullRecomputeBytes / 4);
-    EXPECT_GT(state(deep) + bytes(deep, 32, 14), TrainEngine::kFullRecomputeBytes);
-    EXPECT_TRUE(TrainEngine::full_recompute_for(deep, 32, 14));
-    EXPECT_FALSE(TrainEngine::full_recompute_for(small, 256, 14));
-    EXPECT_FALSE(TrainEngine::full_recompute_for(dense_deep, 32, 14));  // its warm-up keeps
-    EXPECT_TRUE(TrainEngine::full_recompute_for(dense_deep, 256, 14));  // its RL batch's activations alone cross
-    EXPECT_FALSE(TrainEngine::full_recompute_for(model_preset("dense-tiny"), 256, 15));
-}
-
 // A checkpointing forward frees each layer's input during its backward, so
 // it serves one backward; and the gradient arena must be the model's size.
 TEST(Engines, CheckpointedActivationsServeOneBackward) {
