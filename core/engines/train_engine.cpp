@@ -11,6 +11,17 @@
 
 namespace mlk {
 
+namespace {
+
+// Tensors that follow each other in the arena become one range: one
+// madvise call instead of one per tensor.
+void append_range(std::vector<TrainEngine::GradRange>& ranges, TrainEngine::GradRange r) {
+    if (!ranges.empty() && ranges.back().end == r.begin) ranges.back().end = r.end;
+    else ranges.push_back(r);
+}
+
+}  // namespace
+
 TrainEngine::TrainEngine(const ModelConfig& cfg, const DeviceOps* device)
     : cfg_(cfg), layout_(make_param_layout(cfg)), moe_layers_(cfg.moe_layers()) {
     keep_step_buffers_in_heap();
@@ -26,9 +37,9 @@ TrainEngine::TrainEngine(const ModelConfig& cfg, const DeviceOps* device)
             if ((int)experts.size() <= e) experts.resize(e + 1, {layout_.total, 0});
             experts[e] = {std::min(experts[e].begin, r.begin), std::max(experts[e].end, r.end)};
         } else if (std::sscanf(p.name.c_str(), "model.layers.%d.", &l) == 1 && l >= 0 && l < cfg.num_layers) {
-            layer_grads_[l].shared.push_back(r);
+            append_range(layer_grads_[l].shared, r);
         } else {
-            outside_layers_.push_back(r);
+            append_range(outside_layers_, r);
         }
     }
     if (device) device_ = std::make_unique<DeviceModel>(cfg, *device);
@@ -230,10 +241,18 @@ void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, ActB
 
 void TrainEngine::backward(std::vector<float>& grads, const std::vector<float>& dlogp) {
     if ((int64_t)grads.size() != layout_.total) grads.assign(layout_.total, 0.0f);
-    backward(std::span<float>(grads), dlogp);
+    backward_into(std::span<float>(grads), dlogp, false);
 }
 
 void TrainEngine::backward(std::span<float> grads, const std::vector<float>& dlogp) {
+    backward_into(grads, dlogp, false);
+}
+
+void TrainEngine::backward(PagedFloats& grads, const std::vector<float>& dlogp) {
+    backward_into(grads.span(), dlogp, true);
+}
+
+void TrainEngine::backward_into(std::span<float> grads, const std::vector<float>& dlogp, bool map_pages) {
     if (!batch_ || !have_activations_) throw std::logic_error("train backward without the forward's activations");
     if ((int64_t)grads.size() != layout_.total)
         throw std::invalid_argument("train backward: gradient arena has " + std::to_string(grads.size()) +
@@ -244,10 +263,13 @@ void TrainEngine::backward(std::span<float> grads, const std::vector<float>& dlo
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
     const int M = M_;
     Weights gw = bind_weights(cfg_, layout_, grads.data());
-    const auto prefault = [&](GradRange r) {
-        if (r.end > r.begin) prefault_for_write(grads.data() + r.begin, (size_t)(r.end - r.begin));
+    const auto prefault = [&](const std::vector<GradRange>& ranges) {
+        if (!map_pages) return;
+        for (const GradRange& r : ranges)
+            if (r.end > r.begin) prefault_for_write(grads.data() + r.begin, (size_t)(r.end - r.begin));
     };
-    for (const auto& r : outside_layers_) prefault(r);
+    prefault(outside_layers_);
+    std::vector<GradRange> routed;
 
     // Every backward buffer below is written whole by its first kernel
     // (GradStore::overwrite) before anything adds into it: nothing to zero.
@@ -305,10 +327,13 @@ void TrainEngine::backward(std::span<float> grads, const std::vector<float>& dlo
         }
         // An expert no token was routed to gets no gradient written: its
         // pages stay unmapped (a third of moe-deep's experts in an RL step).
-        for (const GradRange& r : layer_grads_[l].shared) prefault(r);
-        if (cfg_.is_moe_layer(l))
+        prefault(layer_grads_[l].shared);
+        if (map_pages && cfg_.is_moe_layer(l)) {
+            routed.clear();
             for (size_t e = 0; e < a.moe.experts.size() && e < layer_grads_[l].experts.size(); ++e)
-                if (!a.moe.experts[e].rows.empty()) prefault(layer_grads_[l].experts[e]);
+                if (!a.moe.experts[e].rows.empty()) append_range(routed, layer_grads_[l].experts[e]);
+            prefault(routed);
+        }
         // x_out = x_mid + ffn(ln2(x_mid)): dx flows to x_mid directly and through the FFN.
         ActBuffer dln2((size_t)M * D);
         if (!cfg_.is_moe_layer(l))

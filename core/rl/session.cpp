@@ -202,7 +202,7 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
         for (int b = 0; b < mb.B; ++b)
             for (int t = mb.prompt_lens[b]; t < mb.lengths[b]; ++t) dlogp[(size_t)b * mb.T + t] = (float)pl.grad[ti++];
         grads_ = PagedFloats(layout_.total);
-        train_.backward(grads_.span(), dlogp);
+        train_.backward(grads_, dlogp);
         lr_used = warmup_lr(cfg_.optim.lr, cfg_.optim.warmup_steps, opt_.step);
         norm_sum += opt_.update(params_, grads_.span(), aw, lr_used);
         loss_sum += pl.loss;

@@ -90,7 +90,7 @@ TEST(Engines, BackwardMapsNoPagesForExpertsWithoutTokens) {
         train.force_full_recompute(full);
         train.forward(Family::fast, EngineNumerics::simple(Dtype::f32), params, batch, 1.0f, &table);
         PagedFloats grads((size_t)train.layout().total);
-        train.backward(grads.span(), dlogp);
+        train.backward(grads, dlogp);
         for (int l : cfg.moe_layers())
             for (int e = 0; e < cfg.num_experts; ++e) {
                 const std::string prefix =
