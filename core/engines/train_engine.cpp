@@ -1,7 +1,6 @@
 #include "core/engines/train_engine.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -11,37 +10,11 @@
 
 namespace mlk {
 
-namespace {
-
-// Tensors that follow each other in the arena become one range: one
-// madvise call instead of one per tensor.
-void append_range(std::vector<TrainEngine::GradRange>& ranges, TrainEngine::GradRange r) {
-    if (!ranges.empty() && ranges.back().end == r.begin) ranges.back().end = r.end;
-    else ranges.push_back(r);
-}
-
-}  // namespace
-
 TrainEngine::TrainEngine(const ModelConfig& cfg, const DeviceOps* device)
     : cfg_(cfg), layout_(make_param_layout(cfg)), moe_layers_(cfg.moe_layers()) {
     keep_step_buffers_in_heap();
     moe_index_.assign(cfg.num_layers, -1);
     for (size_t i = 0; i < moe_layers_.size(); ++i) moe_index_[moe_layers_[i]] = (int)i;
-    layer_grads_.resize(cfg.num_layers);
-    for (const ParamSpec& p : layout_.specs) {
-        const GradRange r{p.offset, p.offset + p.numel};
-        int l = -1, e = -1;
-        if (std::sscanf(p.name.c_str(), "model.layers.%d.mlp.experts.%d.", &l, &e) == 2 && l >= 0 &&
-            l < cfg.num_layers && e >= 0) {
-            auto& experts = layer_grads_[l].experts;
-            if ((int)experts.size() <= e) experts.resize(e + 1, {layout_.total, 0});
-            experts[e] = {std::min(experts[e].begin, r.begin), std::max(experts[e].end, r.end)};
-        } else if (std::sscanf(p.name.c_str(), "model.layers.%d.", &l) == 1 && l >= 0 && l < cfg.num_layers) {
-            append_range(layer_grads_[l].shared, r);
-        } else {
-            append_range(outside_layers_, r);
-        }
-    }
     if (device) device_ = std::make_unique<DeviceModel>(cfg, *device);
 }
 
@@ -263,13 +236,16 @@ void TrainEngine::backward_into(std::span<float> grads, const std::vector<float>
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
     const int M = M_;
     Weights gw = bind_weights(cfg_, layout_, grads.data());
-    const auto prefault = [&](const std::vector<GradRange>& ranges) {
-        if (!map_pages) return;
-        for (const GradRange& r : ranges)
-            if (r.end > r.begin) prefault_for_write(grads.data() + r.begin, (size_t)(r.end - r.begin));
+    const auto prefault = [&](ParamRange r) {
+        if (map_pages && r.end > r.begin) prefault_for_write(grads.data() + r.begin, (size_t)(r.end - r.begin));
     };
-    prefault(outside_layers_);
-    std::vector<GradRange> routed;
+    // Outside the layers: the embedding before them, the final norm and head after.
+    const auto& layers = layout_.layers;
+    prefault({0, layers.empty() ? layout_.total : layers.front().shared.begin});
+    if (!layers.empty()) {
+        const ParamRange& last = layers.back().experts.empty() ? layers.back().shared : layers.back().experts.back();
+        prefault({last.end, layout_.total});
+    }
 
     // Every backward buffer below is written whole by its first kernel
     // (GradStore::overwrite) before anything adds into it: nothing to zero.
@@ -327,13 +303,19 @@ void TrainEngine::backward_into(std::span<float> grads, const std::vector<float>
         }
         // An expert no token was routed to gets no gradient written: its
         // pages stay unmapped (a third of moe-deep's experts in an RL step).
-        prefault(layer_grads_[l].shared);
-        if (map_pages && cfg_.is_moe_layer(l)) {
-            routed.clear();
-            for (size_t e = 0; e < a.moe.experts.size() && e < layer_grads_[l].experts.size(); ++e)
-                if (!a.moe.experts[e].rows.empty()) append_range(routed, layer_grads_[l].experts[e]);
-            prefault(routed);
+        // Consecutive routed experts are one call.
+        prefault(layers[l].shared);
+        ParamRange run{};
+        for (size_t e = 0; e < a.moe.experts.size() && e < layers[l].experts.size(); ++e) {
+            if (a.moe.experts[e].rows.empty()) continue;
+            const ParamRange& r = layers[l].experts[e];
+            if (run.end != r.begin) {
+                prefault(run);
+                run.begin = r.begin;
+            }
+            run.end = r.end;
         }
+        prefault(run);
         // x_out = x_mid + ffn(ln2(x_mid)): dx flows to x_mid directly and through the FFN.
         ActBuffer dln2((size_t)M * D);
         if (!cfg_.is_moe_layer(l))
@@ -448,7 +430,7 @@ double TrainEngine::kept_activation_floats(const ModelConfig& m, double S, doubl
 }
 
 bool TrainEngine::full_recompute_for(const ModelConfig& cfg, double S, double T) {
-    const double state = (double)make_param_layout(cfg).total * kTrainingStateBytesPerParam;
+    const double state = (double)parameter_count(cfg) * kTrainingStateBytesPerParam;
     return state + kept_activation_floats(cfg, S, T, false) * sizeof(float) > kFullRecomputeBytes;
 }
 

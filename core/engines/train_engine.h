@@ -129,11 +129,6 @@ public:
     // forward or release_activations): for "why this token?" (core/rl/worst_tokens.h).
     const float* logprob_row(int b, int t) const { return &lp_[((size_t)b * batch_->T + t) * cfg_.vocab_size]; }
 
-    // [begin, end) floats of the parameter arena.
-    struct GradRange {
-        int64_t begin = 0, end = 0;
-    };
-
 private:
     struct LayerActs {
         // Every buffer is written whole by the kernel that fills it (ActBuffer:
@@ -174,14 +169,6 @@ private:
     Dtype residual_ = Dtype::f32;
     std::vector<std::vector<int32_t>> replay_;  // the last forward's R3 table, when checkpointing
     std::vector<int> moe_index_;                // layer -> index among the MoE layers, -1 for dense
-    // Where the tensors sit in the arena, by what backward writes together:
-    // it prefaults a gradient arena's pages just before writing them (buffers.h).
-    struct LayerGradRanges {
-        std::vector<GradRange> shared;   // attention, norms, dense MLP or router
-        std::vector<GradRange> experts;  // [E]: each expert's three projections
-    };
-    std::vector<LayerGradRanges> layer_grads_;
-    std::vector<GradRange> outside_layers_;  // embedding, final norm, head
     float inv_temp_ = 1.0f;
     int M_ = 0;
     std::vector<int32_t> pos_;

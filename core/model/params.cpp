@@ -40,6 +40,8 @@ ParamLayout make_param_layout(const ModelConfig& c) {
     add("model.embed_tokens.weight", {c.vocab_size, D}, false);
     for (int l = 0; l < c.num_layers; ++l) {
         std::string p = "model.layers." + std::to_string(l) + ".";
+        ParamLayout::Layer& layer = L.layers.emplace_back();
+        layer.shared.begin = L.total;
         add(p + "input_layernorm.weight", {D}, false);
         linear(p + "self_attn.q_proj.weight", D, c.num_heads * hd);
         linear(p + "self_attn.k_proj.weight", D, c.num_kv_heads * hd);
@@ -52,13 +54,17 @@ ParamLayout make_param_layout(const ModelConfig& c) {
             linear(p + "mlp.gate_proj.weight", D, c.intermediate_size);
             linear(p + "mlp.up_proj.weight", D, c.intermediate_size);
             linear(p + "mlp.down_proj.weight", c.intermediate_size, D);
+            layer.shared.end = L.total;
         } else {
             linear(p + "mlp.gate.weight", D, c.num_experts);
+            layer.shared.end = L.total;
             for (int e = 0; e < c.num_experts; ++e) {
                 std::string q = p + "mlp.experts." + std::to_string(e) + ".";
+                const int64_t begin = L.total;
                 linear(q + "gate_proj.weight", D, c.moe_intermediate_size);
                 linear(q + "up_proj.weight", D, c.moe_intermediate_size);
                 linear(q + "down_proj.weight", c.moe_intermediate_size, D);
+                layer.experts.push_back({begin, L.total});
             }
         }
     }

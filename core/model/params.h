@@ -26,9 +26,23 @@ struct ParamSpec {
     std::vector<int64_t> hf_shape() const;
 };
 
+// [begin, end) floats of the arena.
+struct ParamRange {
+    int64_t begin = 0, end = 0;
+};
+
 struct ParamLayout {
     std::vector<ParamSpec> specs;
     int64_t total = 0;
+    // Where each layer sits: its attention, norms and dense MLP or router
+    // (`shared`, one run), then each expert's three projections. Outside the
+    // layers: the embedding before them, the final norm and head after. A
+    // backward maps a fresh gradient arena's pages by these (train_engine.h).
+    struct Layer {
+        ParamRange shared;
+        std::vector<ParamRange> experts;  // [E], empty for a dense layer
+    };
+    std::vector<Layer> layers;
     const ParamSpec* find(const std::string& name) const;  // nullptr when absent
     // name -> index into specs: engines bind every tensor by name on each
     // weight load, and a deep MoE has thousands of them.

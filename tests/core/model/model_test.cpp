@@ -206,6 +206,36 @@ TEST(ModelLayout, HuggingFaceNamesAndShapes) {
     EXPECT_THROW(model_preset("dense-huge"), std::invalid_argument);
 }
 
+// The layout's layer ranges cover exactly each layer's tensors, by name: the
+// shared run from its input norm through its dense MLP or router, then each
+// expert's three projections; the embedding before them, the head after.
+TEST(ModelLayout, LayerRangesHoldEachLayersTensors) {
+    for (const char* preset : {"moe-tiny", "dense-tiny"}) {
+        const ModelConfig cfg = model_preset(preset);
+        const ParamLayout L = make_param_layout(cfg);
+        ASSERT_EQ((int)L.layers.size(), cfg.num_layers) << preset;
+        for (const ParamSpec& p : L.specs) {
+            int in_layer = -1, in_expert = -1;
+            for (int l = 0; l < cfg.num_layers; ++l) {
+                const ParamLayout::Layer& layer = L.layers[l];
+                if (p.offset >= layer.shared.begin && p.offset + p.numel <= layer.shared.end) in_layer = l;
+                for (size_t e = 0; e < layer.experts.size(); ++e)
+                    if (p.offset >= layer.experts[e].begin && p.offset + p.numel <= layer.experts[e].end)
+                        in_layer = l, in_expert = (int)e;
+            }
+            const std::string layer_prefix = "model.layers." + std::to_string(in_layer) + ".";
+            if (p.name.rfind("model.layers.", 0) != 0) EXPECT_EQ(in_layer, -1) << p.name;
+            else if (in_expert < 0) EXPECT_EQ(p.name.rfind(layer_prefix, 0), 0u) << p.name;
+            else
+                EXPECT_EQ(p.name.rfind(layer_prefix + "mlp.experts." + std::to_string(in_expert) + ".", 0), 0u)
+                    << p.name;
+            if (p.name.find(".mlp.experts.") != std::string::npos) EXPECT_GE(in_expert, 0) << p.name;
+        }
+        for (int l = 0; l < cfg.num_layers; ++l)
+            EXPECT_EQ((int)L.layers[l].experts.size(), cfg.is_moe_layer(l) ? cfg.num_experts : 0) << preset << " " << l;
+    }
+}
+
 TEST(Model, ConfigOfARun) {
     Config c;
     ModelConfig m = model_config_of(c);
