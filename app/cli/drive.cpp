@@ -38,10 +38,17 @@ RunCallbacks cli_callbacks() {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     RunCallbacks cb;
-    cb.on_base = [](const BaseProgress& p) {
-        if (p.step % 100 == 0 || p.step == p.total)
-            std::fprintf(stderr, "base policy: step %d/%d  loss %.3f  held-out reward %.3f\n", p.step, p.total, p.loss,
-                         p.eval_reward);
+    cb.on_base = [layers = 0](const BaseProgress& p) mutable {
+        // A growing warm-up also reports the step where the grown model takes over.
+        const bool grown_now = layers != 0 && p.layers != layers;
+        layers = p.layers;
+        if (p.step % 100 != 0 && p.step != p.total && !grown_now) return;
+        const std::string depth = p.layers < p.model_layers ? "  (" + std::to_string(p.layers) + " of " +
+                                                                  std::to_string(p.model_layers) + " layers)"
+                                  : grown_now ? "  (grown to " + std::to_string(p.layers) + " layers)"
+                                              : std::string();
+        std::fprintf(stderr, "base policy: step %d/%d  loss %.3f  held-out reward %.3f%s\n", p.step, p.total, p.loss,
+                     p.eval_reward, depth.c_str());
     };
     cb.cancel = &g_stop;
     return cb;

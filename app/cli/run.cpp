@@ -35,10 +35,16 @@ int cmd_run(const Argv& argv) {
         return stopped_in_warmup(e, store.path(), a.has("--json"));
     }
     RunController& rc = *created;
-    if (!a.has("--json"))
-        std::printf("run %lld: %s, %lld steps, base policy %s (held-out reward %.3f)\n", (long long)rc.run_id(),
-                    name.c_str(), (long long)rc.total_steps(), rc.base().from_cache ? "from cache" : "trained",
-                    rc.base().eval_reward);
+    if (!a.has("--json")) {
+        const BasePolicy& b = rc.base();
+        const std::string grown = b.grown_from_layers > 0 ? ", grown from " + std::to_string(b.grown_from_layers) +
+                                                                " layers after " + std::to_string(b.shallow_steps) +
+                                                                " of its " + std::to_string(b.sft_steps) + " SFT steps"
+                                                          : std::string();
+        std::printf("run %lld: %s, %lld steps, base policy %s (held-out reward %.3f%s)\n", (long long)rc.run_id(),
+                    name.c_str(), (long long)rc.total_steps(), b.from_cache ? "from cache" : "trained", b.eval_reward,
+                    grown.c_str());
+    }
     return drive(rc, a.has("--json"));
 }
 

@@ -247,7 +247,19 @@ std::vector<std::string> model_rule_violations(const Config& c) {
                                                                       : " (the answer and eos of the warm-up)") +
                     "; set model.max_position_embeddings to at least " + std::to_string(longest) +
                     " or shorten the task");
+    if (c.base.grow_from_layers > m.num_layers)
+        e.push_back("base.grow_from_layers (" + std::to_string(c.base.grow_from_layers) +
+                    ") must be at most model.num_layers (" + std::to_string(m.num_layers) +
+                    "): the warm-up grows a shallow model into the full one; 0 = auto, " +
+                    std::to_string(m.num_layers) + " = train the full model directly");
     return e;
+}
+
+int base_growth_layers(const Config& c) {
+    const int layers = architecture_of(c.model).num_layers;
+    int from = c.base.grow_from_layers;
+    if (from == 0) from = layers >= kAutoGrowthMinLayers ? kAutoGrowthFromLayers : layers;
+    return c.base.sft_steps > 0 && from < layers ? from : 0;
 }
 
 std::vector<std::string> model_warnings(const Config& c) {

@@ -90,6 +90,14 @@ std::vector<std::string> architecture_violations(const ModelConfig& m, bool hf_n
 // (prompt + response, or prompt + answer in the base-policy warm-up) fits
 // model.max_position_embeddings.
 std::vector<std::string> model_rule_violations(const Config& c);
+// The depth of the shallow model the base-policy warm-up trains first and
+// grows from (base.grow_from_layers, 0 resolved), or 0 when the warm-up
+// trains the model directly: no SFT steps, or a first depth equal to the
+// model's.
+int base_growth_layers(const Config& c);
+inline constexpr int kAutoGrowthMinLayers = 8;   // auto grows models at least this deep ...
+inline constexpr int kAutoGrowthFromLayers = 2;  // ... from this many layers
+
 // Legal settings without effect: the MoE dimensions of a dense model.
 std::vector<std::string> model_warnings(const Config& c);
 

@@ -499,6 +499,26 @@ std::vector<Entry> build_schema() {
             .range(0, 1)
             .desc("The warm-up stops early once the held-out reward reaches this value, leaving room for RL; "
                   "1 = run all base.sft_steps unless every answer is right."));
+    add(field(F(base.grow_from_layers))
+            .label("Grow from layers")
+            .range(0, 1024)
+            .desc("Depth up-scaling of the warm-up: train a model of this many layers (the same width) to "
+                  "base.target_reward, then grow it to model.num_layers by inserting fresh layers whose output "
+                  "projections (o_proj, down_proj) are zero, so the grown model computes what the shallow one "
+                  "did, and train the grown model on. A deep model's warm-up spends most of its steps on a "
+                  "plateau a shallow one crosses at a fraction of the cost. 0 = auto: 2 for models of 8 layers "
+                  "or more (the deep presets), otherwise the model's own depth, which trains it directly; at "
+                  "most model.num_layers."));
+    add(field(F(base.grow_steps))
+            .label("Grown-model steps")
+            .range(0, 100000)
+            .desc("Steps the grown model trains before the held-out reward is checked against "
+                  "base.target_reward again, so its fresh layers learn a part; within base.sft_steps in all."));
+    add(field(F(base.grow_lr))
+            .label("Grown-model learning rate")
+            .range(0, 1, true, false)
+            .desc("AdamW learning rate of the grown model: below base.lr, so the first steps of fresh moments "
+                  "do not undo what the shallow model learned."));
 
     section = "Run";
     add(field(F(seed))

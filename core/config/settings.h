@@ -215,6 +215,11 @@ struct BaseSettings {
     double lr = 3e-3;
     int batch_size = 32;
     double target_reward = 0.25;  // SFT stops early once the held-out reward reaches it
+    // Depth growth (base_growth_layers): train a model of grow_from_layers
+    // layers first, then the full model grown from it.
+    int grow_from_layers = 0;  // 0 = auto: 2 for models of 8 layers or more, else the model's own depth
+    int grow_steps = 25;       // steps of the grown model before the target is checked again
+    double grow_lr = 1e-3;     // AdamW learning rate of the grown model
     bool operator==(const BaseSettings&) const = default;
 };
 struct RunSettings {

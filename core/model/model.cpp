@@ -1,5 +1,6 @@
 #include "core/model/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -45,6 +46,59 @@ Weights bind_weights(const ModelConfig& cfg, const ParamLayout& L, float* a) {
         w.layers.push_back(std::move(lw));
     }
     return w;
+}
+
+ModelConfig shallow_model(const ModelConfig& deep, int layers) {
+    if (layers < 1 || layers > deep.num_layers)
+        throw std::invalid_argument("shallow_model: " + std::to_string(layers) + " layers for a model of " +
+                                    std::to_string(deep.num_layers));
+    ModelConfig m = deep;
+    m.num_layers = layers;
+    m.decoder_sparse_step = 1;
+    m.mlp_only_layers.clear();
+    for (int j = 0; j < layers; ++j)
+        if (!deep.is_moe_layer(grown_layer_index(j, layers, deep.num_layers))) m.mlp_only_layers.push_back(j);
+    m.size = matching_preset_size(m);
+    return m;
+}
+
+int grown_layer_index(int j, int shallow_layers, int deep_layers) {
+    return static_cast<int>(static_cast<int64_t>(j) * deep_layers / shallow_layers);
+}
+
+void grow_params(float* deep_arena, const ModelConfig& deep, const ParamLayout& deep_layout, const float* shallow_arena,
+                 const ModelConfig& shallow, const ParamLayout& shallow_layout) {
+    const auto layer_range = [](const ParamLayout::Layer& l) {
+        return ParamRange{l.shared.begin, l.experts.empty() ? l.shared.end : l.experts.back().end};
+    };
+    const auto copy = [&](const std::string& name) {
+        const ParamSpec* from = shallow_layout.find(name);
+        const ParamSpec* to = deep_layout.find(name);
+        if (!from || !to || from->numel != to->numel) throw std::logic_error("grow_params: " + name + " differs");
+        std::copy_n(shallow_arena + from->offset, from->numel, deep_arena + to->offset);
+    };
+    copy("model.embed_tokens.weight");
+    copy("model.norm.weight");
+    if (!deep.tie_word_embeddings) copy("lm_head.weight");
+    std::vector<bool> grown(deep.num_layers, false);
+    for (int j = 0; j < shallow.num_layers; ++j) {
+        const int l = grown_layer_index(j, shallow.num_layers, deep.num_layers);
+        const ParamRange from = layer_range(shallow_layout.layers[j]), to = layer_range(deep_layout.layers[l]);
+        if (from.end - from.begin != to.end - to.begin || shallow.is_moe_layer(j) != deep.is_moe_layer(l))
+            throw std::logic_error("grow_params: shallow layer " + std::to_string(j) + " does not fit layer " +
+                                   std::to_string(l));
+        std::copy(shallow_arena + from.begin, shallow_arena + from.end, deep_arena + to.begin);
+        grown[l] = true;
+    }
+    const Weights w = bind_weights(deep, deep_layout, deep_arena);
+    const int64_t D = deep.hidden_size, attn = int64_t{deep.num_heads} * deep.head_dim;
+    for (int l = 0; l < deep.num_layers; ++l) {
+        if (grown[l]) continue;
+        const LayerWeights& lw = w.layers[l];
+        std::fill_n(lw.wo, attn * D, 0.0f);
+        if (!deep.is_moe_layer(l)) std::fill_n(lw.w_down, int64_t{deep.intermediate_size} * D, 0.0f);
+        for (float* down : lw.e_down) std::fill_n(down, int64_t{deep.moe_intermediate_size} * D, 0.0f);
+    }
 }
 
 uint64_t hash_u64(uint64_t seed, uint64_t a, uint64_t b) {

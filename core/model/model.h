@@ -45,6 +45,21 @@ Weights bind_weights(const ModelConfig& cfg, const ParamLayout& layout, float* a
 // non-trivial logits and router preferences.
 void init_params(const ModelConfig& cfg, const ParamLayout& layout, float* arena, uint64_t seed);
 
+// Depth up-scaling, as the base-policy warm-up grows a shallow model into a
+// deep one. shallow_model: `deep` with `layers` layers, each of the kind
+// (dense or MoE) of the deep layer it grows into. grown_layer_index: where
+// shallow layer j of n goes among L, spread evenly (j * L / n).
+ModelConfig shallow_model(const ModelConfig& deep, int layers);
+int grown_layer_index(int j, int shallow_layers, int deep_layers);
+// deep_arena = the shallow model grown: its embedding, final norm, head and
+// layers copied to their grown places; every other layer keeps the deep
+// arena's values (its own initialisation) but for zeroed output projections
+// (o_proj, and down_proj of the dense MLP or of every expert). Those layers
+// then add exact zeros to the residual stream, so the grown model computes
+// the shallow one's log-probs bit for bit until it trains.
+void grow_params(float* deep_arena, const ModelConfig& deep, const ParamLayout& deep_layout, const float* shallow_arena,
+                 const ModelConfig& shallow, const ParamLayout& shallow_layout);
+
 // out (master.size() floats) = the parameters rounded to a storage precision
 // (what an engine computes with). For f32 it is a plain copy. The engines
 // free it after their phase (PagedFloats), so each step's copy lands on fresh

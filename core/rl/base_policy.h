@@ -19,12 +19,16 @@ struct BaseProgress {
     int step = 0, total = 0;
     double loss = 0;
     double eval_reward = -1;  // -1 until the first evaluation
+    int layers = 0;           // depth of the model in training: below model_layers while a shallow one grows
+    int model_layers = 0;
 };
 
 struct BasePolicy {
     std::vector<float> params;
-    double eval_reward = 0;  // mean reward on the held-out set when it was made
-    int sft_steps = 0;       // steps it took
+    double eval_reward = 0;     // mean reward on the held-out set when it was made
+    int sft_steps = 0;          // steps it took
+    int grown_from_layers = 0;  // depth of the shallow model it grew from; 0 = trained directly
+    int shallow_steps = 0;      // of sft_steps, those of the shallow model
     bool from_cache = false;
     std::string path;  // the cached checkpoint directory
 };
@@ -43,8 +47,12 @@ std::string base_policy_key(const Config& cfg);
 // Loads the cached base policy or trains it: next-token cross-entropy on the
 // task's reference answers, AdamW (base.lr), batches of base.batch_size,
 // evaluated every 25 steps on the held-out set; stops at base.sft_steps or as
-// soon as the held-out reward reaches base.target_reward. cancel may be null;
-// when it is set the warm-up throws WarmupCancelled.
+// soon as the held-out reward reaches base.target_reward. When
+// base_growth_layers(cfg) is k > 0, a k-layer model trains so first (leaving
+// base.grow_steps of the budget), grows into the full one (grow_params) and
+// the full one trains on at base.grow_lr, for base.grow_steps steps and then
+// until the target again. cancel may be null; when it is set the warm-up
+// throws WarmupCancelled.
 BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
                             const std::function<void(const BaseProgress&)>& progress,
                             const std::atomic<bool>* cancel = nullptr);
@@ -64,5 +72,7 @@ SftBatch sft_batch(const Task& task, uint64_t stream, int step, int batch_size);
 // sampled as the rollout engine would (rollout settings, one sample each).
 // The rollout engine borrows params and gives them back, the same bits.
 double evaluate_policy(const Config& cfg, std::vector<float>& params, const Task& task, int n);
+// The same for model m (a shallow stage of the warm-up) instead of cfg's.
+double evaluate_policy(const Config& cfg, const ModelConfig& m, std::vector<float>& params, const Task& task, int n);
 
 }  // namespace mlk

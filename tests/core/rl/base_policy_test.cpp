@@ -13,6 +13,7 @@
 
 #include "core/config/config.h"
 #include "core/config/settings.h"
+#include "core/model/params.h"
 #include "kernels/kernels.h"
 
 using namespace mlk;
@@ -69,7 +70,8 @@ std::string temp_dir(const std::string& name) {
 
 TEST(BasePolicy, KeyChangesWithEverySettingOfTheWarmUpAndNoOther) {
     Config base;
-    base.kernels.threads = 3;  // a fixed count, so changing it is visible
+    base.kernels.threads = 3;        // a fixed count, so changing it is visible
+    base.base.grow_from_layers = 1;  // a growing warm-up, which every base.* setting shapes
     const std::string k0 = base_policy_key(base);
     int relevant = 0, irrelevant = 0;
     for (const ConfigKey& k : config_schema()) {
@@ -94,6 +96,39 @@ TEST(BasePolicy, KeyChangesWithEverySettingOfTheWarmUpAndNoOther) {
     }
 }
 
+TEST(BasePolicy, GrowthSettingsEnterTheKeyOnlyWhenTheWarmUpGrows) {
+    // dense-tiny (2 layers) trains directly by default: its key is the one it
+    // had before the growth settings existed, whatever they say.
+    Config tiny;
+    tiny.kernels.threads = 2;
+    const std::string k0 = base_policy_key(tiny);
+    for (const auto& [key, value] : std::vector<std::pair<std::string, json>>{
+             {"base.grow_steps", 50}, {"base.grow_lr", 2e-3}, {"base.grow_from_layers", 2}}) {
+        Config c = tiny;
+        config_set(c, key, value);
+        EXPECT_EQ(base_policy_key(c), k0) << key;
+    }
+    Config grown = tiny;
+    config_set(grown, "base.grow_from_layers", 1);
+    EXPECT_NE(base_policy_key(grown), k0);
+    config_set(grown, "base.sft_steps", 0);  // nothing trains, nothing grows
+    Config untrained = tiny;
+    config_set(untrained, "base.sft_steps", 0);
+    EXPECT_EQ(base_policy_key(grown), base_policy_key(untrained));
+
+    // A deep model grows by default: auto and its resolved depth are one key.
+    Config deep;
+    deep.kernels.threads = 2;
+    deep.model = preset_settings("dense-deep");
+    Config two = deep, direct = deep;
+    config_set(two, "base.grow_from_layers", 2);
+    config_set(direct, "base.grow_from_layers", 12);
+    EXPECT_EQ(base_growth_layers(deep), 2);
+    EXPECT_EQ(base_policy_key(two), base_policy_key(deep));
+    EXPECT_NE(base_policy_key(direct), base_policy_key(deep));
+    EXPECT_EQ(base_growth_layers(direct), 0);
+}
+
 TEST(BasePolicy, KeyFollowsThePoolWhenThreadsIsZero) {
     Config c;
     c.kernels.threads = 0;
@@ -103,6 +138,51 @@ TEST(BasePolicy, KeyFollowsThePoolWhenThreadsIsZero) {
     set_num_threads(2);
     EXPECT_NE(base_policy_key(c), one);
     set_num_threads(before);
+}
+
+// A growing warm-up: the shallow model trains first, leaving base.grow_steps
+// of the budget; the grown one trains at least that long before the target
+// counts; the cached policy says how it was made.
+TEST(BasePolicy, AGrowingWarmUpTrainsTheShallowModelThenTheGrownOne) {
+    Config c;
+    c.kernels.threads = 2;
+    c.task.eval_size = 8;
+    c.base.grow_from_layers = 1;
+    c.base.sft_steps = 100;
+    c.base.grow_steps = 30;
+    c.base.target_reward = 0;  // reached at every evaluation: each stage stops at its first allowed one
+    const std::string dir = temp_dir("grow");
+    std::vector<std::pair<int, int>> seen;  // (step, layers) of each report
+    const BasePolicy b = make_base_policy(c, dir, [&](const BaseProgress& p) {
+        seen.emplace_back(p.step, p.layers);
+        EXPECT_EQ(p.model_layers, 2);
+        EXPECT_EQ(p.total, 100);
+    });
+    // Evaluations every 25 steps of a stage: the shallow one stops at its
+    // first (25), the grown one at its first from step 30 on (50).
+    EXPECT_EQ(b.grown_from_layers, 1);
+    EXPECT_EQ(b.shallow_steps, 25);
+    EXPECT_EQ(b.sft_steps, 75);
+    ASSERT_EQ(seen.size(), 75u);
+    for (size_t i = 0; i < seen.size(); ++i) {
+        EXPECT_EQ(seen[i].first, (int)i + 1);
+        EXPECT_EQ(seen[i].second, i < 25 ? 1 : 2) << i;
+    }
+    EXPECT_EQ((int64_t)b.params.size(), make_param_layout(model_config_of(c)).total);
+
+    const BasePolicy again = make_base_policy(c, dir, {});
+    EXPECT_TRUE(again.from_cache);
+    EXPECT_EQ(again.params, b.params);
+    EXPECT_EQ(again.grown_from_layers, 1);
+    EXPECT_EQ(again.shallow_steps, 25);
+    EXPECT_EQ(again.sft_steps, 75);
+
+    // A budget below base.grow_steps all goes to the grown model.
+    c.base.sft_steps = 10;
+    const BasePolicy short_budget = make_base_policy(c, dir, {});
+    EXPECT_EQ(short_budget.shallow_steps, 0);
+    EXPECT_EQ(short_budget.sft_steps, 10);
+    std::filesystem::remove_all(dir);
 }
 
 TEST(BasePolicy, HeldOutSetHasEvalSizePrompts) {
