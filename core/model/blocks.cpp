@@ -260,55 +260,99 @@ void expert_backward(float* dxe, LayerWeights& gw, float* dweights, const float*
 // Every expert's backward, the experts shared out over the threads (each has
 // its own weight gradients and slots), from the activations moe_forward kept
 // (recompute == nullptr) or from its forward run again under *recompute.
-// Their input gradients are kept in the experts' y rows (dead once the gate
-// weights' gradients are taken: same shape, no second copy), and then
 // dx[m] = token m's expert input gradients added in ascending expert order
 // (the order of one loop over the experts, so its bits): the combine with
-// unit weights, whose fma(1, y, acc) from 0 is exactly that sum of adds,
-// split over the pool's threads and in vector lanes. Then the router's backward.
+// unit weights, whose fma(1, y, acc) from 0 is exactly that sum of adds.
+// A keeping backward writes the input gradients over the forward's y rows
+// (dead once the gate weights' gradients are taken) and combines them at
+// once. A recompute kept the routes only: its experts go in kExpertGroups
+// groups of consecutive experts, each group's input gradients in one buffer
+// of about a quarter of the layer's rows, added into dx before the next
+// group runs. The same adds in the same order, so the same bits, and a
+// quarter of the buffer: 10 MB of moe-deep's RL step, where every expert
+// gets tokens. Then the router's backward.
+constexpr int kExpertGroups = 4;
+
 void backward_experts(const Exec* recompute, float* dx, LayerWeights& gw, const float* dout, MoeActs& a, const float* x,
                       int M, const LayerWeights& w, const ModelConfig& cfg) {
     const int D = cfg.hidden_size, E = cfg.num_experts, k = cfg.num_experts_per_tok, Fm = cfg.moe_intermediate_size;
-    GradBuffer dweights((size_t)M * k);
+    const size_t rows = (size_t)M * k;
+    GradBuffer dweights(rows);
     const std::vector<double> rows_of = expert_costs(a);
-    a.y.resize((size_t)M * k * D);  // a recompute kept the routes only
+    const std::vector<int32_t> slot_row = expert_slot_rows(a, rows);
     std::vector<ExpertScratch> scratch(recompute ? parallel_task_workers(E) : 0);
-    parallel_tasks(E, rows_of.data(), [&](int e, int worker) {
-        const MoeActs::Expert& xe = a.experts[e];
-        const int Me = (int)xe.rows.size();
-        if (Me == 0) return;
-        float* y = expert_rows(a.y, xe, D);
-        if (!recompute) {
-            expert_backward(y, gw, dweights.data(), dout, y, expert_rows(a.x, xe, D), expert_rows(a.gate, xe, Fm),
-                            expert_rows(a.up, xe, Fm), expert_rows(a.act, xe, Fm), a, xe, e, w, D, k, Fm);
-            return;
-        }
-        // The expert's forward in this thread's scratch, with the calls, M_e and
-        // thread count of moe_forward's (so its bits), then its backward; only
-        // its input gradients outlive it, in its rows of y.
-        ExpertScratch& t = scratch[worker].fit(Me, D, Fm);
-        expert_forward(*recompute, t.x.data(), t.gate.data(), t.up.data(), t.act.data(), t.y.data(), xe, e, x, w, D, k,
-                       Fm);
-        expert_backward(y, gw, dweights.data(), dout, t.y.data(), t.x.data(), t.gate.data(), t.up.data(), t.act.data(),
-                        a, xe, e, w, D, k, Fm);
-    });
-    const std::vector<int32_t> slot_row = expert_slot_rows(a, (size_t)M * k);
-    // Each token's slot list is its own, so the threads split the tokens (on
-    // the calling thread alone this loop left the other thread idle).
-    std::vector<const float*> by_expert((size_t)M * k);
-    for_parts(M, 64, [&](size_t m0, size_t m1) {
-        for (size_t m = m0; m < m1; ++m) {
-            int order[64];  // top-k <= 64
-            slots_by_expert(order, &a.ids[m * k], k);
-            for (int i = 0; i < k; ++i) {
-                const size_t slot = m * k + order[i];
-                by_expert[m * k + i] = a.y.data() + (size_t)slot_row[slot] * D;
+    // Experts [e0, e1) with their rows' input gradients at y_rows (the rows of
+    // expert e at y_rows + (first(e) - first(e0)) * D).
+    const auto run_experts = [&](int e0, int e1, float* y_rows) {
+        const size_t base = a.experts[e0].first;
+        parallel_tasks(e1 - e0, rows_of.data() + e0, [&](int i, int worker) {
+            const int e = e0 + i;
+            const MoeActs::Expert& xe = a.experts[e];
+            const int Me = (int)xe.rows.size();
+            if (Me == 0) return;
+            float* y = y_rows + (xe.first - base) * D;
+            if (!recompute) {
+                expert_backward(y, gw, dweights.data(), dout, y, expert_rows(a.x, xe, D), expert_rows(a.gate, xe, Fm),
+                                expert_rows(a.up, xe, Fm), expert_rows(a.act, xe, Fm), a, xe, e, w, D, k, Fm);
+                return;
             }
+            // The expert's forward in this thread's scratch, with the calls,
+            // M_e and thread count of moe_forward's (so its bits), then its
+            // backward; only its input gradients outlive it.
+            ExpertScratch& t = scratch[worker].fit(Me, D, Fm);
+            expert_forward(*recompute, t.x.data(), t.gate.data(), t.up.data(), t.act.data(), t.y.data(), xe, e, x, w, D,
+                           k, Fm);
+            expert_backward(y, gw, dweights.data(), dout, t.y.data(), t.x.data(), t.gate.data(), t.up.data(),
+                            t.act.data(), a, xe, e, w, D, k, Fm);
+        });
+    };
+    if (!recompute) {
+        run_experts(0, E, a.y.data());
+        // Each token's slot list is its own, so the threads split the tokens (on
+        // the calling thread alone this loop left the other thread idle).
+        std::vector<const float*> by_expert(rows);
+        for_parts(M, 64, [&](size_t m0, size_t m1) {
+            for (size_t m = m0; m < m1; ++m) {
+                int order[64];  // top-k <= 64
+                slots_by_expert(order, &a.ids[m * k], k);
+                for (int i = 0; i < k; ++i) by_expert[m * k + i] = a.y.data() + (size_t)slot_row[m * k + order[i]] * D;
+            }
+        });
+        const std::vector<float> unit(rows, 1.0f);
+        moe_combine_forward(Exec{Family::batch_invariant, Dtype::f32}, dx, by_expert.data(), unit.data(), M, k, D);
+        ActBuffer().swap(a.y);  // consumed: the attention's backward takes its memory
+    } else {
+        std::fill_n(dx, (size_t)M * D, 0.0f);  // the chain's start, 0.0f
+        std::vector<int> bounds{0};            // groups of about rows / kExpertGroups rows
+        for (int e = 0; e < E; ++e)
+            if (a.experts[e].first + a.experts[e].rows.size() >= rows * bounds.size() / kExpertGroups || e + 1 == E)
+                bounds.push_back(e + 1);
+        size_t widest = 0;
+        for (size_t g = 0; g + 1 < bounds.size(); ++g) {
+            const auto& last = a.experts[bounds[g + 1] - 1];
+            widest = std::max(widest, last.first + last.rows.size() - a.experts[bounds[g]].first);
         }
-    });
-    const std::vector<float> unit((size_t)M * k, 1.0f);
-    moe_combine_forward(Exec{Family::batch_invariant, Dtype::f32}, dx, by_expert.data(), unit.data(), M, k, D);
-    ActBuffer().swap(a.y);  // consumed: the attention's backward takes its memory
+        ActBuffer y_group(widest * D);
+        for (size_t g = 0; g + 1 < bounds.size(); ++g) {
+            const int e0 = bounds[g], e1 = bounds[g + 1];
+            run_experts(e0, e1, y_group.data());
+            const size_t base = a.experts[e0].first;
+            for_parts(M, 64, [&](size_t m0, size_t m1) {
+                for (size_t m = m0; m < m1; ++m) {
+                    int order[64];  // top-k <= 64
+                    slots_by_expert(order, &a.ids[m * k], k);
+                    float* out = dx + m * D;
+                    for (int i = 0; i < k; ++i) {
+                        const size_t slot = m * k + order[i];
+                        const int e = a.ids[slot];
+                        if (e < e0 || e >= e1) continue;
+                        const float* in = y_group.data() + ((size_t)slot_row[slot] - base) * D;
+                        for (int d = 0; d < D; ++d) out[d] += in[d];
+                    }
+                }
+            });
+        }
+    }
     GradBuffer dlogits((size_t)M * E);
     router_backward(dlogits.data(), dweights.data(), a.weights.data(), a.ids.data(), M, E, k);
     matmul_backward(dx, gw.router, nullptr, dlogits.data(), x, w.router, M, D, E);

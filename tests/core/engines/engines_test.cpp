@@ -361,11 +361,13 @@ TEST(Engines, ProfilesResolveAsDocumented) {
 // Checkpointing (each layer's input kept, the layer recomputed in backward)
 // and the selective recompute of the default path must give the gradients of
 // the same forward bit for bit: dense and MoE, fast kernels at bf16 (shape-
-// dependent plans, rounding points), MoE with R3's replay table.
+// dependent plans, rounding points), MoE with R3's replay table, and top-4,
+// where the order a token's expert input gradients are added in shows.
 TEST(Engines, FullRecomputeGivesTheSameGradientBits) {
-    for (const char* preset : {"dense-tiny", "moe-tiny"}) {
-        SCOPED_TRACE(preset);
-        ModelConfig cfg = model_preset(preset);
+    ModelConfig top4 = model_preset("moe-tiny");
+    top4.num_experts_per_tok = 4;
+    for (const ModelConfig& cfg : {model_preset("dense-tiny"), model_preset("moe-tiny"), top4}) {
+        SCOPED_TRACE(cfg.preset_name() + " top-" + std::to_string(cfg.num_experts_per_tok));
         std::vector<float> params = random_params(cfg, 42);
         RolloutEngine roll(cfg);
         roll.load_weights(params, EngineNumerics::simple(Dtype::bf16));
