@@ -188,7 +188,7 @@ installed_start() {
 check_installed_files() {
   in_root "$pkg" dpkg -L mismatch-lab >"$work/files.txt"
   local f missing=0
-  for f in usr/bin/mismatch-lab usr/bin/mismatch-lab-cli \
+  for f in usr/bin/mismatch-lab usr/bin/mismatch-lab-cli usr/bin/mismatch-lab-report \
     usr/share/applications/org.mismatchlab.MismatchLab.desktop \
     usr/share/metainfo/org.mismatchlab.MismatchLab.metainfo.xml \
     usr/share/icons/hicolor/scalable/apps/org.mismatchlab.MismatchLab.svg; do

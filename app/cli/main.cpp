@@ -44,14 +44,14 @@ const char* kUsage =
 int main(int argc, char** argv) {
     using namespace mlk::cli;
     const std::map<std::string, int (*)(const Argv&)> commands = {
-        {"probe", cmd_probe},     {"checkpoint", cmd_checkpoint},
-        {"run", cmd_run},         {"resume", cmd_resume},
-        {"runs", cmd_runs},       {"show", cmd_show},
-        {"presets", cmd_presets}, {"metrics", cmd_metrics},
-        {"export", cmd_export},   {"bench", cmd_bench},
+        {"probe", cmd_probe},       {"checkpoint", cmd_checkpoint},
+        {"run", cmd_run},           {"resume", cmd_resume},
+        {"runs", cmd_runs},         {"show", cmd_show},
+        {"presets", cmd_presets},   {"metrics", cmd_metrics},
+        {"export", cmd_export},     {"bench", cmd_bench},
         {"sweep", cmd_sweep},
 #ifdef MLK_WITH_REPORTS
-        {"report", cmd_report},
+        {"report", forward_report},
 #endif
     };
     if (argc < 2) {
