@@ -74,11 +74,13 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
         showStatus(tr("Run %1 (%2) started").arg(id).arg(name), 4000);
         browser_->refresh();
     });
-    connect(worker_, &RunWorker::baseProgress, this, [this](int step, int total, double reward) {
+    connect(worker_, &RunWorker::baseProgress, this, [this](int step, int total, double reward, int layers, int all) {
         progress_->setRange(0, std::max(total, 1));
         progress_->setValue(step);
-        progress_->setFormat(reward >= 0 ? tr("base-policy warm-up %v/%m — held-out reward %1").arg(reward, 0, 'f', 2)
-                                         : tr("base-policy warm-up %v/%m"));
+        const QString depth = layers < all ? tr(" (%1 of %2 layers, then grown)").arg(layers).arg(all) : QString();
+        progress_->setFormat(
+            reward >= 0 ? tr("base-policy warm-up %v/%m%1 — held-out reward %2").arg(depth).arg(reward, 0, 'f', 2)
+                        : tr("base-policy warm-up %v/%m%1").arg(depth));
     });
     connect(worker_, &RunWorker::phaseChanged, this, &MainWindow::setPhase);
     connect(worker_, &RunWorker::stepCompleted, this, [this](qint64, int step, int total, double eta) {

@@ -157,7 +157,9 @@ void RunWorker::work() {
             }
             RunCallbacks cb;
             cb.cancel = &stop_;
-            cb.on_base = [&](const BaseProgress& p) { emit baseProgress(p.step, p.total, p.eval_reward); };
+            cb.on_base = [&](const BaseProgress& p) {
+                emit baseProgress(p.step, p.total, p.eval_reward, p.layers, p.model_layers);
+            };
             // ETA from the time spent in RL steps only: the base-policy
             // warm-up and pauses say nothing about the steps still to come.
             double stepSeconds = 0;

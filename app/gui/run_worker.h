@@ -67,7 +67,8 @@ public slots:
 signals:
     void runStarted(qint64 runId, const QString& name);
     void phaseChanged(const QString& phase, int step, int total, double etaSeconds);
-    void baseProgress(int step, int total, double heldOutReward);
+    // layers < modelLayers while a growing warm-up trains its shallow model.
+    void baseProgress(int step, int total, double heldOutReward, int layers, int modelLayers);
     void stepCompleted(qint64 runId, int step, int total, double etaSeconds);
     // The run was held ("paused") or goes on again ("running"); the store
     // says so already.

@@ -506,9 +506,9 @@ std::vector<Entry> build_schema() {
                   "base.target_reward, then grow it to model.num_layers by inserting fresh layers whose output "
                   "projections (o_proj, down_proj) are zero, so the grown model computes what the shallow one "
                   "did, and train the grown model on. A deep model's warm-up spends most of its steps on a "
-                  "plateau a shallow one crosses at a fraction of the cost. 0 = auto: 2 for models of 8 layers "
-                  "or more (the deep presets), otherwise the model's own depth, which trains it directly; at "
-                  "most model.num_layers."));
+                  "plateau a shallow one crosses at a fraction of the cost. 0 = auto; auto grows models of 8 "
+                  "layers or more (the deep presets) from 2 and trains others at their own depth, directly. At "
+                  "most model.num_layers; model.num_layers trains the model directly."));
     add(field(F(base.grow_steps))
             .label("Grown-model steps")
             .range(0, 100000)
