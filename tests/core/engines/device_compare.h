@@ -18,6 +18,7 @@
 #include "core/model/model.h"
 #include "core/model/vocab.h"
 #include "tests/bits.h"
+#include "tests/token_sequences.h"
 
 namespace mlk::testdata {
 
@@ -34,14 +35,7 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<const char*, P>>
 }
 
 inline std::vector<std::vector<int32_t>> ragged_prompts(int n, uint64_t seed) {
-    std::vector<std::vector<int32_t>> out;
-    for (int i = 0; i < n; ++i) {
-        std::vector<int32_t> p{Vocab::bos};
-        const int len = 3 + (int)(hash_u64(seed, i) % 7);
-        for (int t = 0; t < len; ++t) p.push_back(Vocab::first_char + (int)(hash_u64(seed, i, t + 1) % 40));
-        out.push_back(p);
-    }
-    return out;
+    return testdata::token_sequences(n, seed, 3, 7);
 }
 
 inline std::vector<float> initial_params(const ModelConfig& cfg, uint64_t seed) {

@@ -15,21 +15,14 @@
 #include "core/engines/rollout_engine.h"
 #include "core/engines/train_engine.h"
 #include "core/model/vocab.h"
+#include "tests/token_sequences.h"
 
 using namespace mlk;
 
 namespace {
 
-std::vector<std::vector<int32_t>> prompts(int n, uint64_t seed) {
-    std::vector<std::vector<int32_t>> out;
-    for (int i = 0; i < n; ++i) {
-        std::vector<int32_t> p{Vocab::bos};
-        int len = 3 + (int)(hash_u64(seed, i) % 7);  // ragged prompts: packed prefill
-        for (int t = 0; t < len; ++t) p.push_back(Vocab::first_char + (int)(hash_u64(seed, i, t + 1) % 40));
-        out.push_back(p);
-    }
-    return out;
-}
+// Ragged prompts: a packed prefill.
+std::vector<std::vector<int32_t>> prompts(int n, uint64_t seed) { return testdata::token_sequences(n, seed, 3, 7); }
 
 // The model's parameters as init_params draws them from `seed`.
 std::vector<float> random_params(const ModelConfig& cfg, uint64_t seed) {

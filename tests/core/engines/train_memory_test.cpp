@@ -15,22 +15,14 @@
 #include "core/model/buffers.h"
 #include "core/model/model.h"
 #include "core/model/vocab.h"
+#include "tests/token_sequences.h"
 
 using namespace mlk;
 
 namespace {
 
 // 16 sequences of 5 to 11 tokens, drawn from `seed`, each its own prompt's first token.
-std::vector<std::vector<int32_t>> sequences(uint64_t seed) {
-    std::vector<std::vector<int32_t>> out;
-    for (int i = 0; i < 16; ++i) {
-        std::vector<int32_t> s{Vocab::bos};
-        const int len = 4 + (int)(hash_u64(seed, i) % 7);
-        for (int t = 0; t < len; ++t) s.push_back(Vocab::first_char + (int)(hash_u64(seed, i, t + 1) % 40));
-        out.push_back(s);
-    }
-    return out;
-}
+std::vector<std::vector<int32_t>> sequences(uint64_t seed) { return testdata::token_sequences(16, seed, 4, 7); }
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "core/engines/train_engine.h"
 #include "core/model/model.h"
 #include "core/model/vocab.h"
+#include "tests/token_sequences.h"
 
 using namespace mlk;
 
@@ -33,13 +34,7 @@ std::vector<float> initial(const ModelConfig& m, uint64_t seed) {
 
 // 12 sequences of 6 to 13 tokens drawn from `seed`.
 SeqBatch batch_of(uint64_t seed) {
-    std::vector<std::vector<int32_t>> seqs;
-    for (int i = 0; i < 12; ++i) {
-        std::vector<int32_t> s{Vocab::bos};
-        const int len = 5 + (int)(hash_u64(seed, i) % 8);
-        for (int t = 0; t < len; ++t) s.push_back(Vocab::first_char + (int)(hash_u64(seed, i, t + 1) % 40));
-        seqs.push_back(s);
-    }
+    const std::vector<std::vector<int32_t>> seqs = testdata::token_sequences(12, seed, 5, 8);
     return make_seq_batch(seqs, std::vector<int32_t>(seqs.size(), 1));
 }
 
