@@ -5,7 +5,8 @@
 #   2. `packaging/dev.sh start` under Xvfb           (until the main window is up)
 #   3. `cmake --build build --target package`        (the .deb)
 # and a second clean root gets only the .deb:
-#   4. `apt-get install ./mismatch-lab_*.deb`, `mismatch-lab-cli probe`, the
+#   4. `apt-get install ./mismatch-lab_*.deb`, `mismatch-lab-cli probe`, a
+#      one-step run and its `report` (which runs mismatch-lab-report), the
 #      desktop entry's Exec until its window is up, `apt-get remove --purge`,
 #      and nothing of the package may be left.
 # Prints how long each step took; exits non-zero on the first failure.
@@ -262,6 +263,11 @@ timed "pkg root: apt-get install ./$deb" in_root "$pkg" bash -c \
 check_installed_files || fail "package contents"
 timed "pkg root: mismatch-lab-cli probe --preset dense-tiny" \
   in_root "$pkg" bash -c 'cd /root && command -v mismatch-lab-cli && mismatch-lab-cli probe --preset dense-tiny'
+# `report` runs mismatch-lab-report from the CLI's directory: prove the
+# installed pair finds each other (a short warm-up, one step, an HTML report).
+timed "pkg root: mismatch-lab-cli run + report" in_root "$pkg" bash -c \
+  'cd /root && mismatch-lab-cli run --preset dense-tiny --steps 1 --set base.sft_steps=50 --db r.sqlite --cache-dir c \
+   && mismatch-lab-cli report 1 --db r.sqlite --out r.html && test -s r.html'
 timed "pkg root: desktop entry Exec (window up)" installed_start
 timed "pkg root: apt-get remove --purge mismatch-lab" in_root "$pkg" bash -c \
   'DEBIAN_FRONTEND=noninteractive apt-get remove --purge -y -q mismatch-lab'
