@@ -242,10 +242,7 @@ void TrainEngine::backward_into(std::span<float> grads, const std::vector<float>
     // Outside the layers: the embedding before them, the final norm and head after.
     const auto& layers = layout_.layers;
     prefault({0, layers.empty() ? layout_.total : layers.front().shared.begin});
-    if (!layers.empty()) {
-        const ParamRange& last = layers.back().experts.empty() ? layers.back().shared : layers.back().experts.back();
-        prefault({last.end, layout_.total});
-    }
+    if (!layers.empty()) prefault({layers.back().all().end, layout_.total});
 
     // Every backward buffer below is written whole by its first kernel
     // (GradStore::overwrite) before anything adds into it: nothing to zero.

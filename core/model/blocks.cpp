@@ -306,20 +306,23 @@ void backward_experts(const Exec* recompute, float* dx, LayerWeights& gw, const 
                             t.act.data(), a, xe, e, w, D, k, Fm);
         });
     };
+    // Each token's slots in ascending expert order (the order its input
+    // gradients are added in), once for the whole layer; each token's slot
+    // list is its own, so the threads split the tokens.
+    std::vector<int32_t> by_expert(rows);
+    for_parts(M, 64, [&](size_t m0, size_t m1) {
+        for (size_t m = m0; m < m1; ++m) {
+            int order[64];  // top-k <= 64
+            slots_by_expert(order, &a.ids[m * k], k);
+            for (int i = 0; i < k; ++i) by_expert[m * k + i] = (int32_t)(m * k + order[i]);
+        }
+    });
     if (!recompute) {
         run_experts(0, E, a.y.data());
-        // Each token's slot list is its own, so the threads split the tokens (on
-        // the calling thread alone this loop left the other thread idle).
-        std::vector<const float*> by_expert(rows);
-        for_parts(M, 64, [&](size_t m0, size_t m1) {
-            for (size_t m = m0; m < m1; ++m) {
-                int order[64];  // top-k <= 64
-                slots_by_expert(order, &a.ids[m * k], k);
-                for (int i = 0; i < k; ++i) by_expert[m * k + i] = a.y.data() + (size_t)slot_row[m * k + order[i]] * D;
-            }
-        });
+        std::vector<const float*> rows_in_order(rows);
+        for (size_t i = 0; i < rows; ++i) rows_in_order[i] = a.y.data() + (size_t)slot_row[by_expert[i]] * D;
         const std::vector<float> unit(rows, 1.0f);
-        moe_combine_forward(Exec{Family::batch_invariant, Dtype::f32}, dx, by_expert.data(), unit.data(), M, k, D);
+        moe_combine_forward(Exec{Family::batch_invariant, Dtype::f32}, dx, rows_in_order.data(), unit.data(), M, k, D);
         ActBuffer().swap(a.y);  // consumed: the attention's backward takes its memory
     } else {
         std::fill_n(dx, (size_t)M * D, 0.0f);  // the chain's start, 0.0f
@@ -333,20 +336,18 @@ void backward_experts(const Exec* recompute, float* dx, LayerWeights& gw, const 
             widest = std::max(widest, last.first + last.rows.size() - a.experts[bounds[g]].first);
         }
         ActBuffer y_group(widest * D);
+        // A token's slots of one group are the next run of its ascending
+        // list: next[m] is where the token's next group starts.
+        std::vector<uint8_t> next(M, 0);
         for (size_t g = 0; g + 1 < bounds.size(); ++g) {
             const int e0 = bounds[g], e1 = bounds[g + 1];
             run_experts(e0, e1, y_group.data());
             const size_t base = a.experts[e0].first;
             for_parts(M, 64, [&](size_t m0, size_t m1) {
                 for (size_t m = m0; m < m1; ++m) {
-                    int order[64];  // top-k <= 64
-                    slots_by_expert(order, &a.ids[m * k], k);
                     float* out = dx + m * D;
-                    for (int i = 0; i < k; ++i) {
-                        const size_t slot = m * k + order[i];
-                        const int e = a.ids[slot];
-                        if (e < e0 || e >= e1) continue;
-                        const float* in = y_group.data() + ((size_t)slot_row[slot] - base) * D;
+                    for (; next[m] < k && a.ids[by_expert[m * k + next[m]]] < e1; ++next[m]) {
+                        const float* in = y_group.data() + ((size_t)slot_row[by_expert[m * k + next[m]]] - base) * D;
                         for (int d = 0; d < D; ++d) out[d] += in[d];
                     }
                 }

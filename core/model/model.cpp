@@ -68,9 +68,6 @@ int grown_layer_index(int j, int shallow_layers, int deep_layers) {
 
 void grow_params(float* deep_arena, const ModelConfig& deep, const ParamLayout& deep_layout, const float* shallow_arena,
                  const ModelConfig& shallow, const ParamLayout& shallow_layout) {
-    const auto layer_range = [](const ParamLayout::Layer& l) {
-        return ParamRange{l.shared.begin, l.experts.empty() ? l.shared.end : l.experts.back().end};
-    };
     const auto copy = [&](const std::string& name) {
         const ParamSpec* from = shallow_layout.find(name);
         const ParamSpec* to = deep_layout.find(name);
@@ -83,7 +80,7 @@ void grow_params(float* deep_arena, const ModelConfig& deep, const ParamLayout& 
     std::vector<bool> grown(deep.num_layers, false);
     for (int j = 0; j < shallow.num_layers; ++j) {
         const int l = grown_layer_index(j, shallow.num_layers, deep.num_layers);
-        const ParamRange from = layer_range(shallow_layout.layers[j]), to = layer_range(deep_layout.layers[l]);
+        const ParamRange from = shallow_layout.layers[j].all(), to = deep_layout.layers[l].all();
         if (from.end - from.begin != to.end - to.begin || shallow.is_moe_layer(j) != deep.is_moe_layer(l))
             throw std::logic_error("grow_params: shallow layer " + std::to_string(j) + " does not fit layer " +
                                    std::to_string(l));

@@ -41,6 +41,8 @@ struct ParamLayout {
     struct Layer {
         ParamRange shared;
         std::vector<ParamRange> experts;  // [E], empty for a dense layer
+        // The whole layer, its experts after its shared run: one span.
+        ParamRange all() const { return {shared.begin, experts.empty() ? shared.end : experts.back().end}; }
     };
     std::vector<Layer> layers;
     const ParamSpec* find(const std::string& name) const;  // nullptr when absent

@@ -10,7 +10,6 @@
 #include "core/model/checkpoint.h"
 #include "core/model/model.h"
 #include "core/rl/optim.h"
-#include "core/engines/heap.h"
 #include "core/engines/rollout_engine.h"
 #include "core/engines/train_engine.h"
 #include "core/model/vocab.h"
@@ -225,11 +224,7 @@ BasePolicy make_base_policy(const Config& cfg, const std::string& cache_dir,
         out.shallow_steps = train_stage(w, ms, shallow, 0, sft - grow_steps, 0, cfg.base.lr);
         grow_params(out.params.data(), m, layout, shallow.data(), ms, ls);
         out.grown_from_layers = from;
-        // The full model's state (moe-deep: 237 MB) comes next: the shallow
-        // stage's pages go back first, or moe-deep's first run peaks 12 MB
-        // higher, past 300 MB.
-        std::vector<float>().swap(shallow);
-        return_free_heap();
+        std::vector<float>().swap(shallow);  // done with: the full model's state comes next
         steps = out.shallow_steps +
                 train_stage(w, m, out.params, out.shallow_steps, sft - out.shallow_steps, grow_steps, cfg.base.grow_lr);
     } else {

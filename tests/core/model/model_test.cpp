@@ -224,12 +224,17 @@ TEST(ModelLayout, LayerRangesHoldEachLayersTensors) {
                         in_layer = l, in_expert = (int)e;
             }
             const std::string layer_prefix = "model.layers." + std::to_string(in_layer) + ".";
-            if (p.name.rfind("model.layers.", 0) != 0) EXPECT_EQ(in_layer, -1) << p.name;
-            else if (in_expert < 0) EXPECT_EQ(p.name.rfind(layer_prefix, 0), 0u) << p.name;
-            else
+            if (p.name.rfind("model.layers.", 0) != 0) {
+                EXPECT_EQ(in_layer, -1) << p.name;
+            } else if (in_expert < 0) {
+                EXPECT_EQ(p.name.rfind(layer_prefix, 0), 0u) << p.name;
+            } else {
                 EXPECT_EQ(p.name.rfind(layer_prefix + "mlp.experts." + std::to_string(in_expert) + ".", 0), 0u)
                     << p.name;
-            if (p.name.find(".mlp.experts.") != std::string::npos) EXPECT_GE(in_expert, 0) << p.name;
+            }
+            if (p.name.find(".mlp.experts.") != std::string::npos) {
+                EXPECT_GE(in_expert, 0) << p.name;
+            }
         }
         for (int l = 0; l < cfg.num_layers; ++l)
             EXPECT_EQ((int)L.layers[l].experts.size(), cfg.is_moe_layer(l) ? cfg.num_experts : 0) << preset << " " << l;
