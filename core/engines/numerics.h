@@ -63,6 +63,10 @@ std::string numerics_text(const EngineNumerics& n, bool with_kv_cache);
 // router and the LM head quantised per output channel (quantize_cols).
 void cast_params(std::span<float> out, const std::vector<float>& master, const ParamLayout& layout,
                  const EngineNumerics& n);
+// The same for the parameters in `range` alone, whole tensors:
+// out[i - range.begin] is master[i] cast (a training engine casts a layer at
+// a time).
+void cast_params(float* out, const float* master, ParamRange range, const ParamLayout& layout, const EngineNumerics& n);
 // The LM head as [D, V] at n.lm_head, from the master (the embedding's
 // transpose when tied): an fp32 head is computed from fp32 weights even
 // where the body runs in bf16, as MiniMax-M1's fix does.
@@ -91,6 +95,35 @@ private:
     std::span<float> master_;
     PagedFloats low_;      // uint16 low halves, two per float
     PagedFloats rounded_;  // one bit a weight: rounded up, 32 per float
+};
+
+// A master arena overwritten with its cast (cast_params) in place, for an
+// engine whose numerics need more than bf16 rounding (fp8, fp16): it keeps
+// each weight's bit pattern less its cast's in 3 bytes, and whole the few
+// weights the cast moves further (to zero, from a subnormal), and puts every
+// bit back. A cast moves a weight by its low mantissa bits only (fp8 e5m2:
+// under 2^21 of its 2^23 units), so 3 bytes a weight hold what a 4-byte
+// copy beside the master did (fp8-rollout-moe-deep's rollout: 44 MB, not 59).
+class CastInPlace {
+public:
+    CastInPlace() = default;
+    CastInPlace(const CastInPlace&) = delete;
+    CastInPlace& operator=(const CastInPlace&) = delete;
+    ~CastInPlace() { restore(); }
+    // cast_params(master) into master, tensors a layer at a time (one
+    // layer's scratch), keeping master until restore.
+    void cast(std::span<float> master, const ParamLayout& layout, const EngineNumerics& n);
+    // master as it was before cast; nothing when nothing is cast.
+    void restore();
+    bool active() const { return master_.data() != nullptr; }
+    // Weights whose difference took more than 3 bytes, kept whole.
+    size_t whole_weights() const { return whole_.size(); }
+
+private:
+    std::span<float> master_;
+    PagedFloats low_;                                  // uint16 low 16 bits of each difference, two per float
+    PagedFloats high_;                                 // int8 high byte of each difference, four per float
+    std::vector<std::pair<int64_t, uint32_t>> whole_;  // index, original bits
 };
 
 // K or V rows [M, Hkv*hd] as the KV cache stores them (n.kv_cache): rounded,

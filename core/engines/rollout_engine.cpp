@@ -28,22 +28,21 @@ void RolloutEngine::load_weights(std::vector<float>& master, const EngineNumeric
     if (device_) return device_->load_weights(master, numerics);
     // The head first: it is rounded from the master's own bits, to its own precision.
     lm_head_weights(head_, master, cfg_, layout_, num_);
-    float* weights = master.data();
-    const bool on_master =
-        num_.cast_is_identity() || (num_.matmul == Dtype::bf16 && bf16_master_.round(std::span<float>(master)));
-    if (!on_master) {
-        params_ = PagedFloats(master.size());
-        cast_params(params_.span(), master, layout_, num_);
-        weights = params_.data();
-    }
-    w_ = bind_weights(cfg_, layout_, weights);
+    if (!num_.cast_is_identity() && !(num_.matmul == Dtype::bf16 && bf16_master_.round(std::span<float>(master))))
+        cast_master_.cast(std::span<float>(master), layout_, num_);
+    w_ = bind_weights(cfg_, layout_, master.data());
     has_weights_ = true;
+}
+
+double RolloutEngine::borrowed_bytes_per_param(const EngineNumerics& n) {
+    if (n.cast_is_identity()) return 0.0;
+    return n.matmul == Dtype::bf16 ? 17.0 / 8.0 : 3.0;
 }
 
 void RolloutEngine::release_weights() {
     if (device_) device_->release_weights();
     bf16_master_.restore();
-    params_ = PagedFloats();
+    cast_master_.restore();
     std::vector<float>().swap(head_);
     w_ = Weights{};
     has_weights_ = false;

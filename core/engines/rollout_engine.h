@@ -91,12 +91,15 @@ public:
 
     // Weight sync from the trainer: the master fp32 arena as this engine
     // stores it (numerics.h: cast_params, lm_head_weights). The CPU engine
-    // borrows `master` where it can instead of copying it, as the training
-    // engine computes on it: as it is for fp32 numerics, rounded in place
-    // for bf16 ones (Bf16InPlace); fp16 and fp8 take a copy. Until
-    // release_weights (or the engine's end), which puts its bits back, the
-    // caller must neither read nor write master.
+    // borrows `master` instead of copying it, as the training engine
+    // computes on it: as it is for fp32 numerics, rounded in place for bf16
+    // ones (Bf16InPlace, 17 bits a weight kept), cast in place for fp16 and
+    // fp8 (CastInPlace, 3 bytes). Until release_weights (or the engine's
+    // end), which puts its bits back, the caller must neither read nor write master.
     void load_weights(std::vector<float>& master, const EngineNumerics& numerics);
+    // Bytes a weight the CPU engine keeps beside the borrowed master to give
+    // it back: 0 (fp32), 17 bits (bf16), 3 bytes (fp16, fp8).
+    static double borrowed_bytes_per_param(const EngineNumerics& numerics);
     // Frees the weights (a generate then needs load_weights again) and gives
     // a borrowed master back: the RL step syncs them afresh every step, so
     // between its rollouts they would only add a model's worth of memory to
@@ -130,8 +133,8 @@ private:
 
     ModelConfig cfg_;
     ParamLayout layout_;
-    PagedFloats params_;       // a copy of the master, where the numerics need one
-    Bf16InPlace bf16_master_;  // the master rounded in place, where they allow it
+    Bf16InPlace bf16_master_;  // the master rounded in place, where the numerics allow it
+    CastInPlace cast_master_;  // else cast in place, where they are not fp32
     bool has_weights_ = false;
     std::vector<float> head_;  // [D, V] at num_.lm_head
     Weights w_{};

@@ -77,16 +77,7 @@ const TrainForward& TrainEngine::forward(Family family, const EngineNumerics& nu
     if (full_recompute_ && replay_ids) replay_ = *replay_ids;
     else replay_.clear();
 
-    if (numerics.cast_is_identity()) {
-        compute_params_ = PagedFloats();
-        // Weights views are writable because gradients use them too; the
-        // engine only ever reads w_.
-        w_ = bind_weights(cfg_, layout_, const_cast<float*>(params.data()));
-    } else {
-        if (compute_params_.size() != params.size()) compute_params_ = PagedFloats(params.size());
-        cast_params(compute_params_.span(), params, layout_, numerics);
-        w_ = bind_weights(cfg_, layout_, compute_params_.data());
-    }
+    bind_compute_weights(params, numerics);
     lm_head_weights(head_, params, cfg_, layout_, numerics);
 
     pos_.resize(M);
@@ -171,6 +162,63 @@ void add_tied_head_grad(float* dembed, const float* dhead, int V, int D) {
         for (int d = 0; d < D; ++d) dembed[(size_t)v * D + d] += dhead[(size_t)d * V + v];
 }
 
+namespace {
+
+int64_t largest_layer_floats(const ParamLayout& layout) {
+    int64_t largest = 0;
+    for (const ParamLayout::Layer& layer : layout.layers)
+        largest = std::max(largest, layer.all().end - layer.all().begin);
+    return largest;
+}
+
+}  // namespace
+
+void TrainEngine::bind_compute_weights(const std::vector<float>& params, const EngineNumerics& numerics) {
+    if (numerics.cast_is_identity()) {
+        cast_ = {};
+        // Weights views are writable because gradients use them too; the
+        // engine only ever reads w_.
+        w_ = bind_weights(cfg_, layout_, const_cast<float*>(params.data()));
+        return;
+    }
+    cast_.numerics = numerics;
+    cast_.master = params.data();
+    cast_.layer = -1;
+    // Outside the layers the forward reads the embedding and the final norm,
+    // each cast whole (the head is head_).
+    const ParamSpec* embed = layout_.find("model.embed_tokens.weight");
+    const ParamSpec* norm = layout_.find("model.norm.weight");
+    cast_.outside.resize((size_t)(embed->numel + norm->numel));
+    cast_params(cast_.outside.data(), cast_.master, {embed->offset, embed->offset + embed->numel}, layout_, numerics);
+    cast_params(cast_.outside.data() + embed->numel, cast_.master, {norm->offset, norm->offset + norm->numel}, layout_,
+                numerics);
+    const int64_t largest = largest_layer_floats(layout_);
+    if ((int64_t)cast_.layer_weights.size() != largest) cast_.layer_weights = PagedFloats((size_t)largest);
+    w_ = Weights{};
+    w_.embed = cast_.outside.data();
+    w_.final_norm = cast_.outside.data() + embed->numel;
+    for (int l = 0; l < cfg_.num_layers; ++l)
+        w_.layers.push_back(
+            bind_layer_weights(cfg_, layout_, l, cast_.layer_weights.data(), layout_.layers[l].all().begin));
+}
+
+const LayerWeights& TrainEngine::layer_weights(int l) {
+    if (cast_.master && cast_.layer != l) {
+        cast_params(cast_.layer_weights.data(), cast_.master, layout_.layers[l].all(), layout_, cast_.numerics);
+        cast_.layer = l;
+    }
+    return w_.layers[l];
+}
+
+size_t TrainEngine::held_cast_floats() const { return cast_.outside.size() + cast_.layer_weights.size(); }
+
+int64_t TrainEngine::cast_weight_floats(const ModelConfig& cfg, const EngineNumerics& numerics) {
+    if (numerics.cast_is_identity()) return 0;
+    const ParamLayout layout = make_param_layout(cfg);
+    return layout.find("model.embed_tokens.weight")->numel + layout.find("model.norm.weight")->numel +
+           largest_layer_floats(layout);
+}
+
 // One decoder layer from a.x_in (the last forward's batch and numerics); x
 // receives its output. The probabilities are saved only when a backward will
 // read these activations (the fast family's online softmax computes them a
@@ -180,7 +228,7 @@ void TrainEngine::layer_forward(LayerActs& a, int l, const int32_t* replay, ActB
     const Exec& ex = ex_;
     const int B = batch_->B, T = batch_->T, D = cfg_.hidden_size, M = M_;
     const int H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
-    const LayerWeights& lw = w_.layers[l];
+    const LayerWeights& lw = layer_weights(l);
     a.ln1.resize((size_t)M * D);
     a.rstd1.resize(M);
     rmsnorm_forward(ex, a.ln1.data(), a.rstd1.data(), a.x_in.data(), lw.input_norm, cfg_.rms_norm_eps, M, D);
@@ -284,7 +332,7 @@ void TrainEngine::backward_into(std::span<float> grads, const std::vector<float>
     }
     for (int l = L - 1; l >= 0; --l) {
         LayerActs& a = full_recompute_ ? work_ : acts_[l];
-        const LayerWeights& lw = w_.layers[l];
+        const LayerWeights& lw = layer_weights(l);
         LayerWeights& g = gw.layers[l];
         if (full_recompute_) {
             copy_into(a.x_in, checkpoints_[l].span());
@@ -344,10 +392,9 @@ void TrainEngine::release_activations() {
     std::vector<PagedFloats>().swap(checkpoints_);
     spare_ = Recomputed{};
     work_ = LayerActs{};
-    // The cast copy of the weights too: each forward casts afresh, and the
-    // rollout's own copy takes its place between steps.
     for (ActBuffer* v : {&x_final_, &lnf_, &rstdf_, &lp_}) ActBuffer().swap(*v);
-    compute_params_ = PagedFloats();
+    // The cast weights too: each forward casts afresh.
+    cast_ = {};
     w_ = Weights{};
     out_ = TrainForward{};
     std::vector<std::vector<int32_t>>().swap(replay_);
@@ -369,7 +416,7 @@ void TrainEngine::swap_recomputed(LayerActs& a) {
 // Layer `layer`'s dropped activations, by the calls its forward made.
 void TrainEngine::recompute(LayerActs& a, int layer) {
     const int M = M_, D = cfg_.hidden_size;
-    const LayerWeights& lw = w_.layers[layer];
+    const LayerWeights& lw = layer_weights(layer);
     a.ln1.resize((size_t)M * D);
     rmsnorm_forward(ex_, a.ln1.data(), nullptr, a.x_in.data(), lw.input_norm, cfg_.rms_norm_eps, M, D);
     qk_norm_rope(ex_, a.qkv, pos_.data(), M, lw, cfg_);

@@ -122,6 +122,12 @@ public:
     // memory instead of adding to it.
     void release_activations();
 
+    // Floats held for the weights cast to the last forward's numerics: 0 on
+    // the master itself (fp32, no fp8), else the embedding, the final norm
+    // and the largest layer, into which each layer is cast in turn.
+    size_t held_cast_floats() const;
+    static int64_t cast_weight_floats(const ModelConfig& cfg, const EngineNumerics& numerics);
+
     const ModelConfig& config() const { return cfg_; }
     const ParamLayout& layout() const { return layout_; }
     // The last forward's log-probs over the vocabulary at row (b, t), the
@@ -158,9 +164,23 @@ private:
     ModelConfig cfg_;
     ParamLayout layout_;
     std::vector<int> moe_layers_;  // cfg_.moe_layers()
-    PagedFloats compute_params_;
+    // The weights the last forward computes with: the master's own (fp32, no
+    // fp8), or cast to its numerics a layer at a time, each time the layer
+    // runs, in forward and again in backward. A whole cast copy was 4 bytes a
+    // parameter beside the master (moe-deep: 59 MB of its training peak);
+    // casting a layer costs about what reading it costs its GEMMs.
+    void bind_compute_weights(const std::vector<float>& params, const EngineNumerics& numerics);
+    const LayerWeights& layer_weights(int l);  // w_.layers[l], cast when the master is
+    struct CastWeights {
+        const float* master = nullptr;  // null: w_ views the master itself
+        EngineNumerics numerics;
+        std::vector<float> outside;  // [V*D] the embedding, [D] the final norm
+        PagedFloats layer_weights;   // the largest layer's floats; holds layer `layer`
+        int layer = -1;
+    };
+    CastWeights cast_;
     std::vector<float> head_;  // [D, V] at the profile's lm_head
-    Weights w_;
+    Weights w_;                // cast: each layer's views into cast_.layer_weights
     const SeqBatch* batch_ = nullptr;
     bool have_activations_ = false;
     bool full_recompute_ = false;

@@ -7,44 +7,48 @@
 namespace mlk {
 
 namespace {
-float* view(const ParamLayout& L, float* arena, const std::string& name) {
+// `arena` holds the parameters from offset `first` on.
+float* view(const ParamLayout& L, float* arena, const std::string& name, int64_t first = 0) {
     const ParamSpec* s = L.find(name);
     if (!s) throw std::logic_error("parameter layout has no tensor " + name);
-    return arena + s->offset;
+    if (s->offset < first) throw std::logic_error("tensor " + name + " lies before the arena's first parameter");
+    return arena + (s->offset - first);
 }
 }  // namespace
+
+LayerWeights bind_layer_weights(const ModelConfig& cfg, const ParamLayout& L, int l, float* a, int64_t first) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    LayerWeights lw{};
+    lw.input_norm = view(L, a, p + "input_layernorm.weight", first);
+    lw.wq = view(L, a, p + "self_attn.q_proj.weight", first);
+    lw.wk = view(L, a, p + "self_attn.k_proj.weight", first);
+    lw.wv = view(L, a, p + "self_attn.v_proj.weight", first);
+    lw.wo = view(L, a, p + "self_attn.o_proj.weight", first);
+    lw.q_norm = view(L, a, p + "self_attn.q_norm.weight", first);
+    lw.k_norm = view(L, a, p + "self_attn.k_norm.weight", first);
+    lw.post_norm = view(L, a, p + "post_attention_layernorm.weight", first);
+    if (!cfg.is_moe_layer(l)) {
+        lw.w_gate = view(L, a, p + "mlp.gate_proj.weight", first);
+        lw.w_up = view(L, a, p + "mlp.up_proj.weight", first);
+        lw.w_down = view(L, a, p + "mlp.down_proj.weight", first);
+    } else {
+        lw.router = view(L, a, p + "mlp.gate.weight", first);
+        for (int e = 0; e < cfg.num_experts; ++e) {
+            const std::string q = p + "mlp.experts." + std::to_string(e) + ".";
+            lw.e_gate.push_back(view(L, a, q + "gate_proj.weight", first));
+            lw.e_up.push_back(view(L, a, q + "up_proj.weight", first));
+            lw.e_down.push_back(view(L, a, q + "down_proj.weight", first));
+        }
+    }
+    return lw;
+}
 
 Weights bind_weights(const ModelConfig& cfg, const ParamLayout& L, float* a) {
     Weights w;
     w.embed = view(L, a, "model.embed_tokens.weight");
     w.final_norm = view(L, a, "model.norm.weight");
     w.lm_head = cfg.tie_word_embeddings ? nullptr : view(L, a, "lm_head.weight");
-    for (int l = 0; l < cfg.num_layers; ++l) {
-        std::string p = "model.layers." + std::to_string(l) + ".";
-        LayerWeights lw{};
-        lw.input_norm = view(L, a, p + "input_layernorm.weight");
-        lw.wq = view(L, a, p + "self_attn.q_proj.weight");
-        lw.wk = view(L, a, p + "self_attn.k_proj.weight");
-        lw.wv = view(L, a, p + "self_attn.v_proj.weight");
-        lw.wo = view(L, a, p + "self_attn.o_proj.weight");
-        lw.q_norm = view(L, a, p + "self_attn.q_norm.weight");
-        lw.k_norm = view(L, a, p + "self_attn.k_norm.weight");
-        lw.post_norm = view(L, a, p + "post_attention_layernorm.weight");
-        if (!cfg.is_moe_layer(l)) {
-            lw.w_gate = view(L, a, p + "mlp.gate_proj.weight");
-            lw.w_up = view(L, a, p + "mlp.up_proj.weight");
-            lw.w_down = view(L, a, p + "mlp.down_proj.weight");
-        } else {
-            lw.router = view(L, a, p + "mlp.gate.weight");
-            for (int e = 0; e < cfg.num_experts; ++e) {
-                std::string q = p + "mlp.experts." + std::to_string(e) + ".";
-                lw.e_gate.push_back(view(L, a, q + "gate_proj.weight"));
-                lw.e_up.push_back(view(L, a, q + "up_proj.weight"));
-                lw.e_down.push_back(view(L, a, q + "down_proj.weight"));
-            }
-        }
-        w.layers.push_back(std::move(lw));
-    }
+    for (int l = 0; l < cfg.num_layers; ++l) w.layers.push_back(bind_layer_weights(cfg, L, l, a, 0));
     return w;
 }
 

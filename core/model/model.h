@@ -39,6 +39,10 @@ struct Weights {
 };
 
 Weights bind_weights(const ModelConfig& cfg, const ParamLayout& layout, float* arena);
+// Layer l's views into `arena`, which holds the parameters from offset
+// `first` on: the whole arena (0), or a copy of the layer alone
+// (layout.layers[l].all().begin).
+LayerWeights bind_layer_weights(const ModelConfig& cfg, const ParamLayout& layout, int l, float* arena, int64_t first);
 
 // Deterministic initialisation from a seed: RMSNorm weights 1, embeddings
 // N(0, 4/D), linear weights N(0, 1/fan_in), so a tiny random model has

@@ -204,6 +204,9 @@ RlSession::TrainOutcome RlSession::train_policy(const Measurement& m, const Scor
         grads_ = PagedFloats(layout_.total);
         train_.backward(grads_, dlogp);
         lr_used = warmup_lr(cfg_.optim.lr, cfg_.optim.warmup_steps, opt_.step);
+        // AdamW makes its moments at its first update (8 bytes a parameter):
+        // the heap's free pages go back before, not under them.
+        if (opt_.m.empty()) return_free_heap();
         norm_sum += opt_.update(params_, grads_.span(), aw, lr_used);
         loss_sum += pl.loss;
         clip_sum += pl.clip_fraction;

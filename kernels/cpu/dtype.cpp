@@ -147,22 +147,35 @@ void quantize_rows(float* out, float* scale, const float* inp, int M, int K, Dty
         (int64_t)M * K >= (1 << 15));
 }
 
-void quantize_cols(float* w, float* scale, int K, int N, Dtype fmt) {
+namespace {
+
+template <bool E4M3>
+void quantize_cols_as(float* w, float* scale, int K, int N) {
     std::vector<float> amax(N, 0.0f);
     for (int k = 0; k < K; ++k)
-        for (int n = 0; n < N; ++n) amax[n] = std::fmax(amax[n], std::fabs(w[(int64_t)k * N + n]));
+        for (int n = 0; n < N; ++n) {
+            const float v = w[(int64_t)k * N + n], a = v < 0 ? -v : v;
+            amax[n] = a > amax[n] ? a : amax[n];  // NaN never wins, as with fmax
+        }
     std::vector<ScaleDivide> div;
     div.reserve(N);
     for (int n = 0; n < N; ++n) {
-        amax[n] = fp8_scale(amax[n], fmt);
+        amax[n] = fp8_scale(amax[n], E4M3 ? Dtype::fp8_e4m3 : Dtype::fp8_e5m2);
         if (scale) scale[n] = amax[n];
         div.emplace_back(amax[n]);
     }
     for (int k = 0; k < K; ++k)
         for (int n = 0; n < N; ++n) {
             float& v = w[(int64_t)k * N + n];
-            v = fp8_round(div[n](v), fmt) * amax[n];
+            v = fp8_round_as<E4M3>(div[n](v)) * amax[n];
         }
+}
+
+}  // namespace
+
+void quantize_cols(float* w, float* scale, int K, int N, Dtype fmt) {
+    if (fmt == Dtype::fp8_e4m3) quantize_cols_as<true>(w, scale, K, N);
+    else quantize_cols_as<false>(w, scale, K, N);
 }
 
 void round_buffer(float* x, size_t n, Dtype d) {

@@ -1,6 +1,7 @@
 // Matmul forward/backward on the CPU.
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <vector>
 
 #include "kernels/cpu/common.h"
@@ -87,11 +88,13 @@ void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w
                     int N) {
     if (M <= 0 || N <= 0) return;
     count_gemm('f', M, K, N);
-    thread_local std::vector<float> quantised;
+    // This call's own: kept per thread, the buffer held its largest size
+    // (a whole batch's rows) through every later phase.
+    std::unique_ptr<float[]> quantised;
     if (is_fp8(ex.quant)) {
-        if ((int64_t)quantised.size() < (int64_t)M * K) quantised.resize((size_t)M * K);
-        quantize_rows(quantised.data(), nullptr, inp, M, K, ex.quant);
-        inp = quantised.data();
+        quantised.reset(new float[(size_t)M * K]);
+        quantize_rows(quantised.get(), nullptr, inp, M, K, ex.quant);
+        inp = quantised.get();
     }
     const IsaTable& T = isa_table();
     GemmCall g;

@@ -526,3 +526,36 @@ TEST(Engines, Bf16InPlaceRoundsAsTheCopyAndGivesTheBitsBack) {
     EXPECT_FALSE(rounded.active());
     EXPECT_EQ(0, std::memcmp(master.data(), with_nan.data(), master.size() * sizeof(float)));
 }
+
+// Cast in place (fp8 W8A8 with either format, fp16), the master holds the
+// bits of cast_params' copy, and restore gives every weight its old bits
+// back, the ones kept whole too: weights the cast moves to zero or to
+// infinity, a NaN, signed zeros; over enough weights that the threads share them.
+TEST(Engines, CastInPlaceCastsAsTheCopyAndGivesTheBitsBack) {
+    const ModelConfig cfg = model_preset("moe-small");
+    const ParamLayout layout = make_param_layout(cfg);
+    std::vector<float> original = random_params(cfg, 5);
+    ASSERT_GT(original.size(), 4 * kFloatsPerPart);
+    const float planted[] = {1e-30f, -1e-30f, 0.0f, -0.0f, 1e30f, std::nanf(""), 7e-6f, 3e-8f};
+    // In a linear weight, which fp8 quantises (the embedding is rounded only).
+    const int64_t q_proj = layout.find("model.layers.1.self_attn.q_proj.weight")->offset;
+    for (size_t i = 0; i < std::size(planted); ++i) original[q_proj + 97 * i] = planted[i];
+    EngineNumerics e4m3 = EngineNumerics::simple(Dtype::bf16), e5m2 = e4m3;
+    e4m3.matmul = Dtype::fp8_e4m3;
+    e5m2.matmul = Dtype::fp8_e5m2;
+    for (const EngineNumerics& n : {e4m3, e5m2, EngineNumerics::simple(Dtype::f16)}) {
+        SCOPED_TRACE(dtype_name(n.matmul));
+        std::vector<float> copy(original.size());
+        cast_params(copy, original, layout, n);
+        std::vector<float> master = original;
+        CastInPlace cast;
+        cast.cast(master, layout, n);
+        EXPECT_TRUE(cast.active());
+        EXPECT_EQ(0, std::memcmp(master.data(), copy.data(), copy.size() * sizeof(float)));
+        EXPECT_GE(cast.whole_weights(), 2u) << "1e-30 and 1e30 move further than 3 bytes hold";
+        EXPECT_LT(cast.whole_weights(), original.size() / 1000);
+        cast.restore();
+        EXPECT_FALSE(cast.active());
+        EXPECT_EQ(0, std::memcmp(master.data(), original.data(), original.size() * sizeof(float)));
+    }
+}

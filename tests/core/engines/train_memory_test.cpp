@@ -98,3 +98,33 @@ TEST(Engines, BackwardMapsNoPagesForExpertsWithoutTokens) {
             }
     }
 }
+
+// A trainer that computes on cast weights (bf16, fp8) holds the embedding,
+// the final norm and one layer of them, cast a layer at a time, not a cast
+// copy of the model; on fp32 it computes on the master itself; released, it
+// holds none.
+TEST(Engines, ACastTrainerHoldsOneLayerOfCastWeights) {
+    const ModelConfig cfg = model_preset("moe-tiny");
+    const ParamLayout layout = make_param_layout(cfg);
+    std::vector<float> params((size_t)layout.total);
+    init_params(cfg, layout, params.data(), 3);
+    const std::vector<std::vector<int32_t>> seqs = sequences(4);
+    const SeqBatch batch = make_seq_batch(seqs, std::vector<int32_t>(seqs.size(), 1));
+    EngineNumerics fp8 = EngineNumerics::simple(Dtype::bf16);
+    fp8.matmul = Dtype::fp8_e4m3;
+    for (const EngineNumerics& n : {EngineNumerics::simple(Dtype::bf16), fp8}) {
+        TrainEngine train(cfg);
+        train.forward(Family::fast, n, params, batch, 1.0f, nullptr);
+        const int64_t held = (int64_t)train.held_cast_floats();
+        EXPECT_EQ(held, TrainEngine::cast_weight_floats(cfg, n));
+        const int64_t layer = layout.layers[0].all().end - layout.layers[0].all().begin;
+        EXPECT_GE(held, layer);
+        EXPECT_LT(held, 2 * layer) << "one layer and the embedding, not the model's " << layout.total;
+        train.release_activations();
+        EXPECT_EQ(train.held_cast_floats(), 0u);
+    }
+    TrainEngine on_master(cfg);
+    on_master.forward(Family::fast, EngineNumerics::simple(Dtype::f32), params, batch, 1.0f, nullptr);
+    EXPECT_EQ(on_master.held_cast_floats(), 0u);
+    EXPECT_EQ(TrainEngine::cast_weight_floats(cfg, EngineNumerics::simple(Dtype::f32)), 0);
+}
