@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/engines/numerics.h"
+#include "core/engines/rollout_engine.h"
 #include "core/engines/train_engine.h"
 #include "core/model/params.h"
 #include "kernels/kernels.h"
@@ -28,15 +29,18 @@ ModelFootprint model_footprint(const Config& c) {
     top_k_only.num_experts = m.num_experts_per_tok;
     f.active_params = parameter_count(top_k_only) +
                       int64_t{m.num_moe_layers()} * m.hidden_size * (m.num_experts - m.num_experts_per_tok);
-    // The master, AdamW's two moments and the gradients, whose place the
-    // rollout's weights take between training phases in no more memory (a
-    // copy for fp16 or fp8, else the borrowed master); and the trainer's cast copy.
-    const double copies = train_numerics(c).cast_is_identity() ? 4.0 : 5.0;
-    f.weights_mb = copies * 4.0 * static_cast<double>(f.params) / kMB;
+    const double P = static_cast<double>(f.params);
+    f.state_mb = 3 * 4.0 * P / kMB;
 
     const TaskBounds tb = task_bounds(c.task.name, c.task.length);
     const double S = double(c.rl.prompts_per_step) * c.rl.samples_per_prompt;
     const double T = tb.prompt_tokens + c.rollout.max_new_tokens, M = S * T;
+    const double slots = c.rollout.max_batch > 0 ? std::min<double>(c.rollout.max_batch, S) : S;
+    double rollout = RolloutEngine::borrowed_bytes_per_param(rollout_numerics(c)) * P;
+    rollout += 4.0 * 2.0 * m.num_layers * slots * T * m.num_kv_heads * m.head_dim;  // K and V cache
+    rollout += 4.0 * TrainEngine::logprob_forward_floats(m, S, tb.prompt_tokens);   // a prefill layer
+    f.rollout_mb = rollout / kMB;
+
     // Several mini-steps: the recompute keeps nothing, each slice's forward
     // keeps its own (the largest slice: whole prompt groups).
     const int mini = std::max(1, c.rl.mini_step_count());
@@ -45,10 +49,13 @@ ModelFootprint model_footprint(const Config& c) {
     double floats = TrainEngine::kept_activation_floats(m, S_kept, T, full);
     if (mini > 1) floats = std::max(floats, TrainEngine::logprob_forward_floats(m, S, T));
     floats += 2 * M * m.hidden_size + 4 * M * m.vocab_size;  // final norm in/out; logits, log-probs, their grads
-    const double slots = c.rollout.max_batch > 0 ? std::min<double>(c.rollout.max_batch, S) : S;
-    floats += 2.0 * m.num_layers * slots * T * m.num_kv_heads * m.head_dim;  // rollout K and V cache
-    f.activations_mb = 4.0 * floats / kMB;
-    f.memory_mb = f.weights_mb + f.activations_mb;
+    floats += (double)TrainEngine::cast_weight_floats(m, train_numerics(c));
+    // The gradients: a checkpointing backward frees each layer's input as it
+    // maps the layer's gradients, so the two take turns.
+    const double inputs = full ? (double)m.num_layers * S_kept * T * m.hidden_size : 0.0;
+    floats += std::max(P, inputs) - inputs;
+    f.training_mb = 4.0 * floats / kMB;
+    f.memory_mb = f.state_mb + std::max(f.rollout_mb, f.training_mb);
 
     const double A = static_cast<double>(f.active_params);
     // The last term: with checkpointing, the layers' forward once more in backward.

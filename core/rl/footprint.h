@@ -14,21 +14,24 @@ namespace mlk {
 struct ModelFootprint {
     int64_t params = 0;         // = make_param_layout(model).total
     int64_t active_params = 0;  // used per token: an MoE layer counts its router and top-k experts only
-    // Parameters and two AdamW moments throughout; the gradients in training
-    // or the rollout engine's copy in the rollout (each freed after its
-    // phase); and, unless training computes on the master weights (fp32, no
-    // fp8), the training engine's cast copy: 4 or 5 floats per parameter.
-    double weights_mb = 0;
-    // The training forward's saved activations for the whole batch at its
-    // longest (rl.prompts_per_step x rl.samples_per_prompt sequences of the
-    // longest prompt + rollout.max_new_tokens), logits and their gradients,
-    // and the rollout's KV cache.
-    double activations_mb = 0;
-    // weights_mb + activations_mb, as if every phase's buffers lived at once
-    // (short-lived buffers and the allocator's overhead left out): the peak
-    // RSS of a 3-step `run` less the executable's 19 MB was from 27% below it
-    // (dense-deep, moe-deep, whose rollout and training phases free each
-    // other's memory) to 7% above (dense-tiny), 2026-11-28.
+    // Held through every phase: the fp32 master and AdamW's two moments.
+    double state_mb = 0;
+    // The rollout beside them: what its engine keeps to give the master back
+    // (RolloutEngine::borrowed_bytes_per_param), its KV cache and one layer
+    // of its prefill over every prompt.
+    double rollout_mb = 0;
+    // Training beside them: the gradients, the trainer's cast layer (unless
+    // it computes on the master), the forward's kept activations for the
+    // largest mini-step at the longest sequences, the logits, log-probs and
+    // their gradients.
+    double training_mb = 0;
+    // state_mb plus the larger phase, which frees its memory for the other
+    // (short-lived buffers and the allocator's overhead left out). Against
+    // the peak RSS of a 3-step `run` less the executable's 8.7 MB (that of
+    // `presets`), 2026-11-29: from 0.80x (the scratchpad and calculator
+    // tasks, whose long sequences' backward buffers it leaves out) to 1.22x
+    // (r3-grpo-8mini); dense-tiny 1.00x, moe-deep 1.15x, where the sum of
+    // both phases had said 1.34x.
     double memory_mb = 0;
     // Floating-point work of one RL step at the longest sequences: 2 x active
     // params x tokens each for the rollout and the recompute, 6 x for the
