@@ -137,11 +137,6 @@ void init_params(const ModelConfig& cfg, const ParamLayout& L, float* arena, uin
     }
 }
 
-void cast_params(std::span<float> out, const std::vector<float>& master, Dtype dtype) {
-    if (out.size() != master.size()) throw std::invalid_argument("cast_params: output and master sizes differ");
-    copy_rounded(out.data(), master.data(), master.size(), dtype);
-}
-
 void tied_lm_head(std::vector<float>& out, const float* embed, int V, int D) {
     out.resize(static_cast<size_t>(V) * D);
     for (int v = 0; v < V; ++v)

@@ -64,12 +64,6 @@ int grown_layer_index(int j, int shallow_layers, int deep_layers);
 void grow_params(float* deep_arena, const ModelConfig& deep, const ParamLayout& deep_layout, const float* shallow_arena,
                  const ModelConfig& shallow, const ParamLayout& shallow_layout);
 
-// out (master.size() floats) = the parameters rounded to a storage precision
-// (what an engine computes with). For f32 it is a plain copy. The engines
-// free it after their phase (PagedFloats), so each step's copy lands on fresh
-// pages: both threads take them.
-void cast_params(std::span<float> out, const std::vector<float>& master, Dtype dtype);
-
 // lm_head as [D,V] for the tied case: a transposed copy of the embedding.
 void tied_lm_head(std::vector<float>& out, const float* embed, int V, int D);
 

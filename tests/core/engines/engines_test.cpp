@@ -492,7 +492,7 @@ TEST(Engines, GenerateAfterReleasingTheWeightsIsRefusedAndTheMasterIsGivenBack) 
 }
 
 // Rounded in place, the master holds the bits a bf16 copy would
-// (cast_params), and restore gives every weight its old bits back: ties to
+// (copy_rounded), and restore gives every weight its old bits back: ties to
 // even, a carry into the exponent, subnormals, signed zeros, the largest
 // float rounding to infinity, infinities; over enough weights that the
 // threads share them, and a count that is not a whole word of bits.
@@ -509,7 +509,7 @@ TEST(Engines, Bf16InPlaceRoundsAsTheCopyAndGivesTheBitsBack) {
         std::memcpy(&original[i], &u, sizeof u);
     }
     std::vector<float> copy(original.size());
-    cast_params(copy, original, Dtype::bf16);
+    copy_rounded(copy.data(), original.data(), original.size(), Dtype::bf16);
     std::vector<float> master = original;
     Bf16InPlace rounded;
     ASSERT_TRUE(rounded.round(master));
