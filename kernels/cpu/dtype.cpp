@@ -126,11 +126,10 @@ void quantize_rows_as(float* out, float* scale, const float* inp, int m0, int m1
             const float a = x[k] < 0 ? -x[k] : x[k];
             amax = a > amax ? a : amax;  // NaN never wins, as with fmax
         }
-        const float s = fp8_scale(amax, E4M3 ? Dtype::fp8_e4m3 : Dtype::fp8_e5m2);
+        const Dtype fmt = E4M3 ? Dtype::fp8_e4m3 : Dtype::fp8_e5m2;
+        const float s = fp8_scale(amax, fmt);
         if (scale) scale[m] = s;
-        const ScaleDivide div(s);
-        float* o = out + (int64_t)m * K;
-        for (int k = 0; k < K; ++k) o[k] = fp8_round_as<E4M3>(div(x[k])) * s;
+        cpu::isa_table().fp8_scale_round(out + (int64_t)m * K, x, s, fmt, K);
     }
 }
 

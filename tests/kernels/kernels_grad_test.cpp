@@ -16,10 +16,12 @@
 #include "kernels/cpu/features.h"
 #include "kernels/kernels.h"
 #include "tests/bits.h"
+#include "tests/kernels/isa_paths.h"
 #include "tests/random_data.h"
 #include "kernels/ref.h"
 
 using namespace mlk;
+using testdata::for_each_isa;
 
 namespace {
 
@@ -61,16 +63,6 @@ void check_close(const char* what, const std::vector<float>& got, const std::vec
     for (size_t i = 0; i < got.size(); ++i)
         ASSERT_LE(std::fabs(got[i] - want[i]), 1e-4 * std::max(std::fabs(want[i]), floor))
             << "element " << i << ": " << got[i] << " vs " << want[i];
-}
-
-void for_each_isa(const std::function<void()>& f) {
-    const cpu::Isa best = cpu::detected_isa();
-    for (int i = 0; i <= static_cast<int>(best); ++i) {
-        cpu::force_isa(static_cast<cpu::Isa>(i));
-        SCOPED_TRACE(cpu::isa_name(static_cast<cpu::Isa>(i)));
-        f();
-    }
-    cpu::force_isa(best);
 }
 
 const Exec kFast{Family::fast, Dtype::f32};

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "tests/kernels/isa_paths.h"
 #include "tests/random_data.h"
 
 using namespace mlk;
@@ -126,57 +127,59 @@ TEST(KernelsFp8, EncodingRoundsToNearestEvenAndSaturates) {
 // Scales are the smallest power of two that brings the row into range, so
 // quantise-dequantise never saturates and divides exactly.
 TEST(KernelsFp8, PowerOfTwoScalesPerRowAndPerColumn) {
-    for (const Format& f : kFormats) {
-        SCOPED_TRACE(dtype_name(f.dt));
-        EXPECT_EQ(fp8_scale(0.0f, f.dt), 1.0f);
-        EXPECT_EQ(fp8_scale((float)f.max, f.dt), 1.0f);
-        EXPECT_EQ(fp8_scale((float)f.max * 2, f.dt), 2.0f);
-        EXPECT_EQ(fp8_scale(std::nextafter((float)f.max * 2, 1e30f), f.dt), 4.0f);
-        EXPECT_EQ(fp8_scale((float)f.max / 8, f.dt), 0.125f);
-        const int M = 5, K = 37;
-        auto x = testdata::uniform((size_t)M * K, 3, -3.0f, 3.0f);
-        for (int k = 0; k < K; ++k) x[(size_t)2 * K + k] *= 1e-4f;   // a quiet row gets its own small scale
-        for (int k = 0; k < K; ++k) x[(size_t)3 * K + k] *= 1e-40f;  // subnormal: the scale has no float inverse
-        for (int k = 0; k < K; ++k) x[(size_t)4 * K + k] = 0.0f;
-        std::vector<float> q(x.size()), scale(M);
-        quantize_rows(q.data(), scale.data(), x.data(), M, K, f.dt);
-        for (int m = 0; m < M; ++m) {
-            float amax = 0;
-            for (int k = 0; k < K; ++k) amax = std::max(amax, std::fabs(x[(size_t)m * K + k]));
-            const float s = scale[m];
-            int e = 0;
-            EXPECT_EQ(std::frexp(s, &e), 0.5f) << "a power of two";
-            EXPECT_LE(amax / s, (float)f.max);
-            if (amax > 0) {
-                EXPECT_GT(amax / s, (float)f.max / 2) << "the smallest such power";
+    testdata::for_each_isa([] {
+        for (const Format& f : kFormats) {
+            SCOPED_TRACE(dtype_name(f.dt));
+            EXPECT_EQ(fp8_scale(0.0f, f.dt), 1.0f);
+            EXPECT_EQ(fp8_scale((float)f.max, f.dt), 1.0f);
+            EXPECT_EQ(fp8_scale((float)f.max * 2, f.dt), 2.0f);
+            EXPECT_EQ(fp8_scale(std::nextafter((float)f.max * 2, 1e30f), f.dt), 4.0f);
+            EXPECT_EQ(fp8_scale((float)f.max / 8, f.dt), 0.125f);
+            const int M = 5, K = 37;
+            auto x = testdata::uniform((size_t)M * K, 3, -3.0f, 3.0f);
+            for (int k = 0; k < K; ++k) x[(size_t)2 * K + k] *= 1e-4f;   // a quiet row gets its own small scale
+            for (int k = 0; k < K; ++k) x[(size_t)3 * K + k] *= 1e-40f;  // subnormal: the scale has no float inverse
+            for (int k = 0; k < K; ++k) x[(size_t)4 * K + k] = 0.0f;
+            std::vector<float> q(x.size()), scale(M);
+            quantize_rows(q.data(), scale.data(), x.data(), M, K, f.dt);
+            for (int m = 0; m < M; ++m) {
+                float amax = 0;
+                for (int k = 0; k < K; ++k) amax = std::max(amax, std::fabs(x[(size_t)m * K + k]));
+                const float s = scale[m];
+                int e = 0;
+                EXPECT_EQ(std::frexp(s, &e), 0.5f) << "a power of two";
+                EXPECT_LE(amax / s, (float)f.max);
+                if (amax > 0) {
+                    EXPECT_GT(amax / s, (float)f.max / 2) << "the smallest such power";
+                }
+                for (int k = 0; k < K; ++k) {
+                    const size_t i = (size_t)m * K + k;
+                    EXPECT_EQ(q[i], round_to(x[i] / s, f.dt) * s);
+                    EXPECT_EQ(round_to(q[i] / s, f.dt), q[i] / s) << "on the fp8 grid times the scale";
+                }
             }
+            // Columns of a [K, N] weight: per output channel, the same rule.
+            std::vector<float> w = x, cs(K);
+            quantize_cols(w.data(), cs.data(), M, K, f.dt);
+            std::vector<float> wt((size_t)K * M), qt(wt.size()), rs(K);
+            for (int m = 0; m < M; ++m)
+                for (int k = 0; k < K; ++k) wt[(size_t)k * M + m] = x[(size_t)m * K + k];
+            quantize_rows(qt.data(), rs.data(), wt.data(), K, M, f.dt);
             for (int k = 0; k < K; ++k) {
-                const size_t i = (size_t)m * K + k;
-                EXPECT_EQ(q[i], round_to(x[i] / s, f.dt) * s);
-                EXPECT_EQ(round_to(q[i] / s, f.dt), q[i] / s) << "on the fp8 grid times the scale";
+                EXPECT_EQ(cs[k], rs[k]);
+                for (int m = 0; m < M; ++m) EXPECT_EQ(w[(size_t)m * K + k], qt[(size_t)k * M + m]);
+            }
+            // Enough rows to be split over threads: the same bits as row by row.
+            const int BM = 1024, BK = 64;
+            auto big = testdata::uniform((size_t)BM * BK, 5, -40.0f, 40.0f);
+            std::vector<float> together(big.size()), alone(BK);
+            quantize_rows(together.data(), nullptr, big.data(), BM, BK, f.dt);
+            for (int m = 0; m < BM; m += 97) {
+                quantize_rows(alone.data(), nullptr, big.data() + (size_t)m * BK, 1, BK, f.dt);
+                for (int k = 0; k < BK; ++k) ASSERT_EQ(together[(size_t)m * BK + k], alone[k]) << m << "," << k;
             }
         }
-        // Columns of a [K, N] weight: per output channel, the same rule.
-        std::vector<float> w = x, cs(K);
-        quantize_cols(w.data(), cs.data(), M, K, f.dt);
-        std::vector<float> wt((size_t)K * M), qt(wt.size()), rs(K);
-        for (int m = 0; m < M; ++m)
-            for (int k = 0; k < K; ++k) wt[(size_t)k * M + m] = x[(size_t)m * K + k];
-        quantize_rows(qt.data(), rs.data(), wt.data(), K, M, f.dt);
-        for (int k = 0; k < K; ++k) {
-            EXPECT_EQ(cs[k], rs[k]);
-            for (int m = 0; m < M; ++m) EXPECT_EQ(w[(size_t)m * K + k], qt[(size_t)k * M + m]);
-        }
-        // Enough rows to be split over threads: the same bits as row by row.
-        const int BM = 1024, BK = 64;
-        auto big = testdata::uniform((size_t)BM * BK, 5, -40.0f, 40.0f);
-        std::vector<float> together(big.size()), alone(BK);
-        quantize_rows(together.data(), nullptr, big.data(), BM, BK, f.dt);
-        for (int m = 0; m < BM; m += 97) {
-            quantize_rows(alone.data(), nullptr, big.data() + (size_t)m * BK, 1, BK, f.dt);
-            for (int k = 0; k < BK; ++k) ASSERT_EQ(together[(size_t)m * BK + k], alone[k]) << m << "," << k;
-        }
-    }
+    });
 }
 
 // W8A8: with quant set, the matmul equals the fp32 matmul of the quantised

@@ -16,26 +16,16 @@
 #include "kernels/cpu/features.h"
 #include "kernels/kernels.h"
 #include "tests/bits.h"
+#include "tests/kernels/isa_paths.h"
 #include "tests/random_data.h"
 #include "kernels/ref.h"
 
 using namespace mlk;
+using testdata::for_each_isa;
 
 namespace {
 
 bool same_bits(float a, float b) { return float_bits(a) == float_bits(b); }
-
-// Runs f once per ISA path available here, with that path forced.
-void for_each_isa(const std::function<void()>& f) {
-    const cpu::Isa best = cpu::detected_isa();
-    for (int i = 0; i <= static_cast<int>(best); ++i) {
-        const cpu::Isa isa = static_cast<cpu::Isa>(i);
-        cpu::force_isa(isa);
-        SCOPED_TRACE(cpu::isa_name(isa));
-        f();
-    }
-    cpu::force_isa(best);
-}
 
 const Family kFamilies[] = {Family::fast, Family::batch_invariant};
 const char* fname(Family f) { return f == Family::fast ? "fast" : "batch_invariant"; }
@@ -111,8 +101,9 @@ TEST(KernelsDtype, F16HandComputed) {
     }
 }
 
-// The vectorised rounding (F16C / integer bf16 code) equals the scalar rules on
-// many random bit patterns, through round_buffer and copy_rounded on every ISA path.
+// The vectorised rounding (F16C, integer bf16 and fp8 code) equals the scalar
+// rules on many random bit patterns, through round_buffer and copy_rounded on
+// every ISA path.
 TEST(KernelsDtype, RoundBufferMatchesScalarEverywhere) {
     std::mt19937 g(7);
     std::vector<float> src(4 * 65536 + 4099);
@@ -120,8 +111,14 @@ TEST(KernelsDtype, RoundBufferMatchesScalarEverywhere) {
     src[0] = 65520.0f;
     src[1] = 0x1p-25f;
     src[2] = -0.0f;
+    // fp8's ties to even (e4m3 then e5m2, normal and subnormal), its
+    // saturation, a carry past the largest float, infinities.
+    const float edges[] = {1.0625f,  1.1875f,  -1.0625f, 0x1.18p-8f, 1.125f,   1.375f,   -1.375f,
+                           0x1p-17f, 0x3p-17f, 464.0f,   460.0f,     480.0f,   57344.0f, 61440.0f,
+                           6e4f,     3.4e38f,  -3.4e38f, INFINITY,   -INFINITY};
+    for (size_t i = 0; i < std::size(edges); ++i) src[3 + i] = edges[i];
     for_each_isa([&] {
-        for (Dtype d : {Dtype::bf16, Dtype::f16, Dtype::f32})
+        for (Dtype d : {Dtype::bf16, Dtype::f16, Dtype::fp8_e4m3, Dtype::fp8_e5m2, Dtype::f32})
             for (bool copy : {false, true}) {
                 SCOPED_TRACE(copy ? "copy_rounded" : "round_buffer");
                 std::vector<float> v = src, from = src;

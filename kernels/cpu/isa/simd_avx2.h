@@ -117,13 +117,30 @@ struct V {
             __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             return _mm256_cvtph_ps(h);
         }
-        if (is_fp8(dt)) {  // lane by lane: fp8 is quantised with scales, off the hot paths
-            alignas(32) float t[8];
-            _mm256_store_ps(t, v);
-            for (float& x : t) x = round_to(x, dt);
-            return _mm256_load_ps(t);
-        }
+        if (dt == Dtype::fp8_e4m3) return fp8_round8<true>(v);
+        if (dt == Dtype::fp8_e5m2) return fp8_round8<false>(v);
         return v;
+    }
+    // fp8_round_as (dtype.h) on 8 lanes, the same steps (simd_avx512.h's fp8_round16).
+    template <bool E4M3>
+    __attribute__((always_inline)) static __m256 fp8_round8(__m256 x) {
+        constexpr int kShift = 23 - (E4M3 ? 3 : 2);
+        const __m256 min_normal = _mm256_set1_ps(E4M3 ? 0x1p-6f : 0x1p-14f);
+        const __m256 max = _mm256_set1_ps(E4M3 ? 448.0f : 57344.0f);
+        const __m256 shift = _mm256_set1_ps(E4M3 ? 0x1p14f : 0x1p7f);
+        const __m256i u = _mm256_castps_si256(x);
+        const __m256i sign = _mm256_and_si256(u, _mm256_set1_epi32((int)0x80000000u));
+        const __m256i ua = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
+        const __m256 a = _mm256_castsi256_ps(ua);
+        __m256i n = _mm256_add_epi32(ua, _mm256_set1_epi32((1 << (kShift - 1)) - 1));
+        n = _mm256_add_epi32(n, _mm256_and_si256(_mm256_srli_epi32(ua, kShift), _mm256_set1_epi32(1)));
+        n = _mm256_and_si256(n, _mm256_set1_epi32(~((1 << kShift) - 1)));
+        __m256 r = _mm256_min_ps(_mm256_castsi256_ps(n), max);  // saturates, infinity from a carry too
+        if (!E4M3) r = _mm256_blendv_ps(r, a, _mm256_cmp_ps(a, _mm256_set1_ps(INFINITY), _CMP_EQ_OQ));
+        const __m256 sub = _mm256_sub_ps(_mm256_add_ps(a, shift), shift);
+        r = _mm256_blendv_ps(sub, r, _mm256_cmp_ps(a, min_normal, _CMP_GE_OQ));
+        r = _mm256_castsi256_ps(_mm256_or_si256(_mm256_castps_si256(r), sign));
+        return _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
     }
     __attribute__((always_inline)) V round(Dtype dt) const {
         if (dt == Dtype::f32) return *this;
