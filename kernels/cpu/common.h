@@ -149,8 +149,9 @@ struct IsaTable {
                        int64_t i1);
     void (*add_round)(float* y, const float* x, Dtype dt, int64_t i0, int64_t i1);
     void (*copy_round)(float* dst, const float* src, Dtype dt, int64_t n);  // dst may equal src
-    // out = fp8(x / scale) * scale at fmt, n floats: a row of quantize_rows
-    void (*fp8_scale_round)(float* out, const float* x, float scale, Dtype fmt, int64_t n);
+    // quantize_rows' rows m0..m1 and quantize_cols, whole (kernels.h)
+    void (*fp8_quantize_rows)(float* out, float* scale, const float* inp, Dtype fmt, int m0, int m1, int K);
+    void (*fp8_quantize_cols)(float* w, float* scale, int K, int N, Dtype fmt);
     void (*accumulate)(float* dst, const float* src, int64_t n);  // dst += src
     // rows m0..m1 of moe_combine_forward's out[M,D]
     void (*moe_combine_rows)(float* out, const float* const* slot_rows, const float* w, int k, int D, Dtype dt, int m0,

@@ -105,76 +105,15 @@ float fp8_scale(float amax, Dtype fmt) {
     return std::ldexp(1.0f, m == 0.5f ? e - 1 : e);
 }
 
-namespace {
-
-// x / s for a power-of-two scale s: a multiply by the exact inverse where
-// that inverse is a normal float (the same correctly rounded quotient), a
-// division for the rest.
-struct ScaleDivide {
-    float s, inv;
-    bool exact;
-    explicit ScaleDivide(float scale) : s(scale), inv(1.0f / scale), exact(scale >= 0x1p-126f && scale <= 0x1p126f) {}
-    float operator()(float x) const { return exact ? x * inv : x / s; }
-};
-
-template <bool E4M3>
-void quantize_rows_as(float* out, float* scale, const float* inp, int m0, int m1, int K) {
-    for (int m = m0; m < m1; ++m) {
-        const float* x = inp + (int64_t)m * K;
-        float amax = 0.0f;
-        for (int k = 0; k < K; ++k) {
-            const float a = x[k] < 0 ? -x[k] : x[k];
-            amax = a > amax ? a : amax;  // NaN never wins, as with fmax
-        }
-        const Dtype fmt = E4M3 ? Dtype::fp8_e4m3 : Dtype::fp8_e5m2;
-        const float s = fp8_scale(amax, fmt);
-        if (scale) scale[m] = s;
-        cpu::isa_table().fp8_scale_round(out + (int64_t)m * K, x, s, fmt, K);
-    }
-}
-
-}  // namespace
-
 void quantize_rows(float* out, float* scale, const float* inp, int M, int K, Dtype fmt) {
     // Rows are independent, so the split over threads changes no bit.
+    const cpu::IsaTable& T = cpu::isa_table();
     cpu::parallel_for(
-        M,
-        [&](int b, int e) {
-            if (fmt == Dtype::fp8_e4m3) quantize_rows_as<true>(out, scale, inp, b, e, K);
-            else quantize_rows_as<false>(out, scale, inp, b, e, K);
-        },
-        (int64_t)M * K >= (1 << 15));
+        M, [&](int b, int e) { T.fp8_quantize_rows(out, scale, inp, fmt, b, e, K); }, (int64_t)M * K >= (1 << 15));
 }
-
-namespace {
-
-template <bool E4M3>
-void quantize_cols_as(float* w, float* scale, int K, int N) {
-    std::vector<float> amax(N, 0.0f);
-    for (int k = 0; k < K; ++k)
-        for (int n = 0; n < N; ++n) {
-            const float v = w[(int64_t)k * N + n], a = v < 0 ? -v : v;
-            amax[n] = a > amax[n] ? a : amax[n];  // NaN never wins, as with fmax
-        }
-    std::vector<ScaleDivide> div;
-    div.reserve(N);
-    for (int n = 0; n < N; ++n) {
-        amax[n] = fp8_scale(amax[n], E4M3 ? Dtype::fp8_e4m3 : Dtype::fp8_e5m2);
-        if (scale) scale[n] = amax[n];
-        div.emplace_back(amax[n]);
-    }
-    for (int k = 0; k < K; ++k)
-        for (int n = 0; n < N; ++n) {
-            float& v = w[(int64_t)k * N + n];
-            v = fp8_round_as<E4M3>(div[n](v)) * amax[n];
-        }
-}
-
-}  // namespace
 
 void quantize_cols(float* w, float* scale, int K, int N, Dtype fmt) {
-    if (fmt == Dtype::fp8_e4m3) quantize_cols_as<true>(w, scale, K, N);
-    else quantize_cols_as<false>(w, scale, K, N);
+    cpu::isa_table().fp8_quantize_cols(w, scale, K, N, fmt);
 }
 
 void round_buffer(float* x, size_t n, Dtype d) {

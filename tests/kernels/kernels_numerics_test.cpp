@@ -140,6 +140,11 @@ TEST(KernelsFp8, PowerOfTwoScalesPerRowAndPerColumn) {
             for (int k = 0; k < K; ++k) x[(size_t)2 * K + k] *= 1e-4f;   // a quiet row gets its own small scale
             for (int k = 0; k < K; ++k) x[(size_t)3 * K + k] *= 1e-40f;  // subnormal: the scale has no float inverse
             for (int k = 0; k < K; ++k) x[(size_t)4 * K + k] = 0.0f;
+            // A row and a column whose largest magnitude is negative, a
+            // binade above their largest positive value.
+            for (int k = 0; k < K; ++k) x[(size_t)1 * K + k] = 0.1f * std::fabs(x[(size_t)1 * K + k]);
+            x[(size_t)1 * K + 5] = -2.9f;
+            x[7] = -2.95f;
             std::vector<float> q(x.size()), scale(M);
             quantize_rows(q.data(), scale.data(), x.data(), M, K, f.dt);
             for (int m = 0; m < M; ++m) {
