@@ -28,15 +28,26 @@ void RolloutEngine::load_weights(std::vector<float>& master, const EngineNumeric
     if (device_) return device_->load_weights(master, numerics);
     // The head first: it is rounded from the master's own bits, to its own precision.
     lm_head_weights(head_, master, cfg_, layout_, num_);
-    if (!num_.cast_is_identity() && !(num_.matmul == Dtype::bf16 && bf16_master_.round(std::span<float>(master))))
+    const Borrow borrow = borrow_of(num_);
+    // A NaN weight, whose bits bf16 rounding does not keep, is cast instead.
+    if (borrow == Borrow::cast || (borrow == Borrow::rounded && !bf16_master_.round(std::span<float>(master))))
         cast_master_.cast(std::span<float>(master), layout_, num_);
     w_ = bind_weights(cfg_, layout_, master.data());
     has_weights_ = true;
 }
 
+RolloutEngine::Borrow RolloutEngine::borrow_of(const EngineNumerics& n) {
+    if (n.cast_is_identity()) return Borrow::as_is;
+    return n.matmul == Dtype::bf16 ? Borrow::rounded : Borrow::cast;
+}
+
 double RolloutEngine::borrowed_bytes_per_param(const EngineNumerics& n) {
-    if (n.cast_is_identity()) return 0.0;
-    return n.matmul == Dtype::bf16 ? 17.0 / 8.0 : 3.0;
+    switch (borrow_of(n)) {
+        case Borrow::as_is: return 0.0;
+        case Borrow::rounded: return 17.0 / 8.0;
+        case Borrow::cast: return 3.0;
+    }
+    return 3.0;
 }
 
 void RolloutEngine::release_weights() {

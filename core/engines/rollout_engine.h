@@ -97,8 +97,11 @@ public:
     // fp8 (CastInPlace, 3 bytes). Until release_weights (or the engine's
     // end), which puts its bits back, the caller must neither read nor write master.
     void load_weights(std::vector<float>& master, const EngineNumerics& numerics);
-    // Bytes a weight the CPU engine keeps beside the borrowed master to give
-    // it back: 0 (fp32), 17 bits (bf16), 3 bytes (fp16, fp8).
+    // How the CPU engine borrows the master under `numerics`, and the bytes a
+    // weight it keeps beside it to give it back: 0 (fp32), 17 bits (bf16,
+    // Bf16InPlace), 3 bytes (fp16, fp8: CastInPlace).
+    enum class Borrow { as_is, rounded, cast };
+    static Borrow borrow_of(const EngineNumerics& numerics);
     static double borrowed_bytes_per_param(const EngineNumerics& numerics);
     // Frees the weights (a generate then needs load_weights again) and gives
     // a borrowed master back: the RL step syncs them afresh every step, so

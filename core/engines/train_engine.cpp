@@ -457,13 +457,16 @@ double layer_recomputed_floats(const ModelConfig& m, bool moe_layer, double M) {
 
 }  // namespace
 
+double TrainEngine::checkpoint_floats(const ModelConfig& m, double S, double T) {
+    return (double)m.num_layers * S * T * m.hidden_size;
+}
+
 double TrainEngine::kept_activation_floats(const ModelConfig& m, double S, double T, bool full_recompute) {
     const double M = S * T;
-    double kept = 0, shared = 0;
+    double kept = full_recompute ? checkpoint_floats(m, S, T) : 0.0, shared = 0;
     for (int l = 0; l < m.num_layers; ++l) {
         const bool moe = m.is_moe_layer(l);
         if (full_recompute) {
-            kept += M * m.hidden_size;  // the layer's input
             shared = std::max(shared, layer_kept_floats(m, moe, M, S, T) + layer_recomputed_floats(m, moe, M));
         } else {
             kept += layer_kept_floats(m, moe, M, S, T);

@@ -96,6 +96,8 @@ public:
     // layer's activations (less the recomputed ones, below), or with
     // full_recompute only each layer's input plus one layer's worth.
     static double kept_activation_floats(const ModelConfig& cfg, double S, double T, bool full_recompute);
+    // Of those, with full_recompute: the layer inputs (checkpoints_).
+    static double checkpoint_floats(const ModelConfig& cfg, double S, double T);
     // Above this many bytes of training memory the engine checkpoints: it
     // keeps each layer's input only and recomputes the layer's forward in
     // backward, from the same input with the same kernels, M and thread

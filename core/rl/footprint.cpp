@@ -52,7 +52,7 @@ ModelFootprint model_footprint(const Config& c) {
     floats += (double)TrainEngine::cast_weight_floats(m, train_numerics(c));
     // The gradients: a checkpointing backward frees each layer's input as it
     // maps the layer's gradients, so the two take turns.
-    const double inputs = full ? (double)m.num_layers * S_kept * T * m.hidden_size : 0.0;
+    const double inputs = full ? TrainEngine::checkpoint_floats(m, S_kept, T) : 0.0;
     floats += std::max(P, inputs) - inputs;
     f.training_mb = 4.0 * floats / kMB;
     f.memory_mb = f.state_mb + std::max(f.rollout_mb, f.training_mb);
