@@ -10,7 +10,8 @@ namespace mlk {
 // perf: exc_page_fault + clear_page_erms). Keeping blocks up to 32 MB (the
 // most glibc allows) in the heap, and not trimming it, makes a step reuse
 // the previous step's pages. All threads share the main arena (see
-// heap.cpp). Process-wide and idempotent: the engines' constructors call it.
+// heap.cpp). Process-wide and idempotent: set before main (heap.cpp), so
+// before any thread allocates, and again by the engines' constructors.
 void keep_step_buffers_in_heap();
 
 // Hands the heap's free pages back to the kernel. Called when an RL session
