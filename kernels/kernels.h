@@ -249,4 +249,10 @@ struct AdamWStep {
 };
 void adamw_update(float* params, float* m, float* v, const float* grads, int64_t n, const AdamWStep& s);
 
+// Sum of x[i]^2 over n floats, in double, on the calling thread: eight
+// chains, element i in chain i % 8 (c += (double)x*x, each product exact),
+// then ((c0 + c1) + (c2 + c3)) + ((c4 + c5) + (c6 + c7)). The gradient
+// norm's blocks: the order, not the ISA, fixes the bits.
+double sum_squares(const float* x, int64_t n);
+
 }  // namespace mlk

@@ -323,4 +323,11 @@ inline void adamw_update(float* p, float* m, float* v, const float* g, int64_t n
     }
 }
 
+// sum_squares: the eight chains kernels.h states, element by element.
+inline double sum_squares(const float* x, int64_t n) {
+    double c[8] = {};
+    for (int64_t i = 0; i < n; ++i) c[i % 8] += (double)x[i] * (double)x[i];
+    return ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]));
+}
+
 }  // namespace mlk::ref

@@ -14,17 +14,6 @@ namespace {
 // Floats per block of the norm's sum; the block count, not the thread count,
 // fixes the order of the sum.
 constexpr size_t kNormBlock = size_t{1} << 14;
-
-// Sum of squares of one block in double: eight interleaved chains (element i
-// in chain i % 8), then ((c0 + c1) + (c2 + c3)) + ((c4 + c5) + (c6 + c7)).
-double block_sum_squares(const float* x, size_t n) {
-    double c[8] = {};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; ++l) c[l] += (double)x[i + l] * x[i + l];
-    for (; i < n; ++i) c[i % 8] += (double)x[i] * x[i];
-    return ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]));
-}
 }  // namespace
 
 double AdamW::grad_norm(std::span<const float> grads) {
@@ -32,7 +21,7 @@ double AdamW::grad_norm(std::span<const float> grads) {
     std::vector<double> block(nb);
     for_parts(nb, 4, [&](size_t b0, size_t b1) {
         for (size_t b = b0; b < b1; ++b)
-            block[b] = block_sum_squares(grads.data() + b * kNormBlock, std::min(kNormBlock, n - b * kNormBlock));
+            block[b] = sum_squares(grads.data() + b * kNormBlock, (int64_t)std::min(kNormBlock, n - b * kNormBlock));
     });
     double ss = 0.0;
     for (double s : block) ss += s;

@@ -160,6 +160,7 @@ struct IsaTable {
     void (*moe_combine_bwd)(float* dy, float* dweights, const float* dout, const float* y, const float* w,
                             const int32_t* slots, int n, int k, int D);
     void (*adamw)(float* p, float* m, float* v, const float* g, const AdamWStep& s, int64_t i0, int64_t i1);
+    double (*sum_squares)(const float* x, int64_t n);  // kernels.h
     // x rows m0..m1 of [M,H,D]; cs[m] -> cos[D/2] followed by sin[D/2].
     void (*rope_rows)(float* x, const float* const* cs, int H, int D, Dtype dt, bool inverse, int m0, int m1);
     // dst[c*ldd + r] = src[r*stride + c] for r < rows, c < cols; dst columns rows..ldd-1 zeroed.

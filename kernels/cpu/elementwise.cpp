@@ -186,4 +186,6 @@ void adamw_update(float* params, float* m, float* v, const float* grads, int64_t
     for_range(n, 12.0, [&](int64_t i0, int64_t i1) { I.adamw(params, m, v, grads, s, i0, i1); });
 }
 
+double sum_squares(const float* x, int64_t n) { return n > 0 ? isa_table().sum_squares(x, n) : 0.0; }
+
 }  // namespace mlk

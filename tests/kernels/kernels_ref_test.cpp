@@ -653,3 +653,51 @@ TEST(KernelsRef, AdamwBitwiseRef) {
         check_adamw_against_ref(p0, m0, v0, g, s);
     }
 }
+
+// The gradient norm's block sum gives the reference's eight chains' bits on
+// every ISA: lengths around the chain count and a block with a ragged tail,
+// values spanning 2^-60 .. 2^60 so a chain or combine in another order shows.
+TEST(KernelsRef, SumSquaresBitwiseRefOnEveryIsa) {
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+    std::uniform_int_distribution<int> expo(-60, 60);
+    std::vector<float> x(16384 + 13);
+    for (float& v : x) v = std::ldexp(mant(rng), expo(rng));
+    for_each_isa([&] {
+        for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{23}, (int64_t)x.size()}) {
+            SCOPED_TRACE(n);
+            const double got = sum_squares(x.data(), n), want = ref::sum_squares(x.data(), n);
+            EXPECT_EQ(std::memcmp(&got, &want, sizeof got), 0) << got << " vs " << want;
+        }
+    });
+}
+
+// The weight and key transposes (in-register 16 x 16 tiles) on every ISA:
+// every element lands where the plain loop puts it, rows rows..ldd-1 of the
+// destination are zeroed, nothing past `cols` destination rows is written.
+// Shapes: one element, whole tiles, ragged rows and columns, padding.
+TEST(KernelsRef, TransposeMatchesThePlainLoopOnEveryIsa) {
+    struct Shape {
+        int rows, cols, ldd;
+        int64_t stride;
+    };
+    const float sentinel = -7.25f;
+    for_each_isa([&] {
+        for (Shape s : {Shape{1, 1, 1, 1}, Shape{16, 16, 16, 16}, Shape{32, 48, 32, 48}, Shape{17, 33, 40, 35},
+                        Shape{5, 70, 5, 80}, Shape{64, 13, 70, 13}, Shape{128, 64, 128, 64}}) {
+            SCOPED_TRACE(testing::Message() << s.rows << "x" << s.cols << " ldd " << s.ldd);
+            std::vector<float> src((size_t)s.rows * s.stride);
+            for (size_t i = 0; i < src.size(); ++i) src[i] = (float)i + 0.5f;
+            const int extra = 2;  // destination rows past cols that must stay untouched
+            std::vector<float> dst((size_t)(s.cols + extra) * s.ldd, sentinel);
+            cpu::isa_table().transpose(dst.data(), s.ldd, src.data(), s.stride, s.rows, s.cols);
+            int wrong = 0;
+            for (int c = 0; c < s.cols + extra; ++c)
+                for (int r = 0; r < s.ldd; ++r) {
+                    const float want = c >= s.cols ? sentinel : r < s.rows ? src[(size_t)r * s.stride + c] : 0.0f;
+                    wrong += dst[(size_t)c * s.ldd + r] != want;
+                }
+            EXPECT_EQ(wrong, 0);
+        }
+    });
+}

@@ -22,6 +22,31 @@ struct V {
         __m256 b = _mm256_set1_ps(x);
         return {b, b};
     }
+    // r[i] lane j <- r[j] lane i: the four 8 x 8 blocks transposed in
+    // registers, the off-diagonal two trading places.
+    static void transpose8(__m256 (&r)[8]) {
+        __m256 t[8], u[8];
+        for (int i = 0; i < 8; i += 2) {
+            t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+            t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+        }
+        for (int i = 0; i < 8; i += 4) {
+            u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+            u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+            u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+            u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+        }
+        for (int i = 0; i < 4; ++i) {
+            r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
+            r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
+        }
+    }
+    static void transpose16(V (&r)[16]) {
+        __m256 a[8], b[8], c[8], d[8];  // rows 0-7 lanes 0-7, 8-15; rows 8-15 lanes 0-7, 8-15
+        for (int i = 0; i < 8; ++i) a[i] = r[i].lo, b[i] = r[i].hi, c[i] = r[8 + i].lo, d[i] = r[8 + i].hi;
+        transpose8(a), transpose8(b), transpose8(c), transpose8(d);
+        for (int i = 0; i < 8; ++i) r[i] = {a[i], c[i]}, r[8 + i] = {b[i], d[i]};
+    }
     V swap_halves() const { return {hi, lo}; }  // lanes 8-15, 0-7
     static V load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
     static V loadm(const float* p, const Mask& m) {

@@ -24,6 +24,30 @@ struct V {
         return {_mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, base, 4)};
     }
 
+    // r[i] lane j <- r[j] lane i: four rounds of in-register shuffles, a
+    // sixteenth of the loads and stores of sixteen gathers.
+    static void transpose16(V (&r)[16]) {
+        __m512 t[16], u[16];
+        for (int i = 0; i < 16; i += 2) {
+            t[i] = _mm512_unpacklo_ps(r[i].v, r[i + 1].v);
+            t[i + 1] = _mm512_unpackhi_ps(r[i].v, r[i + 1].v);
+        }
+        for (int i = 0; i < 16; i += 4) {
+            u[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+            u[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+            u[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+            u[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+        }
+        for (int h = 0; h < 16; h += 8)
+            for (int i = 0; i < 4; ++i) {
+                t[h + i] = _mm512_shuffle_f32x4(u[h + i], u[h + 4 + i], 0x88);
+                t[h + 4 + i] = _mm512_shuffle_f32x4(u[h + i], u[h + 4 + i], 0xdd);
+            }
+        for (int i = 0; i < 8; ++i) {
+            r[i].v = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+            r[8 + i].v = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xdd);
+        }
+    }
     V swap_halves() const { return {_mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2))}; }  // lanes 8-15, 0-7
     static V fma(V a, V b, V c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
     static V max(V a, V b) { return {_mm512_max_ps(a.v, b.v)}; }

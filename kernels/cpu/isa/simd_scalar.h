@@ -48,6 +48,14 @@ struct V {
             if ((m >> i) & 1u) r.f[i] = base[(int64_t)i * stride];
         return r;
     }
+    static void transpose16(V (&r)[16]) {  // r[i] lane j <- r[j] lane i
+        for (int i = 0; i < 16; ++i)
+            for (int j = i + 1; j < 16; ++j) {
+                const float x = r[i].f[j];
+                r[i].f[j] = r[j].f[i];
+                r[j].f[i] = x;
+            }
+    }
     friend V operator+(const V& a, const V& b) { return V{a.f + b.f}; }
     friend V operator-(const V& a, const V& b) { return V{a.f - b.f}; }
     friend V operator*(const V& a, const V& b) { return V{a.f * b.f}; }
