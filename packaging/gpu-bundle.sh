@@ -39,10 +39,13 @@ cp "$build/app/mismatch-lab-cli" "$build/bench/mismatch-lab-bench-cuda-gemm" "$s
 strip "$stage"/bin/*
 # Every shared library the binaries load but CUDA's (the GPU machine's own
 # match its driver) and glibc's (the loader's own).
-for bin in "$stage"/bin/*; do ldd "$bin" | awk '$3 ~ /^\// {print $3}'; done | sort -u |
+# OpenBLAS too, which `bench --blas` opens at run time (no binary links it).
+openblas="$(pkg-config --variable=libdir openblas)/libopenblas.so.0"
+for bin in "$stage"/bin/* "$openblas"; do ldd "$bin" | awk '$3 ~ /^\// {print $3}'; done | sort -u |
   grep -Ev '/(libc|libm|libdl|libpthread|librt|libresolv|ld-linux-x86-64)\.so' |
   grep -Ev '/libcu(da|dart|blas|blasLt)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
+cp -L "$openblas" "$stage/lib/"
 
 rm -rf "$bundle"
 mkdir -p "$bundle"
