@@ -6,7 +6,8 @@
 #   3. `cmake --build build --target package`        (the .deb)
 # and a second clean root gets only the .deb:
 #   4. `apt-get install ./mismatch-lab_*.deb`, `mismatch-lab-cli probe`, a
-#      one-step run and its `report` (which runs mismatch-lab-report), the
+#      one-step run and its `report` (which runs mismatch-lab-report),
+#      `bench --blas` without and with the recommended libopenblas0, the
 #      desktop entry's Exec until its window is up, `apt-get remove --purge`,
 #      and nothing of the package may be left.
 # Prints how long each step took; exits non-zero on the first failure.
@@ -268,6 +269,14 @@ timed "pkg root: mismatch-lab-cli probe --preset dense-tiny" \
 timed "pkg root: mismatch-lab-cli run + report" in_root "$pkg" bash -c \
   'cd /root && mismatch-lab-cli run --preset dense-tiny --steps 1 --set base.sft_steps=50 --db r.sqlite --cache-dir c \
    && mismatch-lab-cli report 1 --db r.sqlite --out r.html && test -s r.html'
+# `bench --blas` opens OpenBLAS at run time, a Recommends (installed above
+# without): a clear error naming the package without it, the comparison with it.
+timed "pkg root: bench --blas without OpenBLAS (a clear error)" in_root "$pkg" bash -c \
+  'cd /root && ! mismatch-lab-cli bench --preset dense-tiny --steps 1 --set rl.prompts_per_step=2 --blas 2>err.txt \
+   && grep "apt install libopenblas0" err.txt'
+timed "pkg root: bench --blas with libopenblas0" in_root "$pkg" bash -c \
+  'cd /root && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libopenblas0 \
+   && mismatch-lab-cli bench --preset dense-tiny --steps 1 --set rl.prompts_per_step=2 --blas | grep "OpenBLAS sgemm"'
 timed "pkg root: desktop entry Exec (window up)" installed_start
 timed "pkg root: apt-get remove --purge mismatch-lab" in_root "$pkg" bash -c \
   'DEBIAN_FRONTEND=noninteractive apt-get remove --purge -y -q mismatch-lab'

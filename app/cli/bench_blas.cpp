@@ -40,7 +40,9 @@ const Openblas& openblas_library() {
         if (!h) h = dlopen(MLK_OPENBLAS_LIBDIR "/libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
         if (!h)
             throw std::runtime_error(std::string("bench --blas: cannot open OpenBLAS (libopenblas.so.0): ") +
-                                     dlerror() + "; packaging/install-deps.sh installs it (Debian 12: libopenblas-dev)");
+                                     dlerror() +
+                                     "; install it (Debian 12: apt install libopenblas0; packaging/install-deps.sh "
+                                     "does for a source build)");
         const auto symbol = [h](const char* name) {
             void* f = dlsym(h, name);
             if (!f) throw std::runtime_error(std::string("bench --blas: OpenBLAS has no ") + name);
