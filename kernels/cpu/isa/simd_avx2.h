@@ -60,13 +60,6 @@ struct V {
         _mm256_maskstore_ps(p, m.lo, lo);
         _mm256_maskstore_ps(p + 8, m.hi, hi);
     }
-    static V gatherm(const float* base, int stride, const Mask& m) {
-        __m256i s = _mm256_set1_epi32(stride);
-        __m256i ilo = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), s);
-        __m256i ihi = _mm256_mullo_epi32(_mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15), s);
-        return {_mm256_mask_i32gather_ps(_mm256_setzero_ps(), base, ilo, _mm256_castsi256_ps(m.lo), 4),
-                _mm256_mask_i32gather_ps(_mm256_setzero_ps(), base, ihi, _mm256_castsi256_ps(m.hi), 4)};
-    }
 
     static V fma(V a, V b, V c) { return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)}; }
     static V max(V a, V b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }

@@ -17,12 +17,6 @@ struct V {
     static V loadm(const float* p, Mask m) { return {_mm512_maskz_loadu_ps(m, p)}; }
     void store(float* p) const { _mm512_storeu_ps(p, v); }
     void storem(float* p, Mask m) const { _mm512_mask_storeu_ps(p, m, v); }
-    // lanes i < 16 of base[i*stride] (masked lanes read nothing, give 0)
-    static V gatherm(const float* base, int stride, Mask m) {
-        __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                         _mm512_set1_epi32(stride));
-        return {_mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, base, 4)};
-    }
 
     // r[i] lane j <- r[j] lane i: four rounds of in-register shuffles, a
     // sixteenth of the loads and stores of sixteen gathers.

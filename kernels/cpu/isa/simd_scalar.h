@@ -42,12 +42,6 @@ struct V {
         for (int i = 0; i < 16; ++i)
             if ((m >> i) & 1u) p[i] = f[i];
     }
-    static V gatherm(const float* base, int stride, Mask m) {
-        V r{Lanes{}};
-        for (int i = 0; i < 16; ++i)
-            if ((m >> i) & 1u) r.f[i] = base[(int64_t)i * stride];
-        return r;
-    }
     static void transpose16(V (&r)[16]) {  // r[i] lane j <- r[j] lane i
         for (int i = 0; i < 16; ++i)
             for (int j = i + 1; j < 16; ++j) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "core/config/config.h"
@@ -255,3 +256,26 @@ TEST(Model, ConfigOfARun) {
 }
 
 }  // namespace
+
+// The initial weights are the same bits whatever the thread count (the
+// threads share the tensors out; each tensor draws from its own stream keyed
+// by its index), and a tensor's first draw is that stream's.
+TEST(Model, InitParamsIsTheSameOnOneThreadAndTwo) {
+    const ModelConfig cfg = model_preset("moe-small");
+    const ParamLayout layout = make_param_layout(cfg);
+    std::vector<float> one(layout.total), two(layout.total);
+    set_num_threads(1);
+    init_params(cfg, layout, one.data(), 5);
+    set_num_threads(2);
+    init_params(cfg, layout, two.data(), 5);
+    set_num_threads(0);
+    EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0);
+    for (size_t i = 0; i < layout.specs.size(); ++i) {
+        const ParamSpec& s = layout.specs[i];
+        if (s.shape.size() == 1) continue;
+        std::mt19937_64 rng(hash_u64(5, 0x1417, i));
+        std::normal_distribution<double> nd(0.0, 1.0);
+        const double std = s.transposed ? 1.0 / std::sqrt((double)s.shape[0]) : 2.0 / std::sqrt((double)s.shape[1]);
+        EXPECT_EQ(one[(size_t)s.offset], (float)(nd(rng) * std)) << s.name;
+    }
+}
