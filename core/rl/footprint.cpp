@@ -95,7 +95,7 @@ std::string footprint_text(const ModelFootprint& f) {
     };
     char buf[160];
     const double ms = f.est_step_ms;
-    std::snprintf(buf, sizeof buf, "%s parameters (%s active per token), about %.0f MB, about %.*f %s per RL step",
+    std::snprintf(buf, sizeof buf, "%s parameters (%s active per token), about %.0f MiB, about %.*f %s per RL step",
                   count(f.params).c_str(), count(f.active_params).c_str(), f.memory_mb, ms >= 1000 ? 1 : 0,
                   ms >= 1000 ? ms / 1000 : ms, ms >= 1000 ? "s" : "ms");
     return buf;

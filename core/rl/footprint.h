@@ -11,6 +11,7 @@
 
 namespace mlk {
 
+// Memory in MiB (2^20 bytes), as the text below prints it.
 struct ModelFootprint {
     int64_t params = 0;         // = make_param_layout(model).total
     int64_t active_params = 0;  // used per token: an MoE layer counts its router and top-k experts only
@@ -27,11 +28,11 @@ struct ModelFootprint {
     double training_mb = 0;
     // state_mb plus the larger phase, which frees its memory for the other
     // (short-lived buffers and the allocator's overhead left out). Against
-    // the peak RSS of a 3-step `run` less the executable's 8.7 MB (that of
-    // `presets`), 2026-11-29: from 0.80x (the scratchpad and calculator
-    // tasks, whose long sequences' backward buffers it leaves out) to 1.22x
-    // (r3-grpo-8mini); dense-tiny 1.00x, moe-deep 1.15x, where the sum of
-    // both phases had said 1.34x.
+    // the peak RSS of a 3-step `run` less that of `presets` (6.4 MiB),
+    // 2026-11-29: from 0.80x (long-addition-scratchpad, whose long
+    // sequences' backward buffers it leaves out) to 1.22x (moe-small);
+    // dense-tiny 0.97x, dense-small 1.12x, moe-deep 1.16x, r3-grpo-8mini
+    // 1.19x. The sum of both phases had said 1.34x on moe-deep.
     double memory_mb = 0;
     // Floating-point work of one RL step at the longest sequences: 2 x active
     // params x tokens each for the rollout and the recompute, 6 x for the
@@ -58,7 +59,7 @@ double rl_step_gflops();
 // 3 s before a run, not a benchmark.
 inline constexpr double kStepEfficiency = 0.4;
 
-// "14.9M parameters (2.1M active), 420 MB, about 2.3 s per RL step".
+// "14.8M parameters (2.4M active per token), about 312 MiB, about 1.8 s per RL step".
 std::string footprint_text(const ModelFootprint& f);
 
 }  // namespace mlk

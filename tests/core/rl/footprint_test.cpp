@@ -98,6 +98,6 @@ TEST(Footprint, GrowsWithTheBatchAndTheModel) {
     EXPECT_GT(deep.step_gflop, 10 * tiny.step_gflop);
     const std::string text = footprint_text(deep);
     EXPECT_NE(text.find("14.8M parameters"), std::string::npos) << text;
-    EXPECT_NE(text.find(" MB"), std::string::npos) << text;
+    EXPECT_NE(text.find(" MiB,"), std::string::npos) << text;
     EXPECT_NE(text.find("per RL step"), std::string::npos) << text;
 }
