@@ -161,6 +161,11 @@ struct IsaTable {
                             const int32_t* slots, int n, int k, int D);
     void (*adamw)(float* p, float* m, float* v, const float* g, const AdamWStep& s, int64_t i0, int64_t i1);
     double (*sum_squares)(const float* x, int64_t n);  // kernels.h
+    // Router rows m0..m1 (rows.cpp states the plan): without `replay`, each
+    // row's top-k into ids[m*k..] and their weights; with it, the weights
+    // over replay[m*k..] (ids unused).
+    void (*router_rows)(int32_t* ids, float* weights, const float* logits, const int32_t* replay, bool bi, Dtype dt,
+                        int E, int k, int m0, int m1);
     // x rows m0..m1 of [M,H,D]; cs[m] -> cos[D/2] followed by sin[D/2].
     void (*rope_rows)(float* x, const float* const* cs, int H, int D, Dtype dt, bool inverse, int m0, int m1);
     // dst[c*ldd + r] = src[r*stride + c] for r < rows, c < cols; dst columns rows..ldd-1 zeroed.

@@ -41,15 +41,6 @@ void for_rows(int M, double work_per_row, F&& f) {
 // stays on one.
 inline double rmsnorm_row_work(int C) { return 30.0 * C + 200.0; }
 
-// bi16 over a short array, in scalar code (router: k values).
-float bi16_sum_scalar(const float* x, int n) {
-    float l[16] = {0};
-    for (int j = 0; j < n; ++j) l[j % 16] = l[j % 16] + x[j];
-    for (int s = 8; s > 0; s >>= 1)
-        for (int i = 0; i < s; ++i) l[i] = l[i] + l[i + s];
-    return l[0];
-}
-
 }  // namespace
 
 // rmsnorm_forward: ss = sum_c x_c^2 as fma(x, x, lane) under the row plan
@@ -123,92 +114,27 @@ void entropy_forward(const Exec& ex, float* ent, const float* lp, int M, int V) 
 // Weights: mx = max of the selected logits (exact); e_j = exp(z_j - mx); sum over
 // the k selected values in selection order: bi16 (batch_invariant) or left to
 // right (fast); w_j = round(e_j / sum). Per row, so neither family depends on M.
-namespace {
-void router_weights(const Exec& ex, float* wout, const float* z, const int32_t* id, int k) {
-    float ebuf[64];
-    std::vector<float> big;
-    float* e = ebuf;
-    if (k > 64) {
-        big.resize(k);
-        e = big.data();
-    }
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int j = 0; j < k; ++j) mx = std::max(mx, z[id[j]]);
-    mx = mx + 0.0f;
-    for (int j = 0; j < k; ++j) e[j] = exp_s(z[id[j]] - mx);
-    float sum;
-    if (ex.family == Family::batch_invariant) {
-        sum = bi16_sum_scalar(e, k);
-    } else {
-        sum = 0.0f;
-        for (int j = 0; j < k; ++j) sum = sum + e[j];
-    }
-    for (int j = 0; j < k; ++j) wout[j] = round_to(e[j] / sum, ex.dtype);
-}
-// The plan itself: k times, the argmax over the experts not yet taken, from
-// the first of them, by strict '>'. A NaN is never preferred, but is taken
-// where it is the first untaken logit. k > E repeats expert 0.
-void topk_by_argmax(int32_t* id, const float* z, int E, int k, std::vector<char>& taken) {
-    taken.assign(E, 0);
-    for (int j = 0; j < k; ++j) {
-        int best = -1;
-        for (int e = 0; e < E; ++e)
-            if (!taken[e] && (best < 0 || z[e] > z[best])) best = e;
-        if (best < 0) best = 0;
-        taken[best] = 1;
-        id[j] = best;
-    }
-}
-
-// The same selection in one pass over the row, where the row has no NaN:
-// '>' is then a strict weak order, and repeated argmax with ties to the lower
-// id picks the first k of a stable descending sort, which inserting each
-// logit behind every kept one at least as large keeps. k scans of E cost 5%
-// of a moe-deep step (E = 48, k = 6). Returns false, deciding nothing, on a
-// NaN.
-bool topk_by_insertion(int32_t* id, const float* z, int E, int k) {
-    int kept = 0;
-    for (int e = 0; e < E; ++e) {
-        const float v = z[e];
-        if (v != v) return false;
-        if (kept == k && !(v > z[id[k - 1]])) continue;
-        int at = kept < k ? kept++ : k - 1;  // a full list drops its last
-        for (; at > 0 && v > z[id[at - 1]]; --at) id[at] = id[at - 1];
-        id[at] = e;
-    }
-    for (int j = kept; j < k; ++j) id[j] = 0;
-    return true;
-}
-}  // namespace
-
 // A router row's work in kParallelWork's units (rmsnorm_row_work's scale,
-// about 110 a nanosecond): its k exponentials call libm's fmaf from this
-// baseline-ISA code, so a row of moe-deep's (E = 48, k = 6) takes about
-// 230 ns, where 4 E said 192 units (under 2 ns) and the warm-up's 448-row
-// batches ran on one thread (1 % of an MoE deep preset's first run): 102 us
-// a call, 54 us on two threads (Zen 4, quiet).
-inline double router_row_work(int E, int k) { return 4000.0 * k + 10.0 * E; }
+// about 110 a nanosecond): a row of moe-deep's (E = 48, k = 6) takes 110-130
+// ns on AVX-512, 230 on the scalar path (Zen 4, one thread). Counted as 4 E
+// (192 units, under 2 ns), the warm-up's 448-row batches ran on one thread.
+inline double router_row_work(int E, int k) { return 2000.0 * k + 10.0 * E; }
 
 void router_topk_forward(const Exec& ex, int32_t* ids, float* weights, const float* logits, int M, int E, int k) {
     if (M <= 0 || E <= 0 || k <= 0) return;
-    for_rows(M, router_row_work(E, k), [&](int m0, int m1) {
-        std::vector<char> taken;
-        for (int m = m0; m < m1; ++m) {
-            const float* z = logits + (int64_t)m * E;
-            int32_t* id = ids + (int64_t)m * k;
-            if (!topk_by_insertion(id, z, E, k)) topk_by_argmax(id, z, E, k, taken);
-            router_weights(ex, weights + (int64_t)m * k, z, id, k);
-        }
-    });
+    const IsaTable& I = isa_table();
+    const bool bi = ex.family == Family::batch_invariant;
+    for_rows(M, router_row_work(E, k),
+             [&](int m0, int m1) { I.router_rows(ids, weights, logits, nullptr, bi, ex.dtype, E, k, m0, m1); });
 }
 
 void router_replay_forward(const Exec& ex, float* weights, const float* logits, const int32_t* ids, int M, int E,
                            int k) {
     if (M <= 0 || E <= 0 || k <= 0) return;
-    for_rows(M, router_row_work(0, k), [&](int m0, int m1) {
-        for (int m = m0; m < m1; ++m)
-            router_weights(ex, weights + (int64_t)m * k, logits + (int64_t)m * E, ids + (int64_t)m * k, k);
-    });
+    const IsaTable& I = isa_table();
+    const bool bi = ex.family == Family::batch_invariant;
+    for_rows(M, router_row_work(0, k),
+             [&](int m0, int m1) { I.router_rows(nullptr, weights, logits, ids, bi, ex.dtype, E, k, m0, m1); });
 }
 
 void moe_combine_forward(const Exec& ex, float* out, const float* const* slot_rows, const float* weights, int M, int k,

@@ -701,3 +701,43 @@ TEST(KernelsRef, TransposeMatchesThePlainLoopOnEveryIsa) {
         }
     });
 }
+
+// The router's rows run per ISA (their exponentials' fma and rint inline
+// there): ids and weights, both families, fp32 and bf16, and the replay's
+// weights, the same bits on every path as on the scalar one.
+TEST(KernelsRef, RouterSameBitsOnEveryIsa) {
+    const int M = 64, E = 48, k = 6;
+    auto z = testdata::uniform((size_t)M * E, 77, -6, 6);
+    z[5] = std::numeric_limits<float>::quiet_NaN();  // row 0 takes the argmax plan
+    struct Out {
+        std::vector<int32_t> ids;
+        std::vector<float> w, replayed;
+    };
+    std::vector<Out> first;
+    bool have_first = false;
+    for_each_isa([&] {
+        std::vector<Out> outs;
+        for (Family fam : kFamilies)
+            for (Dtype dt : {Dtype::f32, Dtype::bf16}) {
+                Out o{std::vector<int32_t>((size_t)M * k), std::vector<float>((size_t)M * k),
+                      std::vector<float>((size_t)M * k)};
+                router_topk_forward({fam, dt}, o.ids.data(), o.w.data(), z.data(), M, E, k);
+                router_replay_forward({fam, dt}, o.replayed.data(), z.data(), o.ids.data(), M, E, k);
+                outs.push_back(std::move(o));
+            }
+        if (!have_first) {
+            first = outs;
+            have_first = true;
+            return;
+        }
+        for (size_t i = 0; i < outs.size(); ++i) {
+            EXPECT_EQ(outs[i].ids, first[i].ids) << i;
+            EXPECT_EQ(std::memcmp(outs[i].w.data(), first[i].w.data(), outs[i].w.size() * sizeof(float)), 0) << i;
+            EXPECT_EQ(
+                std::memcmp(outs[i].replayed.data(), first[i].replayed.data(), outs[i].replayed.size() * sizeof(float)),
+                0)
+                << i;
+        }
+    });
+    ASSERT_TRUE(have_first);
+}

@@ -3,12 +3,14 @@
 // GCC 12 cannot see that mk_splitk's tree_sum reads only the S partials its
 // loop wrote, and warns as inlining changes (as in avx2.cpp and avx512.cpp).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "kernels/cpu/common.h"
 
