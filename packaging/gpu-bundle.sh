@@ -11,7 +11,10 @@
 #                             carries 64 MiB with the repository)
 #   gpu-bundle/run.sh         on the GPU machine, from the repository root:
 #                             the device's name, every GPU test suite, the
-#                             fast GEMM plans' crossover table, then
+#                             fast GEMM plans' crossover table, a paired
+#                             GPU bench of dense-small and dense-tiny (24
+#                             interleaved steps, both families, then two
+#                             identical lanes), then
 #                             `bench --device both --kernels both` on the
 #                             model presets, then memcheck if time is left
 #                             (MLK_GPU_BUDGET_S, default 400 s); logs to $OUT
@@ -100,10 +103,21 @@ echo "suites done at ${SECONDS} s"
 # Where the fast family's GEMM plans cross over on this device (a table).
 timeout 60 "$bin/mismatch-lab-bench-cuda-gemm" --quick >"$out/gemm.txt" 2>&1 || rc=1
 echo "GEMM plan bench done at ${SECONDS} s"
-# The RL step per model preset, each kernel family, on the CPU and then with
-# both engines on the GPU.
+# Issue 14's open GPU item: is the fast family's rollout at least as fast as
+# the batch-invariant one on dense-small? Its fast / batch-invariant rollout
+# time read 1.07 and 1.23 in runs of three timed steps (an H200, eleventh
+# session); 24 interleaved pairs give the paired median and
+# its bootstrap interval, and two identical lanes (`--kernels same`) the
+# noise floor of that median on this machine.
 line_buffered=""
 command -v stdbuf >/dev/null && line_buffered="stdbuf -oL"
+for lanes in both same; do
+  timeout 120 $line_buffered "$bin/mismatch-lab-cli" bench --preset dense-small --preset dense-tiny --device cuda \
+    --kernels "$lanes" --steps 24 2>&1 | tee "$out/bench-paired-$lanes.txt" || rc=1
+done
+echo "paired GPU bench done at ${SECONDS} s"
+# The RL step per model preset, each kernel family, on the CPU and then with
+# both engines on the GPU.
 left=$((budget - SECONDS - 60))
 [ "$left" -gt 30 ] || left=30
 timeout "$left" $line_buffered "$bin/mismatch-lab-cli" bench --device both --kernels both --steps 3 2>&1 |
