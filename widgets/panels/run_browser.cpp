@@ -386,10 +386,15 @@ void RunBrowser::fillRow(int r, int64_t id, const Row& row) {
 }
 
 void RunBrowser::fitColumns() {
-    // Only when the set of runs changes (not on every poll, so a width the
-    // user dragged survives refreshes).
-    if (static_cast<int>(rows_.size()) == fittedRows_) return;
-    fittedRows_ = static_cast<int>(rows_.size());
+    // Only when the set of runs or of their statuses changes (not on every
+    // poll, so a width the user dragged survives refreshes): a run fitted as
+    // "running" that a killed process leaves "interrupted" needs more room.
+    std::set<std::string> statuses;
+    for (const auto& [id, row] : rows_) statuses.insert(row.summary.status);
+    QString key = QString::number(rows_.size());
+    for (const std::string& s : statuses) key += QLatin1Char('|') + qs(s);
+    if (key == fittedKey_) return;
+    fittedKey_ = key;
     for (int c = 0; c < ColumnCount; ++c) {
         if (c == ColColour || c == ColCreated) continue;  // Created stretches
         table_->resizeColumnToContents(c);

@@ -181,7 +181,7 @@ private:
     QList<int64_t> lastSelection_;
     bool confirmDeletes_ = true;
     bool populating_ = false;
-    int fittedRows_ = -1;
+    QString fittedKey_;  // rows and statuses the columns were last fitted to
     QString lastError_;
     QList<int64_t> selectionOrder_;  // selected runs in the order the user selected them
 

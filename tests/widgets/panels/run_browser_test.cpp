@@ -14,6 +14,7 @@
 #include <QImage>
 #include <QLabel>
 #include <QSignalSpy>
+#include <QStyleOptionViewItem>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -74,6 +75,7 @@ private slots:
     void refreshPicksUpNewRuns();
     void metricSummaryOfSelectedRuns();
     void pausedRunShowsPaused();
+    void statusColumnWidensWhenARunIsInterrupted();
     void followsTheDatabase();
     void aReconnectKeepsSelectionAndBaseline();
     void rendersStatusSwatchAndDiffColours();
@@ -376,6 +378,30 @@ void RunBrowserTest::pausedRunShowsPaused() {
     br.refresh();
     QCOMPARE(status(b_)->text(), QString("running"));
     QCOMPARE(status(b_)->foreground().color(), palette::statusColour("running"));
+}
+
+void RunBrowserTest::statusColumnWidensWhenARunIsInterrupted() {
+    RunBrowser br;
+    br.setDatabase(db_.get());
+    QTableWidget* t = br.table();
+    const int row = static_cast<int>(br.runIds().indexOf(b_));
+    QCOMPARE(t->item(row, RunBrowser::ColStatus)->text(), QString("running"));
+    // A width the user dragged survives polls that change nothing...
+    t->setColumnWidth(RunBrowser::ColStatus, 40);
+    br.refresh();
+    QCOMPARE(t->columnWidth(RunBrowser::ColStatus), 40);
+    // ...but not a status the column has not shown: the run's writer dies (a
+    // killed CLI), so the same rows hold a longer word.
+    writingB_.reset();
+    br.refresh();
+    QCOMPARE(t->item(row, RunBrowser::ColStatus)->text(), QString("interrupted"));
+    QStyleOptionViewItem opt;
+    opt.initFrom(t);
+    const int needs = t->itemDelegate()->sizeHint(opt, t->model()->index(row, RunBrowser::ColStatus)).width();
+    QVERIFY2(t->columnWidth(RunBrowser::ColStatus) >= needs,
+             qPrintable(QString("status column %1 px, \"interrupted\" needs %2")
+                            .arg(t->columnWidth(RunBrowser::ColStatus))
+                            .arg(needs)));
 }
 
 void RunBrowserTest::followsTheDatabase() {
