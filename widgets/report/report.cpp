@@ -2,13 +2,18 @@
 // HTML or PDF.
 #include "widgets/report/report.h"
 
+#include <QAbstractTextDocumentLayout>
 #include <QApplication>
 #include <QFile>
 #include <QFont>
 #include <QPageLayout>
 #include <QPageSize>
+#include <QPainter>
 #include <QPdfWriter>
+#include <QTextBlock>
+#include <QTextLayout>
 #include <QTextDocument>
+#include <QTextFrame>
 
 #include "widgets/report/report_builder.h"
 
@@ -40,6 +45,92 @@ void save_report_html(const Report& r, const std::string& path) {
         throw std::runtime_error("cannot write " + path + ": " + f.errorString().toStdString());
 }
 
+namespace {
+
+// The block holding `anchor` (an <a name>), or an invalid block.
+QTextBlock anchored_block(const QTextDocument& doc, const QString& anchor) {
+    for (QTextBlock b = doc.begin(); b.isValid(); b = b.next())
+        for (auto it = b.begin(); !it.atEnd(); ++it)
+            if (it.fragment().charFormat().anchorNames().contains(anchor)) return b;
+    return {};
+}
+
+// Lays `doc` out in pages of `device` with 2 cm margins (the page in the
+// device's pixels; the layout scales points and 96-dpi pixels to them).
+void paginate(QTextDocument& doc, QPagedPaintDevice& device) {
+    doc.documentLayout()->setPaintDevice(&device);
+    const qreal margin = 2 / 2.54 * 96;  // 2 cm in the document's 96-dpi pixels
+    QTextFrameFormat fmt = doc.rootFrame()->frameFormat();
+    fmt.setLeftMargin(margin);
+    fmt.setRightMargin(margin);
+    fmt.setTopMargin(margin);
+    fmt.setBottomMargin(margin);
+    doc.rootFrame()->setFrameFormat(fmt);
+    doc.setPageSize(QSizeF(device.width(), device.height()));
+}
+
+// Starts a page before the charts heading where it would otherwise sit on
+// one page and its first chart on the next. Otherwise the charts follow the
+// summary on its page: a forced break left a page holding a summary's last
+// row alone. `doc` is laid out (paginate) and stays so.
+void keep_charts_heading_with_its_chart(QTextDocument& doc) {
+    const QTextBlock heading = anchored_block(doc, QLatin1String(report_detail::kChartsAnchor));
+    if (!heading.isValid()) return;
+    QTextBlock chart = heading.next();
+    while (chart.isValid() && !chart.text().contains(QChar::ObjectReplacementCharacter)) chart = chart.next();
+    if (!chart.isValid()) return;
+    // Where the lines are: pagination moves a line that would cross a page's
+    // foot down inside its block, which the block's bounding rectangle does
+    // not show.
+    (void)doc.pageCount();  // lays out the whole document
+    const auto line_top = [](const QTextBlock& b) {
+        const QTextLayout* l = b.layout();
+        return l->position().y() + (l->lineCount() ? l->lineAt(0).y() : 0.0);
+    };
+    const auto line_bottom = [](const QTextBlock& b) {
+        const QTextLayout* l = b.layout();
+        const int n = l->lineCount();
+        return l->position().y() + (n ? l->lineAt(n - 1).y() + l->lineAt(n - 1).height() : 0.0);
+    };
+    const qreal page = doc.pageSize().height();
+    if (int(line_top(heading) / page) == int((line_bottom(chart) - 1) / page)) return;
+    QTextCursor at(heading);
+    QTextBlockFormat f = at.blockFormat();
+    f.setPageBreakPolicy(QTextFormat::PageBreak_AlwaysBefore);
+    at.setBlockFormat(f);
+}
+
+// Paints the laid-out `doc` page by page, each page's number in its bottom
+// margin under the right edge of the text, as QTextDocument::print does; but
+// from this layout, where print would lay out a copy of its own.
+void paint_pages(const QTextDocument& doc, QPdfWriter& w, const std::string& path) {
+    QPainter p(&w);
+    if (!p.isActive()) throw std::runtime_error("cannot write " + path + ": the PDF writer did not start");
+    const QSizeF page = doc.pageSize();
+    const qreal cm = w.logicalDpiY() / 2.54;
+    const QFont number_font = doc.defaultFont();
+    const int pages = doc.pageCount();
+    for (int i = 0; i < pages; ++i) {
+        if (i > 0) w.newPage();
+        p.save();
+        p.translate(0, -i * page.height());
+        const QRectF view(0, i * page.height(), page.width(), page.height());
+        QAbstractTextDocumentLayout::PaintContext ctx;
+        ctx.clip = view;
+        p.setClipRect(view);
+        doc.documentLayout()->draw(&p, ctx);
+        p.restore();
+        p.setFont(QFont(number_font, &w));
+        const QString n = QString::number(i + 1);
+        const QFontMetricsF fm(p.font(), &w);
+        p.drawText(QPointF(page.width() - 2 * cm - fm.horizontalAdvance(n),
+                           page.height() - 2 * cm + fm.ascent() + 5 * w.logicalDpiY() / 72.0),
+                   n);
+    }
+}
+
+}  // namespace
+
 void save_report_pdf(const Report& r, const std::string& path) {
     {
         QFile probe(qs(path));
@@ -53,12 +144,14 @@ void save_report_pdf(const Report& r, const std::string& path) {
     doc.setHtml(r.pdf_html.isEmpty() ? r.html : r.pdf_html);
     QPdfWriter w(qs(path));
     w.setPageSize(QPageSize(QPageSize::A4));
-    w.setPageMargins(QMarginsF(0, 0, 0, 0), QPageLayout::Millimeter);  // QTextDocument::print adds 2 cm
+    w.setPageMargins(QMarginsF(0, 0, 0, 0), QPageLayout::Millimeter);  // the 2 cm are the document's (paginate)
     w.setResolution(300);
     w.setTitle(r.title);
     w.setCreator(QStringLiteral("Mismatch Lab ") + QStringLiteral(MLK_VERSION));
     for (const auto& a : r.attachments) w.addFileAttachment(qs(a.file_name), a.data, qs(a.mime));
-    doc.print(&w);
+    paginate(doc, w);
+    keep_charts_heading_with_its_chart(doc);
+    paint_pages(doc, w, path);
 }
 
 void save_report(const Report& r, const std::string& path) {

@@ -222,11 +222,16 @@ QString Builder::head() {
 
 QString Builder::runs_section() {
     const bool many = runs.size() > 1;
+    // One app version for every run (the usual case) is a line under the
+    // table, not a column: ten columns broke words mid-way at 9 pt.
+    bool one_version = true;
+    for (const auto& r : runs) one_version = one_version && r.info.app_version == runs.front().info.app_version;
     QString h = QStringLiteral("<h2>Runs</h2>\n") + table_open();
     h += QStringLiteral(
              "<tr><th></th><th>id</th><th>name</th>%1<th>preset</th><th>status</th>"
-             "<th>steps</th><th>seed</th><th>created (UTC)</th><th>app version</th></tr>\n")
-             .arg(many ? QStringLiteral("<th>role</th>") : QString());
+             "<th class=\"key\">steps</th><th class=\"key\">seed</th><th>created (UTC)</th>%2</tr>\n")
+             .arg(many ? QStringLiteral("<th>role</th>") : QString(),
+                  one_version ? QString() : QStringLiteral("<th>app version</th>"));
     for (size_t i = 0; i < runs.size(); ++i) {
         const RunInfo& r = runs[i].info;
         QString created = qs(r.created.substr(0, 19));
@@ -234,16 +239,21 @@ QString Builder::runs_section() {
         const QString status = QStringLiteral("<span style=\"color:%1\">%2</span>")
                                    .arg(palette::statusColour(r.status).name(), esc(r.status));
         h += QStringLiteral(
-                 "<tr><td>%1</td><td class=\"num\">%2</td><td>%3</td>%4<td>%5</td><td>%6</td>"
-                 "<td class=\"num\">%7</td><td class=\"num\">%8</td><td class=\"key\">%9</td><td>%10</td></tr>\n")
+                 "<tr><td>%1</td><td class=\"num\">%2</td><td>%3</td>%4<td>%5</td><td class=\"key\">%6</td>"
+                 "<td class=\"num\">%7</td><td class=\"num\">%8</td><td class=\"key\">%9</td>%10</tr>\n")
                  .arg(swatch(runs[i].color), QString::number(r.id), esc(r.name),
                       !many    ? QString()
-                      : i == 0 ? QStringLiteral("<td>baseline</td>")
-                               : QStringLiteral("<td>compared</td>"),
+                      : i == 0 ? QStringLiteral("<td class=\"key\">baseline</td>")
+                               : QStringLiteral("<td class=\"key\">compared</td>"),
                       esc(r.preset), status, QString::number(r.steps), QString::number(r.seed), esc(created),
-                      esc(r.app_version));
+                      one_version ? QString() : QStringLiteral("<td>%1</td>").arg(esc(r.app_version)));
     }
     h += QStringLiteral("</table>\n");
+    if (one_version && !runs.empty())
+        h += QStringLiteral("<p class=\"note\">%1 made by Mismatch Lab %2.</p>\n")
+                 .arg(many ? QStringLiteral("All runs") : QStringLiteral("The run"),
+                      runs.front().info.app_version.empty() ? QStringLiteral("(version not recorded)")
+                                                            : esc(runs.front().info.app_version));
     for (const auto& r : runs)
         if (!r.info.notes.empty())
             h += QStringLiteral("<p class=\"note\">Notes on %1: %2</p>\n").arg(esc(r.label), esc(r.info.notes));

@@ -31,6 +31,8 @@ namespace mlk::report_detail {
 inline constexpr int kLastN = 10;           // "mean of the last N steps" in the summary
 inline constexpr int kAppendixColumns = 8;  // metric columns per appendix table
 inline constexpr int kPageWidth = 640;      // usable width of an A4 page at 96 dpi with 2 cm margins
+// The charts heading's anchor, by which the PDF writer finds it (report.cpp).
+inline constexpr const char* kChartsAnchor = "charts";
 
 inline QString esc(const QString& s) { return s.toHtmlEscaped(); }
 inline QString esc(const std::string& s) { return qs(s).toHtmlEscaped(); }

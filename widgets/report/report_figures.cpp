@@ -76,8 +76,13 @@ std::vector<report::ChartRun> Builder::chart_runs(const std::string& m) {
 }
 
 QString Builder::charts_section() {
-    QString h = QStringLiteral("<h2 style=\"page-break-before: always\">%1</h2>\n")
-                    .arg(req.view.charts.empty() ? QStringLiteral("Key charts") : QStringLiteral("Charts"));
+    // No forced page break (a summary a row too long for the first page left
+    // a page with that row alone): the PDF writer starts a page here only
+    // where the heading would otherwise part from its first chart
+    // (report.cpp, kChartsAnchor).
+    QString h = QStringLiteral("<h2><a name=\"%1\"></a>%2</h2>\n")
+                    .arg(QLatin1String(kChartsAnchor),
+                         req.view.charts.empty() ? QStringLiteral("Key charts") : QStringLiteral("Charts"));
     QString how =
         QStringLiteral("Every run overlaid in its own colour, the one the workbench gives it (see the legend)");
     if (req.view.smoothing > 0)

@@ -140,7 +140,7 @@ QString Builder::config_section() {
 QString Builder::environment_section() {
     QString h = QStringLiteral(
         "<h2>Environment</h2>\n<p class=\"note\">The machine and build that generated this "
-        "report; each run's own application version is in the Runs table.</p>\n");
+        "report; the version of the application that made each run is in the Runs section.</p>\n");
     h += table_open();
     auto row = [&](const QString& k, const QString& v) {
         h += QStringLiteral("<tr><th width=\"28%\">%1</th><td>%2</td></tr>\n").arg(esc(k), esc(v));

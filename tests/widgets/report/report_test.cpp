@@ -26,6 +26,7 @@
 #include <QXmlStreamReader>
 
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "../../cli_runner.h"
 #include "core/config/config.h"
@@ -101,6 +102,7 @@ private slots:
     void cliErrors();
     void followsTheScreen();
     void builtModelNamesItsDimensions();
+    void appVersionIsAColumnOnlyWhenRunsDiffer();
 
 private:
     std::unique_ptr<QTemporaryDir> dir_;
@@ -421,6 +423,27 @@ void ReportTest::pdfFromRealRunAndComparison() {
             QString::fromUtf8(tool(pdftotext, {QStringLiteral("-layout"), c.file, QStringLiteral("-")}, &ok));
         QVERIFY(ok);
         QVERIFY(text.contains(QStringLiteral("Summary")));
+        // Pages: each numbered at its foot; the charts heading on the page of
+        // its first chart (an image), never alone at the foot of the one before.
+        const QStringList page_texts =
+            QString::fromUtf8(tool(pdftotext, {c.file, QStringLiteral("-")}, &ok)).split(QLatin1Char('\f'));
+        QVERIFY(ok);
+        QCOMPARE(page_texts.size() - 1, pages.captured(1).toInt());  // a form feed after every page
+        int charts_page = 0;
+        for (int i = 0; i + 1 < page_texts.size(); ++i) {
+            const QStringList lines = page_texts[i].trimmed().split(QLatin1Char('\n'));
+            QVERIFY2(lines.contains(QString::number(i + 1)), qPrintable(c.file + ": page " + QString::number(i + 1)));
+            if (!charts_page && page_texts[i].contains(QStringLiteral("Key charts"))) charts_page = i + 1;
+        }
+        QVERIFY(charts_page > 0);
+        const QString pdfimages = QStandardPaths::findExecutable(QStringLiteral("pdfimages"));
+        const QStringList images = QString::fromUtf8(tool(pdfimages, {QStringLiteral("-list"), c.file}, &ok))
+                                       .split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        QVERIFY(ok);
+        bool chart_on_heading_page = false;
+        for (const QString& row : images.mid(2))  // two header lines
+            chart_on_heading_page |= row.simplified().section(QLatin1Char(' '), 0, 0).toInt() == charts_page;
+        QVERIFY2(chart_on_heading_page, qPrintable(c.file + ": no image on the page of \"Key charts\""));
         for (const QString& v : summary_values(store, c.runs, c.metrics))
             QVERIFY2(text.contains(v), qPrintable(c.file + ": " + v));
         for (int64_t id : c.runs) {
@@ -469,6 +492,35 @@ void ReportTest::cliErrors() {
     // A directory where the file should go: a failure, not bad input.
     QCOMPARE(run_cli({id, "--db", db_, "--out", dir_->filePath("no/such/dir/r.pdf").toStdString()}), 1);
     QVERIFY(!QFile::exists(QString::fromStdString(out)));
+}
+
+// The runs' app version: one line under the Runs table when every run has
+// the same (ten columns broke words mid-way in the PDF), a column when they
+// differ.
+void ReportTest::appVersionIsAColumnOnlyWhenRunsDiffer() {
+    ReportRequest req;
+    req.runs = {collapse_, onpolicy_};
+    {
+        Store store = Store::open(db_);
+        const std::string v = store.run_info(collapse_)->app_version;
+        QCOMPARE(store.run_info(onpolicy_)->app_version, v);
+        const Report rep = build_report(store, req);
+        QVERIFY(!rep.html.contains(QStringLiteral("<th>app version</th>")));
+        QVERIFY2(rep.html.contains(QStringLiteral("All runs made by Mismatch Lab %1.").arg(QString::fromStdString(v))),
+                 qPrintable(rep.html.left(4000)));
+    }
+    const QString copy = dir_->filePath(QStringLiteral("versions.db"));
+    QVERIFY(QFile::copy(QString::fromStdString(db_), copy));
+    sqlite3* raw = nullptr;
+    QCOMPARE(sqlite3_open(copy.toUtf8().constData(), &raw), SQLITE_OK);
+    const std::string sql = "UPDATE runs SET app_version = '0.0.9' WHERE id = " + std::to_string(onpolicy_);
+    QCOMPARE(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(raw);
+    Store store = Store::open(copy.toStdString());
+    const Report rep = build_report(store, req);
+    QVERIFY(rep.html.contains(QStringLiteral("<th>app version</th>")));
+    QVERIFY(rep.html.contains(QStringLiteral("<td>0.0.9</td>")));
+    QVERIFY(!rep.html.contains(QStringLiteral("made by Mismatch Lab")));
 }
 
 QTEST_MAIN(ReportTest)
