@@ -172,6 +172,14 @@ Store open_existing_store(const Args& a) {
     return open_store(a);
 }
 
+Store writable(Store store) {
+    if (store.read_only())
+        throw UsageError("--db: " + store.path() +
+                         " is read-only for this user (it may not write the file or its folder), so no run can be "
+                         "stored there; allowed: a database this user can write, e.g. a copy in a folder of its own");
+    return store;
+}
+
 std::string directory_option(const Args& a, const std::string& name, const std::string& fallback) {
     const std::string dir = a.get(name, fallback);
     if (dir.empty()) throw UsageError(name + ": the path is empty; allowed: a directory path");

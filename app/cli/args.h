@@ -68,6 +68,8 @@ std::string db_path(const Args& a);
 Store open_store(const Args& a);
 // Opens the --db store, which must already exist.
 Store open_existing_store(const Args& a);
+// `store`, for a command that writes runs; UsageError when it opened read-only.
+Store writable(Store store);
 // An option naming a directory: it must be one or be creatable (created here,
 // before any long work starts). `fallback` when the option is absent.
 std::string directory_option(const Args& a, const std::string& name, const std::string& fallback);

@@ -19,7 +19,7 @@ int cmd_resume(const Argv& argv) {
     const Args a = parse_args(argv, spec);
     const int64_t id = parse_run_id("RUN", a.positional[0]);
     const int steps = parse_steps(a, 0);
-    Store store = open_existing_store(a);
+    Store store = writable(open_existing_store(a));
     // A run stopped during its warm-up warms up again (cached when it can be).
     const std::string cache = directory_option(a, "--cache-dir", default_cache_dir());
     if (!store.run_info(id))

@@ -24,7 +24,7 @@ int cmd_run(const Argv& argv) {
     const std::string cache = directory_option(a, "--cache-dir", default_cache_dir());
     print_warnings(c);
     if (!a.has("--json")) print_footprint(c);
-    Store store = open_store(a);
+    Store store = writable(open_store(a));
     const std::string preset = a.get("--preset", "custom");
     // Runs of one preset are told apart by what differs (seed, --set, --config), as in the GUI.
     const std::string name = a.get("--name", default_run_name(a.get("--preset", ""), preset_base(a), c));

@@ -165,7 +165,7 @@ int cmd_sweep(const Argv& argv) {
     db_path(a);
     const std::string cache = directory_option(a, "--cache-dir", default_cache_dir());
 
-    Store store = open_store(a);
+    Store store = writable(open_store(a));
     const int64_t sweep_id = store.open_sweep(hash, identity.dump());
     std::map<std::pair<std::string, int64_t>, int64_t> slots;  // (config name, seed) -> run id
     for (const SweepRun& r : store.sweep_runs(sweep_id)) slots[{r.config_name, r.seed}] = r.run_id;

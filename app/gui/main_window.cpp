@@ -327,8 +327,21 @@ bool MainWindow::openDatabase(const QString& path, QString* error) {
     QString folder = QDir::toNativeSeparators(QFileInfo(path).absolutePath());
     const QString home = QDir::toNativeSeparators(QDir::homePath());
     if (folder.startsWith(home)) folder = QStringLiteral("~") + folder.mid(home.size());
-    dbLabel_->setText(tr("%1 in %2").arg(QFileInfo(path).fileName(), folder));
-    dbLabel_->setToolTip(full);
+    const bool readOnly = db_->store() && db_->store()->read_only();
+    dbLabel_->setText(readOnly ? tr("%1 in %2 (read-only)").arg(QFileInfo(path).fileName(), folder)
+                               : tr("%1 in %2").arg(QFileInfo(path).fileName(), folder));
+    dbLabel_->setToolTip(readOnly ? tr("%1\nRead-only: this user may not write the file or its folder. Its runs can be "
+                                       "browsed, compared and exported; new runs need a database you can write.")
+                                        .arg(full)
+                                  : full);
+    return true;
+}
+
+bool MainWindow::refuseReadOnly() {
+    if (!db_->store() || !db_->store()->read_only()) return false;
+    showStatus(tr("%1 is read-only for you: open or create a database you can write (File menu) to run")
+                   .arg(QFileInfo(db_->path()).fileName()),
+               8000);
     return true;
 }
 
@@ -343,6 +356,7 @@ void MainWindow::startRun() {
 }
 
 void MainWindow::enqueueRun() {
+    if (refuseReadOnly()) return;
     if (!form_->isValid()) {
         showStatus(tr("The configuration is invalid: %1").arg(form_->errorMessages().join("; ")), 8000);
         return;

@@ -81,6 +81,9 @@ public:
     QAction* sweepAction() const { return sweepAct_; }
     QString progressText() const;  // the run bar's text as shown
     void showStatus(const QString& message, int timeoutMs = 0);
+    // True, with a status message, when the open database is read-only for
+    // this user: nothing that would store a run starts.
+    bool refuseReadOnly();
     // What the charts show now, for a report that looks like the screen.
     ReportView reportView(const std::vector<int64_t>& runs) const;
     void showDrillDown(qint64 runId, qint64 step = -1);

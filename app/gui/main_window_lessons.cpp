@@ -118,6 +118,8 @@ void MainWindow::runLesson(int index) {
     }
     const int loaded = static_cast<int>(lessonRuns_.size());
     const int waiting = worker_->queued() + (busy_ ? 1 : 0);
+    const bool refused = !jobs.empty() && refuseReadOnly();  // the stored runs still show
+    if (refused) jobs.clear();
     for (const RunJob& job : jobs) {
         lessonPending_.append(job.name);
         worker_->enqueue(job);
@@ -127,8 +129,11 @@ void MainWindow::runLesson(int index) {
     browser_->refresh();
     browser_->selectRuns(QList<int64_t>(lessonRuns_.begin(), lessonRuns_.end()));
     charts_->setVisibleRuns(lessonRuns_);
-    QString status = jobs.empty() ? tr("Loaded %1 finished runs of this lesson: nothing to run.").arg(loaded)
-                                  : tr("Queued %1 runs").arg(jobs.size());
+    QString status = refused ? tr("Loaded %1 finished runs of this lesson; the others need a database you can "
+                                  "write: this one is read-only for you.")
+                                   .arg(loaded)
+                     : jobs.empty() ? tr("Loaded %1 finished runs of this lesson: nothing to run.").arg(loaded)
+                                    : tr("Queued %1 runs").arg(jobs.size());
     if (!jobs.empty() && loaded) status += tr(", loaded %1 finished").arg(loaded);
     if (!jobs.empty() && waiting) status += tr(" (after %1 already queued or running)").arg(waiting);
     if (!jobs.empty())

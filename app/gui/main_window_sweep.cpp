@@ -22,6 +22,7 @@ void MainWindow::queueSweep() {
 }
 
 int MainWindow::enqueueSweep(const SweepSpec& spec, const std::vector<SweepConfig>& configs) {
+    if (refuseReadOnly()) return 0;
     const std::vector<RunJob> jobs = sweepJobs(spec, configs);
     for (const RunJob& job : jobs) worker_->enqueue(job);
     QSettings().setValue("lastConfig", form_->toJson());

@@ -90,6 +90,8 @@ void Store::set_status(int64_t run_id, RunStatus status, const std::string& erro
     }
 }
 
+bool Store::read_only() const { return impl_->read_only; }
+
 int64_t Store::data_version() {
     std::lock_guard lock(impl_->mu);
     return pragma_int(*impl_, "PRAGMA data_version");

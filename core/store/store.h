@@ -157,7 +157,11 @@ public:
     // PRAGMA application_id of a run store ("MLK1").
     static constexpr int32_t kApplicationId = 0x4D4C4B31;
 
-    // Opens or creates the database and applies pending migrations.
+    // Opens or creates the database and applies pending migrations. A file
+    // this user may not write, or in a folder it may not write (where WAL
+    // mode keeps its -wal and -shm files), is opened read-only: readable,
+    // every write refused with a StoreError that says so; refused whole if
+    // its schema is older than this build's (bringing it up to date writes).
     static Store open(const std::string& path);
 
     Store(Store&&) noexcept;
@@ -170,6 +174,8 @@ public:
     // paths below its folder are stored relative to it, so a run resumes
     // from any working directory and the folder can be moved whole.
     const std::string& path() const { return path_; }
+    // Whether open() found the file read-only for this user.
+    bool read_only() const;
     // SQLite's data_version: changes whenever another connection (another
     // process, or another Store on the same file) commits. Cheap: no I/O
     // beyond the WAL index.

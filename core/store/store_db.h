@@ -59,6 +59,7 @@ private:
 
 struct Store::Impl {
     std::string path;
+    bool read_only = false;  // opened without write access (Store::open)
     // Before the handle: the mark goes only once the connection is closed.
     std::unique_ptr<store_detail::ConnectionMark> mark;
     store_detail::DbPtr db;  // declared before the cache: statements are finalised first
@@ -77,6 +78,8 @@ struct Store::Impl {
         else if (sqlite3_extended_errcode(db.get()) == SQLITE_IOERR_WRITE)
             // A short write sets no errno: the disk filled up or a file-size limit was reached.
             msg += " (a write was cut short: the disk is full or a file-size limit was reached)";
+        else if (read_only && primary == SQLITE_READONLY)
+            msg += " (opened read-only: this user may not write the file or its folder)";
         return msg;
     }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -279,11 +280,44 @@ auto retry_while_locked(Store::Impl& impl, F attempt) {
     }
 }
 
-std::unique_ptr<Store::Impl> connect(const std::string& path) {
+// How a connection opens the file: to write; to read beside writers (WAL's
+// reader still needs the -shm file, made by whoever opens first); or, when
+// no writer has the file open and this user cannot make that file, as an
+// immutable file (SQLite then takes no locks and reads no -shm).
+enum class Access { read_write, read_only, immutable };
+
+// Whether this user may write the store: the file, and the folder where WAL
+// mode makes its -wal and -shm files.
+bool may_write(const std::string& path) {
+    const std::filesystem::path p = std::filesystem::absolute(path);
+    return ::access(path.c_str(), W_OK) == 0 && ::access(p.parent_path().c_str(), W_OK) == 0;
+}
+
+// A file: URI for `path` (absolute, reserved bytes percent-encoded).
+std::string file_uri(const std::string& path, Access access) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::string uri = "file:";
+    for (unsigned char c : std::filesystem::absolute(path).string()) {
+        if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+            uri += static_cast<char>(c);
+        } else {
+            uri += '%';
+            uri += kHex[c >> 4];
+            uri += kHex[c & 15];
+        }
+    }
+    return uri + (access == Access::immutable ? "?immutable=1" : "?mode=ro");
+}
+
+std::unique_ptr<Store::Impl> connect(const std::string& path, Access access = Access::read_write) {
     auto impl = std::make_unique<Store::Impl>();
     impl->path = path;
+    impl->read_only = access != Access::read_write;
     sqlite3* raw = nullptr;
-    const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    const int rc =
+        impl->read_only
+            ? sqlite3_open_v2(file_uri(path, access).c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr)
+            : sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
     impl->db.reset(raw);
     if (rc != SQLITE_OK) impl->fail("cannot open");
     sqlite3_extended_result_codes(raw, 1);
@@ -374,16 +408,30 @@ Store Store::open(const std::string& path) {
         // A file this process already has open passed the check then.
         mark = std::make_unique<store_detail::ConnectionMark>(path, [&] { check_header(path); });
     }
-    auto impl = connect(path);
-    impl->mark = std::move(mark);
+    const bool read_only = !memory && !may_write(path);
+    auto impl = connect(path, read_only ? Access::read_only : Access::read_write);
 
     // Read-only checks first: a refused file is never written to.
     Header h;
     try {
         h = read_header(*impl);
     } catch (const StoreError& e) {
-        throw StoreError(std::string(e.what()) + " (is it a Mismatch Lab run store?)");
+        if (!read_only) throw StoreError(std::string(e.what()) + " (is it a Mismatch Lab run store?)");
+        std::error_code ec;
+        if (std::filesystem::exists(path + "-wal", ec))
+            throw StoreError(std::string(e.what()) + " (another process writes this file and this user may not " +
+                             "write its folder, where SQLite keeps what readers share: read a copy)");
+        // Nobody writes it (a writer would have made the -wal file) and this
+        // user cannot make the -shm file WAL's readers share: read it as it
+        // stands.
+        impl = connect(path, Access::immutable);
+        try {
+            h = read_header(*impl);
+        } catch (const StoreError& again) {
+            throw StoreError(std::string(again.what()) + " (is it a Mismatch Lab run store?)");
+        }
     }
+    impl->mark = std::move(mark);
     if (h.version > schema_version())
         throw StoreError("run store " + path + ": schema version " + std::to_string(h.version) +
                          " is newer than this build of Mismatch Lab understands (" + std::to_string(schema_version()) +
@@ -392,6 +440,14 @@ Store Store::open(const std::string& path) {
         throw StoreError("run store " + path +
                          ": a SQLite database but not a Mismatch Lab run store; file left unchanged");
 
+    if (read_only) {
+        if (h.version < schema_version())
+            throw StoreError("run store " + path + ": schema version " + std::to_string(h.version) +
+                             ", older than this build's (" + std::to_string(schema_version()) +
+                             "); bringing it up to date writes to it, and this user may not write the file or its "
+                             "folder; file left unchanged");
+        return Store(std::move(impl), std::filesystem::absolute(path).lexically_normal().string());
+    }
     if (!memory) use_wal(*impl);
     impl->exec("PRAGMA synchronous=NORMAL");
     migrate(*impl, h.version);

@@ -68,6 +68,10 @@ Fixture& fx() {
 }
 
 std::string id() { return std::to_string(fx().run); }
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
 std::string db() { return " --db " + fx().db; }
 
 // Bad input: exit 2 and a message containing each of `words`.
@@ -163,6 +167,47 @@ TEST(CliInput, CheckpointPathsAreChecked) {
     expect_usage("checkpoint --preset dense-tiny --out " + file.string(), {"--out", "is a file"});
     // A directory without a checkpoint in it.
     expect_usage("probe --preset dense-tiny --checkpoint " + fx().dir.string(), {"--checkpoint"});
+}
+
+// A store this user may not write (a colleague's results, a course's shared
+// folder): read commands work, commands that store runs are bad input before
+// any warm-up. As nobody (setpriv) when the test runs as root, who may write
+// anything.
+TEST(CliInput, AReadOnlyStoreIsReadAndNeverWritten) {
+    const fs::path shared = fx().dir / "shared", mine = fx().dir / "mine";
+    fs::create_directories(shared);
+    fs::create_directories(mine);
+    fs::permissions(mine, fs::perms::all);  // the reader's own cache and output
+    const std::string store = (shared / "runs.sqlite").string();
+    fs::copy_file(fx().db, store, fs::copy_options::overwrite_existing);
+    fs::permissions(store, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+    fs::permissions(shared, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                                fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+    const std::string as = geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+    const auto reader = [&](const std::string& args) {
+        const std::string cmd = as + MLK_CLI_PATH + " " + args + " 2>&1";
+        FILE* p = popen(cmd.c_str(), "r");
+        std::string out;
+        char buf[4096];
+        while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+        const int status = pclose(p);
+        return clitest::CliResult{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+    };
+    auto r = reader("runs --db " + store);
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("synthetic"), std::string::npos) << r.out;
+    const std::string csv = (mine / "run.csv").string();
+    r = reader("export " + id() + " --db " + store + " --format csv --out " + csv);
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_TRUE(fs::exists(csv));
+    for (const std::string& cmd : {std::string("run --preset dense-tiny --steps 1"), "resume " + id() + " --steps 1"}) {
+        r = reader(cmd + " --db " + store + " --cache-dir " + (mine / "cache").string());
+        EXPECT_EQ(r.code, 2) << cmd << "\n" << r.out;
+        EXPECT_NE(r.out.find("is read-only for this user"), std::string::npos) << cmd << "\n" << r.out;
+        EXPECT_EQ(r.out.find("base policy"), std::string::npos) << cmd << "\n" << r.out;
+    }
+    EXPECT_EQ(read_file(store), read_file(fx().db));  // nothing written
+    fs::permissions(shared, fs::perms::owner_all);
 }
 
 TEST(CliExit, AFailedWriteIsAFailureWithAMessage) {

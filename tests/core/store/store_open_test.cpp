@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <random>
 
 #include "tests/core/store/store_test_util.h"
@@ -319,4 +320,96 @@ TEST_F(StoreTest, WorstTokensRoundTripAndAV4FileOpens) {
     Raw raw(path);
     EXPECT_EQ(raw.scalar("PRAGMA user_version"), std::to_string(Store::schema_version()));
     EXPECT_EQ(raw.scalar("SELECT COUNT(*) FROM worst_tokens"), "0") << "deleted with its run";
+}
+
+namespace {
+
+// Runs `check` in a child process as a user who may not write the test's
+// files (nobody when the test runs as root, who may write anything) and
+// returns its exit status: 0 when every check held, else the failed check's
+// number (its reason on stderr).
+int as_reader(const std::function<int()>& check) {
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(90);
+        int rc = 91;
+        try {
+            rc = check();
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "as_reader: %s\n", e.what());
+        }
+        _exit(rc);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void set_mode(const fs::path& p, fs::perms mode) { fs::permissions(p, mode, fs::perm_options::replace); }
+
+}  // namespace
+
+// A run store this user may not write (a colleague's results, a course's
+// shared folder) is read, not refused as "not a run store": alone and while
+// its owner writes it. Writing it fails saying why, and an older schema,
+// whose migration would write, is refused and left as it was.
+TEST_F(StoreTest, AStoreThisUserMayNotWriteIsReadOnly) {
+    using fs::perms;
+    const auto path = file("shared.sqlite"), old = file("old.sqlite");
+    int64_t id = 0;
+    {
+        Store s = Store::open(path);
+        id = s.create_run("theirs", "default", "{}", 3, RunStatus::finished);
+        s.append_step(id, make_step(0));
+        Store o = Store::open(old);
+        o.create_run("older", "", "{}", 1);
+    }
+    Raw(old).exec("DROP TABLE worst_tokens; PRAGMA user_version = 4;");
+    const std::string old_bytes = read_bytes(old);
+    const auto lock_down = [&] {
+        for (const auto& f : fs::directory_iterator(dir_))
+            set_mode(f.path(), perms::owner_read | perms::group_read | perms::others_read);
+        set_mode(dir_, perms::owner_read | perms::owner_exec | perms::group_read | perms::group_exec |
+                           perms::others_read | perms::others_exec);
+    };
+    const auto open_up = [&] {
+        set_mode(dir_,
+                 perms::owner_all | perms::group_read | perms::group_exec | perms::others_read | perms::others_exec);
+        for (const auto& f : fs::directory_iterator(dir_)) set_mode(f.path(), perms::owner_read | perms::owner_write);
+    };
+    const auto steps_seen = [&](size_t expected) {
+        return [&, expected] {
+            Store s = Store::open(path);
+            if (!s.read_only()) return 1;
+            if (s.list_runs().size() != 1 || s.steps(id).size() != expected) return 2;
+            try {
+                s.create_run("mine", "", "{}", 1);
+                return 3;
+            } catch (const StoreError& e) {
+                if (std::string(e.what()).find("read-only") == std::string::npos) return 4;
+            }
+            try {
+                Store::open(old);
+                return 5;
+            } catch (const StoreError& e) {
+                if (std::string(e.what()).find("older than this build's") == std::string::npos) return 6;
+            }
+            return 0;
+        };
+    };
+
+    lock_down();  // nobody has the files open: no -wal, no -shm, and the reader cannot make them
+    EXPECT_EQ(as_reader(steps_seen(1)), 0);
+    EXPECT_EQ(read_bytes(old), old_bytes);
+
+    open_up();
+    {
+        Store owner = Store::open(path);  // its owner writes on, beside the reader
+        owner.append_step(id, make_step(1));
+        lock_down();
+        owner.append_step(id, make_step(2));
+        EXPECT_EQ(as_reader(steps_seen(3)), 0);
+    }
+    open_up();
 }
