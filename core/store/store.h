@@ -178,7 +178,8 @@ public:
     bool read_only() const;
     // SQLite's data_version: changes whenever another connection (another
     // process, or another Store on the same file) commits. Cheap: no I/O
-    // beyond the WAL index.
+    // beyond the WAL index. Throws StoreError when the store was opened
+    // read-only with no writer and one has started since: open it again.
     int64_t data_version();
 
     // Runs. Times are ISO-8601 UTC with milliseconds ("2025-01-31T12:00:00.123Z").

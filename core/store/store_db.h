@@ -60,6 +60,7 @@ private:
 struct Store::Impl {
     std::string path;
     bool read_only = false;  // opened without write access (Store::open)
+    bool immutable = false;  // read as a file nobody writes: no locks, no -shm (Store::open)
     // Before the handle: the mark goes only once the connection is closed.
     std::unique_ptr<store_detail::ConnectionMark> mark;
     store_detail::DbPtr db;  // declared before the cache: statements are finalised first

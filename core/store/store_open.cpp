@@ -313,6 +313,7 @@ std::unique_ptr<Store::Impl> connect(const std::string& path, Access access = Ac
     auto impl = std::make_unique<Store::Impl>();
     impl->path = path;
     impl->read_only = access != Access::read_write;
+    impl->immutable = access == Access::immutable;
     sqlite3* raw = nullptr;
     const int rc =
         impl->read_only

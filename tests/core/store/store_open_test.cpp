@@ -413,3 +413,70 @@ TEST_F(StoreTest, AStoreThisUserMayNotWriteIsReadOnly) {
     }
     open_up();
 }
+
+// A reader of a store nobody wrote when it opened (read as immutable: this
+// user cannot make the -shm file) must not go on reading it unchanged once
+// its owner starts writing: data_version says so, and opening it again shows
+// the new steps.
+TEST_F(StoreTest, AReadOnlyReaderNoticesAWriterThatStartsLater) {
+    using fs::perms;
+    const auto path = file("shared.sqlite");
+    int64_t id = 0;
+    {
+        Store s = Store::open(path);
+        id = s.create_run("theirs", "default", "{}", 3, RunStatus::finished);
+        s.append_step(id, make_step(0));
+    }
+    set_mode(path, perms::owner_read | perms::group_read | perms::others_read);
+    set_mode(dir_, perms::owner_read | perms::owner_exec | perms::group_read | perms::group_exec | perms::others_read |
+                       perms::others_exec);
+    int opened[2], written[2];
+    ASSERT_EQ(pipe(opened), 0);
+    ASSERT_EQ(pipe(written), 0);
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        close(opened[0]);
+        close(written[1]);
+        int rc = 0;
+        char c = 0;
+        try {
+            if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(90);
+            Store s = Store::open(path);
+            const int64_t v = s.data_version();
+            if (!s.read_only() || s.steps(id).size() != 1 || s.data_version() != v) rc = 1;
+            if (write(opened[1], "o", 1) != 1 || read(written[0], &c, 1) != 1) rc = 2;
+            try {
+                s.data_version();
+                rc = rc ? rc : 3;  // the writer went unnoticed
+            } catch (const StoreError& e) {
+                if (std::string(e.what()).find("started writing") == std::string::npos) rc = rc ? rc : 4;
+            }
+            if (Store::open(path).steps(id).size() != 2) rc = rc ? rc : 5;
+            if (write(opened[1], "d", 1) != 1) rc = rc ? rc : 6;
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "reader: %s\n", e.what());
+            rc = 91;
+        }
+        _exit(rc);
+    }
+    close(opened[1]);  // a reader that dies closes its end: the reads below end instead of hanging
+    close(written[0]);
+    char c = 0;
+    ASSERT_EQ(read(opened[0], &c, 1), 1);
+    // The owner writes (a user who is not root needs the folder back for the -wal file).
+    set_mode(dir_, perms::owner_all | perms::group_read | perms::group_exec | perms::others_read | perms::others_exec);
+    set_mode(path, perms::owner_read | perms::owner_write | perms::group_read | perms::others_read);
+    {
+        Store owner = Store::open(path);
+        owner.append_step(id, make_step(1));
+        ASSERT_EQ(write(written[1], "w", 1), 1);
+        ASSERT_EQ(read(opened[0], &c, 1), 1);  // the reader is done while the writer is still open
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    close(opened[0]);
+    close(written[1]);
+}
