@@ -5,6 +5,7 @@
 #include <QColorDialog>
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QFileInfo>
 #include <QLabel>
 #include <QMenu>
 #include <QMessageBox>
@@ -123,8 +124,15 @@ void RunBrowser::onItemChanged(QTableWidgetItem* item) {
     }
 }
 
+bool RunBrowser::readOnlyDatabase() const { return db_ && db_->store() && db_->store()->read_only(); }
+
 int RunBrowser::deleteRuns(const QList<int64_t>& ids) {
     if (!db_ || ids.isEmpty()) return 0;
+    if (readOnlyDatabase()) {  // refused before the question, not after it
+        lastError_ = tr("%1 is read-only for you: its runs cannot be deleted").arg(QFileInfo(db_->path()).fileName());
+        populate();
+        return 0;
+    }
     if (confirmDeletes_) {
         QString what;
         if (ids.size() == 1) {
@@ -194,13 +202,19 @@ void RunBrowser::showContextMenu(const QPoint& pos) {
         selectRuns({idAtRow(idx.row())});
     const QList<int64_t> sel = selectedRunIds();
     QMenu menu(this);
+    // A read-only database (Store::open) keeps its names, notes and runs.
+    const bool readOnly = readOnlyDatabase();
+    const auto edit = [&](QAction* a) {
+        a->setEnabled(!readOnly);
+        if (readOnly) a->setText(a->text() + tr(" (read-only database)"));
+    };
     if (sel.size() == 1) {
         const int64_t id = sel.front();
-        menu.addAction(tr("Rename\u2026"), this, [this, id] {
+        edit(menu.addAction(tr("Rename\u2026"), this, [this, id] {
             const int r = rowOf(id);
             if (r >= 0) table_->editItem(table_->item(r, ColName));
-        });
-        menu.addAction(tr("Notes\u2026"), this, [this, id] { editNotes(id); });
+        }));
+        edit(menu.addAction(tr("Notes\u2026"), this, [this, id] { editNotes(id); }));
         menu.addAction(tr("Change colour\u2026"), this, [this, id] { changeColour(id); });
         if (overrides_.count(id))
             menu.addAction(tr("Reset colour"), this, [this, id] {
@@ -221,8 +235,8 @@ void RunBrowser::showContextMenu(const QPoint& pos) {
         menu.addSeparator();
     }
     if (!sel.isEmpty())
-        menu.addAction(tr("Delete %n run(s)\u2026", nullptr, static_cast<int>(sel.size())), this,
-                       [this, sel] { deleteRuns(sel); });
+        edit(menu.addAction(tr("Delete %n run(s)\u2026", nullptr, static_cast<int>(sel.size())), this,
+                            [this, sel] { deleteRuns(sel); }));
     menu.addSeparator();
     menu.addAction(tr("Refresh"), this, [this] { refresh(); });
     menu.exec(table_->viewport()->mapToGlobal(pos));
