@@ -132,6 +132,7 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
 }
 
 MainWindow::~MainWindow() {
+    waitForReports();
     worker_->stopAll();
     worker_->resume();
     workerThread_.quit();
@@ -445,36 +446,6 @@ void MainWindow::exportSelected(const QString& format) {
         showStatus(tr("Wrote %1").arg(path), 6000);
     } catch (const std::exception& e) {
         QMessageBox::warning(this, tr("Export"), QString::fromUtf8(e.what()));
-    }
-}
-
-void MainWindow::exportReport() {
-    QList<int64_t> ids = browser_->selectedRunIds();
-    if (ids.isEmpty()) {
-        QMessageBox::information(this, tr("Export report"), tr("Select one or more runs in the run browser first."));
-        return;
-    }
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export report"), exportPath("report.pdf"),
-                                                      tr("PDF (*.pdf);;HTML (*.html)"));
-    if (path.isEmpty()) return;
-    try {
-        if (!db_->store()) throw StoreError("no run database is open");
-        ReportRequest req;
-        req.runs.assign(ids.begin(), ids.end());
-        if (browser_->baseline()) req.baseline = *browser_->baseline();
-        req.view = reportView(req.runs);
-        req.appendix = QMessageBox::question(this, tr("Export report"),
-                                             tr("Add the per-step tables of every run as an appendix (many pages "
-                                                "for long runs)? Each run's CSV is attached to the report either "
-                                                "way."),
-                                             QMessageBox::Yes | QMessageBox::No, QMessageBox::No) == QMessageBox::Yes;
-        if (drill_->runId() > 0 && drill_->step() >= 0) req.step = drill_->step();
-        req.verdicts = sweeps_->thresholds();
-        save_report(build_report(*db_->store(), req), path.toStdString());
-        rememberExportFolder(path);
-        showStatus(tr("Wrote %1").arg(path), 6000);
-    } catch (const std::exception& e) {
-        QMessageBox::warning(this, tr("Export report"), QString::fromUtf8(e.what()));
     }
 }
 

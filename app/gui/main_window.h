@@ -88,8 +88,15 @@ public:
     ReportView reportView(const std::vector<int64_t>& runs) const;
     void showDrillDown(qint64 runId, qint64 step = -1);
     // The Sweeps panel's sweep, baseline and thresholds as a report drawn
-    // like the screen; false with *error on failure.
+    // like the screen; nullopt with *error on failure.
+    std::optional<Report> sweepReport(QString* error = nullptr);
+    // That report written to `path` before returning; false with *error.
     bool exportSweepReport(const QString& path, QString* error = nullptr);
+    // Writes `report` to `path` on a thread of its own (main_window_export.cpp):
+    // the status bar says "Writing…", then "Wrote" and reportWritten(), or a
+    // warning titled `title` says why not.
+    void writeReport(Report report, const QString& path, const QString& title);
+    void waitForReports();  // until every report being written is written
 
     // Teaching (main_window_teach.cpp): Help > Glossary, the Probe dock,
     // View > Presentation mode (F11; persisted).
@@ -115,6 +122,7 @@ public:
 
 signals:
     void runFinished(qint64 runId, const QString& status);
+    void reportWritten(const QString& path);  // by writeReport
 
 protected:
     void closeEvent(QCloseEvent* e) override;
@@ -153,6 +161,7 @@ private:
     QAction *startAct_ = nullptr, *queueAct_ = nullptr, *pauseAct_ = nullptr, *stopAct_ = nullptr, *stepAct_ = nullptr;
     QTimer* browserRefresh_ = nullptr;
     QThread workerThread_;
+    QList<QThread*> reportJobs_;  // writeReport's, until they finish
     RunWorker* worker_ = nullptr;
     bool busy_ = false;
 

@@ -37,18 +37,18 @@ void MainWindow::buildSweepsDock() {
         const QString path = QFileDialog::getSaveFileName(
             this, tr("Export sweep report"), exportPath(QStringLiteral("sweep-%1.pdf").arg(sweeps_->sweepId())),
             tr("PDF (*.pdf);;HTML (*.html)"));
-        QString error;
         if (path.isEmpty()) return;
-        if (!exportSweepReport(path, &error)) {
+        QString error;
+        std::optional<Report> report = sweepReport(&error);
+        if (!report) {
             QMessageBox::warning(this, tr("Export sweep report"), error);
             return;
         }
-        rememberExportFolder(path);
-        showStatus(tr("Wrote %1").arg(path), 6000);
+        writeReport(std::move(*report), path, tr("Export sweep report"));
     });
 }
 
-bool MainWindow::exportSweepReport(const QString& path, QString* error) {
+std::optional<Report> MainWindow::sweepReport(QString* error) {
     try {
         if (!db_->store()) throw StoreError("no run database is open");
         if (!sweeps_->sweepId()) throw ReportInputError("no sweep is shown in the Sweeps panel");
@@ -57,7 +57,18 @@ bool MainWindow::exportSweepReport(const QString& path, QString* error) {
         req.baseline = sweeps_->baseline().toStdString();
         req.thresholds = sweeps_->thresholds();
         req.view = reportView(sweeps_->allRunIds());
-        save_report(build_sweep_report(*db_->store(), req), path.toStdString());
+        return build_sweep_report(*db_->store(), req);
+    } catch (const std::exception& e) {
+        if (error) *error = QString::fromUtf8(e.what());
+        return std::nullopt;
+    }
+}
+
+bool MainWindow::exportSweepReport(const QString& path, QString* error) {
+    std::optional<Report> report = sweepReport(error);
+    if (!report) return false;
+    try {
+        save_report(*report, path.toStdString());
         return true;
     } catch (const std::exception& e) {
         if (error) *error = QString::fromUtf8(e.what());

@@ -65,6 +65,18 @@ private slots:
         QString error;
         QVERIFY2(w.exportSweepReport(pdf, &error), qPrintable(error));
         QVERIFY(QFileInfo(pdf).size() > 10000);
+
+        // The window's own export paints the pages off the GUI thread: it
+        // returns before the file is written, which reportWritten announces.
+        std::optional<Report> report = w.sweepReport(&error);
+        QVERIFY2(report, qPrintable(error));
+        const QString later = d.path() + "/sweep-later.pdf";
+        QSignalSpy written(&w, &MainWindow::reportWritten);
+        w.writeReport(std::move(*report), later, QStringLiteral("Export sweep report"));
+        QCOMPARE(written.count(), 0);
+        QVERIFY(written.wait(30000));
+        QCOMPARE(written.first().first().toString(), later);
+        QCOMPARE(QFileInfo(later).size(), QFileInfo(pdf).size());
     }
 };
 
