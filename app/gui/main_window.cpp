@@ -141,6 +141,10 @@ MainWindow::~MainWindow() {
 
 void MainWindow::buildUi() {
     charts_ = new ChartGrid(data_, this);
+    charts_->setEmptyHint(
+        tr("No runs in this database yet. Start (Ctrl+R) runs the configuration on the left, "
+           "View > Lessons (Ctrl+Shift+L) has guided experiments, File opens a database "
+           "with runs."));
     drill_ = new DrillDown(this);
     centre_ = new QTabWidget(this);
     centre_->addTab(charts_, tr("Charts"));

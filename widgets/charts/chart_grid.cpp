@@ -31,6 +31,13 @@ ChartGrid::ChartGrid(RunDataStore* data, QWidget* parent)
     layout->setContentsMargins(4, 4, 4, 4);
     layout->setSpacing(4);
     layout->addWidget(buildToolbar());
+    emptyHint_ = new QLabel(tr("No runs in this database yet."), this);
+    emptyHint_->setObjectName(QStringLiteral("emptyHint"));
+    emptyHint_->setWordWrap(true);
+    emptyHint_->setAlignment(Qt::AlignCenter);
+    emptyHint_->setContentsMargins(8, 6, 8, 6);
+    emptyHint_->setStyleSheet(QStringLiteral("color: %1;").arg(palette::secondaryText().name()));
+    layout->addWidget(emptyHint_);
     // The charts scroll once they no longer fit: adding one must never grow
     // the window past the screen (its size is remembered).
     auto* scroll = new QScrollArea(this);
@@ -47,8 +54,14 @@ ChartGrid::ChartGrid(RunDataStore* data, QWidget* parent)
     for (const QString& metric : defaultMetrics()) addChart(metric);
     connect(data_, &RunDataStore::runsChanged, this, &ChartGrid::refreshMetricChoices);
     connect(data_, &RunDataStore::dataChanged, this, &ChartGrid::refreshMetricChoices);
+    connect(data_, &RunDataStore::runsChanged, this, &ChartGrid::updateEmptyHint);
     refreshMetricChoices();
+    updateEmptyHint();
 }
+
+void ChartGrid::setEmptyHint(const QString& text) { emptyHint_->setText(text); }
+
+void ChartGrid::updateEmptyHint() { emptyHint_->setVisible(data_->runIds().isEmpty()); }
 
 QStringList ChartGrid::defaultMetrics() {
     QStringList names;

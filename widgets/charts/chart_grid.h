@@ -74,6 +74,11 @@ public:
 
     void redrawAllNow();
 
+    // Shown above the charts while the store has no run (a new database): what
+    // to do next. The widget's own text says only that there is none.
+    void setEmptyHint(const QString& text);
+    QLabel* emptyHint() const { return emptyHint_; }
+
 signals:
     void chartsChanged();
 
@@ -81,6 +86,7 @@ private:
     QWidget* buildToolbar();
     void relayout();
     void refreshMetricChoices();
+    void updateEmptyHint();
 
     RunDataStore* data_;
     ZoomLink* zoomLink_;  // one x range across the charts
@@ -101,6 +107,7 @@ private:
     QPushButton* addButton_ = nullptr;
     QSlider* smoothingSlider_ = nullptr;
     QLabel* smoothingLabel_ = nullptr;
+    QLabel* emptyHint_ = nullptr;
     QGridLayout* grid_ = nullptr;
 };
 

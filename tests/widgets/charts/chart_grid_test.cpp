@@ -32,6 +32,7 @@
 #include "widgets/charts/chart_grid.h"
 #include "widgets/charts/metric_chart.h"
 #include "widgets/data/run_data.h"
+#include "widgets/data/run_database.h"
 #include "widgets/data/palette.h"
 #include "widgets/data/series_math.h"
 #include "tests/widgets/charts/chart_test_util.h"
@@ -45,6 +46,23 @@ class ChartGridTest : public QObject {
 
 private slots:
     // --- ChartGrid -----------------------------------------------------------
+
+    // A new database's empty charts say why they are empty, and stop once a
+    // run is there.
+    void gridSaysWhenThereIsNoRun() {
+        RunDataStore data;
+        ChartGrid grid(&data);
+        QVERIFY(grid.emptyHint()->isVisibleTo(&grid));
+        QVERIFY(grid.emptyHint()->text().contains(QStringLiteral("No runs")));
+        grid.setEmptyHint(QStringLiteral("Start a run"));
+        QCOMPARE(grid.emptyHint()->text(), QStringLiteral("Start a run"));
+        feed(data, 1, "reward_mean", {0.1, 0.2});
+        QVERIFY(!grid.emptyHint()->isVisibleTo(&grid));
+        RunDatabase other;  // another database, none open: every run read is dropped
+        data.setDatabase(&other);
+        QVERIFY(grid.emptyHint()->isVisibleTo(&grid));
+        data.setDatabase(nullptr);
+    }
 
     void gridDefaultsAddAndRemove() {
         RunDataStore data;
