@@ -332,7 +332,7 @@ bool MainWindow::openDatabase(const QString& path, QString* error) {
     QString folder = QDir::toNativeSeparators(QFileInfo(path).absolutePath());
     const QString home = QDir::toNativeSeparators(QDir::homePath());
     if (folder.startsWith(home)) folder = QStringLiteral("~") + folder.mid(home.size());
-    const bool readOnly = db_->store() && db_->store()->read_only();
+    const bool readOnly = db_->readOnly();
     dbLabel_->setText(readOnly ? tr("%1 in %2 (read-only)").arg(QFileInfo(path).fileName(), folder)
                                : tr("%1 in %2").arg(QFileInfo(path).fileName(), folder));
     dbLabel_->setToolTip(readOnly ? tr("%1\nRead-only: this user may not write the file or its folder. Its runs can be "
@@ -343,7 +343,7 @@ bool MainWindow::openDatabase(const QString& path, QString* error) {
 }
 
 bool MainWindow::refuseReadOnly() {
-    if (!db_->store() || !db_->store()->read_only()) return false;
+    if (!db_->readOnly()) return false;
     showStatus(tr("%1 is read-only for you: open or create a database you can write (File menu) to run")
                    .arg(QFileInfo(db_->path()).fileName()),
                8000);

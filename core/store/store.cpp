@@ -97,8 +97,7 @@ int64_t Store::data_version() {
     // A file read as immutable (open(): nobody wrote it then) shows no
     // writer's commits, and a writer's checkpoint could change pages under
     // it: once a writer has made the -wal file, this connection is done.
-    std::error_code ec;
-    if (impl_->immutable && std::filesystem::exists(impl_->path + "-wal", ec))
+    if (impl_->immutable && store_detail::wal_file_exists(impl_->path))
         throw StoreError("run store " + impl_->path +
                          ": another process has started writing it; open it again to follow its writes");
     return pragma_int(*impl_, "PRAGMA data_version");

@@ -194,6 +194,9 @@ void require_run(Store::Impl& impl, int64_t run_id);
 void insert_sweep_run(Store::Impl& impl, const SweepRun& r);  // inside the caller's transaction
 // Sets the run's `updated` time to now.
 void touch_run(Store::Impl& impl, int64_t run_id);
+// Whether a writer has the store at `path` open in WAL mode: its -wal file
+// exists from the writer's first open to the last connection's close.
+bool wal_file_exists(const std::string& path);
 
 }  // namespace store_detail
 }  // namespace mlk

@@ -221,6 +221,11 @@ void require_run(Store::Impl& impl, int64_t run_id) {
     if (!q.row()) throw StoreError("run store " + impl.path + ": no run with id " + std::to_string(run_id));
 }
 
+bool wal_file_exists(const std::string& path) {
+    std::error_code ec;
+    return std::filesystem::exists(path + "-wal", ec);
+}
+
 void touch_run(Store::Impl& impl, int64_t run_id) {
     Query q(impl, "UPDATE runs SET updated = ? WHERE id = ?");
     q.bind(1, now_iso()).bind(2, run_id).run();
@@ -418,8 +423,7 @@ Store Store::open(const std::string& path) {
         h = read_header(*impl);
     } catch (const StoreError& e) {
         if (!read_only) throw StoreError(std::string(e.what()) + " (is it a Mismatch Lab run store?)");
-        std::error_code ec;
-        if (std::filesystem::exists(path + "-wal", ec))
+        if (wal_file_exists(path))
             throw StoreError(std::string(e.what()) + " (another process writes this file and this user may not " +
                              "write its folder, where SQLite keeps what readers share: read a copy)");
         // Nobody writes it (a writer would have made the -wal file) and this

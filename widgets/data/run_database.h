@@ -39,6 +39,8 @@ public:
     // The connection itself, for what takes a Store (drill-down, exports,
     // reports); nullptr while closed. Owned here: do not keep it past closed().
     Store* store() const { return store_.get(); }
+    // The open file is read-only for this user (Store::open): browse, never write.
+    bool readOnly() const { return store_ && store_->read_only(); }
 
     // Readers: empty results while closed; a failing query throws StoreError.
     std::vector<RunSummary> runs() const;  // newest first

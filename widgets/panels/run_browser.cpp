@@ -318,7 +318,7 @@ void RunBrowser::populate() {
                         isNumberColumn(c) ? static_cast<QTableWidgetItem*>(new NumberCell) : new TextCell;
                     it->setData(kIdRole, QVariant::fromValue<qlonglong>(id));
                     Qt::ItemFlags f = Qt::ItemIsSelectable | Qt::ItemIsEnabled;
-                    if (c == ColName && !readOnlyDatabase()) f |= Qt::ItemIsEditable;
+                    if (c == ColName && !(db_ && db_->readOnly())) f |= Qt::ItemIsEditable;
                     it->setFlags(f);
                     if (c == ColId) it->setTextAlignment(Qt::AlignLeft | Qt::AlignVCenter);
                     table_->setItem(r, c, it);

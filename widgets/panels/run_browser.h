@@ -155,7 +155,6 @@ private:
     void readRow(const RunSummary& summary, Row& row) const;
     void fillRow(int r, int64_t id, const Row& row);
     void fitColumns();
-    bool readOnlyDatabase() const;  // the open store is read-only for this user
     void updateColours();
     void updateDiff();
     void updateSummary();

@@ -124,11 +124,9 @@ void RunBrowser::onItemChanged(QTableWidgetItem* item) {
     }
 }
 
-bool RunBrowser::readOnlyDatabase() const { return db_ && db_->store() && db_->store()->read_only(); }
-
 int RunBrowser::deleteRuns(const QList<int64_t>& ids) {
     if (!db_ || ids.isEmpty()) return 0;
-    if (readOnlyDatabase()) {  // refused before the question, not after it
+    if (db_->readOnly()) {  // refused before the question, not after it
         lastError_ = tr("%1 is read-only for you: its runs cannot be deleted").arg(QFileInfo(db_->path()).fileName());
         populate();
         return 0;
@@ -203,7 +201,7 @@ void RunBrowser::showContextMenu(const QPoint& pos) {
     const QList<int64_t> sel = selectedRunIds();
     QMenu menu(this);
     // A read-only database (Store::open) keeps its names, notes and runs.
-    const bool readOnly = readOnlyDatabase();
+    const bool readOnly = db_ && db_->readOnly();
     const auto edit = [&](QAction* a) {
         a->setEnabled(!readOnly);
         if (readOnly) a->setText(a->text() + tr(" (read-only database)"));

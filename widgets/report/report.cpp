@@ -55,11 +55,11 @@ QTextBlock anchored_block(const QTextDocument& doc, const QString& anchor) {
     return {};
 }
 
-// Lays `doc` out in pages of `device` with 2 cm margins (the page in the
-// device's pixels; the layout scales points and 96-dpi pixels to them).
+// Lays `doc` out in pages of `device` with kPageMarginCm margins (the page in
+// the device's pixels; the layout scales points and 96-dpi pixels to them).
 void paginate(QTextDocument& doc, QPagedPaintDevice& device) {
     doc.documentLayout()->setPaintDevice(&device);
-    const qreal margin = 2 / 2.54 * 96;  // 2 cm in the document's 96-dpi pixels
+    const qreal margin = report_detail::kPageMarginCm / 2.54 * 96;  // in the document's 96-dpi pixels
     QTextFrameFormat fmt = doc.rootFrame()->frameFormat();
     fmt.setLeftMargin(margin);
     fmt.setRightMargin(margin);
@@ -107,7 +107,7 @@ void paint_pages(const QTextDocument& doc, QPdfWriter& w, const std::string& pat
     QPainter p(&w);
     if (!p.isActive()) throw std::runtime_error("cannot write " + path + ": the PDF writer did not start");
     const QSizeF page = doc.pageSize();
-    const qreal cm = w.logicalDpiY() / 2.54;
+    const qreal margin = report_detail::kPageMarginCm / 2.54 * w.logicalDpiY();
     const QFont number_font = doc.defaultFont();
     const int pages = doc.pageCount();
     for (int i = 0; i < pages; ++i) {
@@ -123,8 +123,8 @@ void paint_pages(const QTextDocument& doc, QPdfWriter& w, const std::string& pat
         p.setFont(QFont(number_font, &w));
         const QString n = QString::number(i + 1);
         const QFontMetricsF fm(p.font(), &w);
-        p.drawText(QPointF(page.width() - 2 * cm - fm.horizontalAdvance(n),
-                           page.height() - 2 * cm + fm.ascent() + 5 * w.logicalDpiY() / 72.0),
+        p.drawText(QPointF(page.width() - margin - fm.horizontalAdvance(n),
+                           page.height() - margin + fm.ascent() + 5 * w.logicalDpiY() / 72.0),
                    n);
     }
 }
@@ -144,7 +144,7 @@ void save_report_pdf(const Report& r, const std::string& path) {
     doc.setHtml(r.pdf_html.isEmpty() ? r.html : r.pdf_html);
     QPdfWriter w(qs(path));
     w.setPageSize(QPageSize(QPageSize::A4));
-    w.setPageMargins(QMarginsF(0, 0, 0, 0), QPageLayout::Millimeter);  // the 2 cm are the document's (paginate)
+    w.setPageMargins(QMarginsF(0, 0, 0, 0), QPageLayout::Millimeter);  // the margins are the document's (paginate)
     w.setResolution(300);
     w.setTitle(r.title);
     w.setCreator(QStringLiteral("Mismatch Lab ") + QStringLiteral(MLK_VERSION));

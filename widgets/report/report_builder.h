@@ -30,7 +30,8 @@ namespace mlk::report_detail {
 
 inline constexpr int kLastN = 10;           // "mean of the last N steps" in the summary
 inline constexpr int kAppendixColumns = 8;  // metric columns per appendix table
-inline constexpr int kPageWidth = 640;      // usable width of an A4 page at 96 dpi with 2 cm margins
+inline constexpr double kPageMarginCm = 2;  // every side of a PDF page (report.cpp)
+inline constexpr int kPageWidth = 640;      // usable width of an A4 page at 96 dpi with those margins
 // The charts heading's anchor, by which the PDF writer finds it (report.cpp).
 inline constexpr const char* kChartsAnchor = "charts";
 
