@@ -8,6 +8,7 @@
 #include <QApplication>
 #include <QtGlobal>
 
+#include <clocale>
 #include <cstdio>
 #include <cstdint>
 #include <memory>
@@ -28,7 +29,9 @@ std::unique_ptr<QApplication> report_application() {
     static int argc = 1;
     static char name[] = "mismatch-lab-cli";
     static char* args[] = {name, nullptr};
-    return std::make_unique<QApplication>(argc, args);
+    auto app = std::make_unique<QApplication>(argc, args);
+    std::setlocale(LC_NUMERIC, "C");  // as the workbench does (app/gui/main.cpp)
+    return app;
 }
 
 int sweep_report(const Args& a) {

@@ -322,7 +322,7 @@ void apply_set(Config& c, const std::string& key_eq_value) {
             auto [p, ec] = std::from_chars(b, end, x);
             if (ec == std::errc::result_out_of_range && p == end) {
                 // Out of a double's range, or only inside it as a subnormal: strtod tells which.
-                x = std::strtod(std::string(b, end).c_str(), nullptr);
+                x = c_strtod(std::string(b, end).c_str(), nullptr);
                 if (std::isinf(x))
                     fail(m.key + ": " + excerpt_text(text) + " is too large for a double (the largest is about " +
                          "1.8e308); allowed range: " + m.range_text());

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+
+#include "core/config/number_text.h"
 
 namespace mlk {
 
@@ -39,9 +40,7 @@ RunStats run_stats(std::span<const MetricPoint> series, std::string_view metric,
 std::string value_text(double v, int significant) {
     if (std::isnan(v)) return "NaN";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%.*g", significant, v);
-    return buf;
+    return general_text(v, significant);
 }
 
 Spread spread(std::span<const double> values) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 
@@ -106,7 +105,7 @@ void set_verdict_threshold(VerdictThresholds& t, const std::string& key, const s
     const std::string range = "a" + std::string(f.info.integer ? "n integer" : " number") + " from " +
                               number_text(f.info.min) + " to " + number_text(f.info.max);
     char* end = nullptr;
-    const double parsed = value.empty() ? NAN : std::strtod(value.c_str(), &end);
+    const double parsed = value.empty() ? NAN : c_strtod(value.c_str(), &end);
     const std::optional<double> v = end && *end == '\0' ? std::optional<double>(parsed) : std::nullopt;
     if (!v || !std::isfinite(*v) || *v < f.info.min || *v > f.info.max || (f.info.integer && *v != std::floor(*v)))
         throw std::invalid_argument("verdict threshold '" + key + "': '" + value +

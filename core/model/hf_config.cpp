@@ -2,10 +2,10 @@
 // Qwen3-MoE, and back: every dimension of ModelConfig, so reading what
 // hf_config_json wrote gives the same ModelConfig.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
+#include <charconv>
 #include <string>
 
+#include "core/config/number_text.h"
 #include "core/model/checkpoint.h"
 
 namespace mlk {
@@ -16,12 +16,14 @@ namespace {
 
 // Shortest decimal that reads back as the same float, as a JSON number.
 json float_json(float f) {
-    char buf[64];
+    std::string text;
     for (int p = 1; p <= 9; ++p) {
-        std::snprintf(buf, sizeof buf, "%.*g", p, static_cast<double>(f));
-        if (std::strtof(buf, nullptr) == f) break;
+        text = general_text(f, p);
+        float back = 0;
+        std::from_chars(text.data(), text.data() + text.size(), back);
+        if (back == f) break;
     }
-    return json::parse(buf);
+    return json::parse(text);
 }
 
 }  // namespace

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
-#include <cstdio>
 #include <vector>
 
+#include "core/config/number_text.h"
 #include "core/engines/numerics.h"
 #include "core/engines/rollout_engine.h"
 #include "core/engines/train_engine.h"
@@ -88,17 +88,12 @@ double rl_step_gflops() {
 
 std::string footprint_text(const ModelFootprint& f) {
     auto count = [](int64_t n) {
-        char b[32];
-        if (n >= 1000000) std::snprintf(b, sizeof b, "%.1fM", n / 1e6);
-        else std::snprintf(b, sizeof b, "%.1fk", n / 1e3);
-        return std::string(b);
+        return n >= 1000000 ? fixed_text(n / 1e6, 1) + "M" : fixed_text(n / 1e3, 1) + "k";
     };
-    char buf[160];
     const double ms = f.est_step_ms;
-    std::snprintf(buf, sizeof buf, "%s parameters (%s active per token), about %.0f MiB, about %.*f %s per RL step",
-                  count(f.params).c_str(), count(f.active_params).c_str(), f.memory_mb, ms >= 1000 ? 1 : 0,
-                  ms >= 1000 ? ms / 1000 : ms, ms >= 1000 ? "s" : "ms");
-    return buf;
+    const std::string step = ms >= 1000 ? fixed_text(ms / 1000, 1) + " s" : fixed_text(ms, 0) + " ms";
+    return count(f.params) + " parameters (" + count(f.active_params) + " active per token), about " +
+           fixed_text(f.memory_mb, 0) + " MiB, about " + step + " per RL step";
 }
 
 }  // namespace mlk

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -108,7 +107,9 @@ json num(float v) {
     if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
     char buf[32];
     const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
-    return std::strtod(std::string(buf, end).c_str(), nullptr);
+    double widened = 0;
+    std::from_chars(buf, end, widened);
+    return widened;
 }
 float num_of(const json& j) {
     if (j.is_number()) return j.get<float>();

@@ -1,11 +1,11 @@
 #include "core/store/export.h"
 
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <set>
 #include <stdexcept>
 
+#include "core/config/number_text.h"
 #include "core/metrics/catalogue.h"
 
 namespace mlk {
@@ -22,9 +22,7 @@ namespace {
 std::string csv_number(double v) {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return buf;
+    return general_text(v, 17);
 }
 
 nlohmann::json number_json(double v) {
@@ -108,7 +106,10 @@ double parse_exported_number(const nlohmann::json& v) {
         if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
         if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
         if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
-        return std::stod(s);
+        char* end = nullptr;
+        const double x = c_strtod(s.c_str(), &end);
+        if (end == s.c_str()) throw std::invalid_argument("not an exported number: " + v.dump());
+        return x;
     }
     throw std::invalid_argument("not an exported number: " + v.dump());
 }
