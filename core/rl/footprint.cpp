@@ -87,9 +87,7 @@ double rl_step_gflops() {
 }
 
 std::string footprint_text(const ModelFootprint& f) {
-    auto count = [](int64_t n) {
-        return n >= 1000000 ? fixed_text(n / 1e6, 1) + "M" : fixed_text(n / 1e3, 1) + "k";
-    };
+    auto count = [](int64_t n) { return n >= 1000000 ? fixed_text(n / 1e6, 1) + "M" : fixed_text(n / 1e3, 1) + "k"; };
     const double ms = f.est_step_ms;
     const std::string step = ms >= 1000 ? fixed_text(ms / 1000, 1) + " s" : fixed_text(ms, 0) + " ms";
     return count(f.params) + " parameters (" + count(f.active_params) + " active per token), about " +
