@@ -8,13 +8,13 @@
 #include <QApplication>
 #include <QtGlobal>
 
-#include <clocale>
 #include <cstdio>
 #include <cstdint>
 #include <memory>
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "widgets/data/qt_text.h"
 #include "widgets/report/report.h"
 #include "widgets/report/report_sweep.h"
 
@@ -30,7 +30,7 @@ std::unique_ptr<QApplication> report_application() {
     static char name[] = "mismatch-lab-cli";
     static char* args[] = {name, nullptr};
     auto app = std::make_unique<QApplication>(argc, args);
-    std::setlocale(LC_NUMERIC, "C");  // as the workbench does (app/gui/main.cpp)
+    useOneNumberNotation();
     return app;
 }
 

@@ -1,11 +1,11 @@
 // mismatch-lab: the desktop workbench.
 #include <QApplication>
 #include <QIcon>
-#include <clocale>
 #include <cstdio>
 
 #include "app/gui/gui_args.h"
 #include "app/gui/main_window.h"
+#include "widgets/data/qt_text.h"
 
 int main(int argc, char** argv) {
     Q_INIT_RESOURCE(resources);  // the .qrc lives in the static mlk_app library
@@ -23,13 +23,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     QApplication app(argc, argv);
-    // QApplication took the C library's locale from the user's; with a German
-    // one, printf and strtod write and read "0,5". The core's conversions do
-    // not depend on it (core/config/number_text.h); this keeps any other
-    // POSIX number conversion in the process from depending on it, as Qt's
-    // documentation advises. QLocale, which the tables format numbers with,
-    // still follows the user's settings.
-    std::setlocale(LC_NUMERIC, "C");
+    mlk::useOneNumberNotation();
     // Folder names without spaces: ~/.local/share/MismatchLab/mismatch-lab/runs.sqlite.
     QApplication::setOrganizationName(QStringLiteral("MismatchLab"));
     QApplication::setApplicationName(QStringLiteral("mismatch-lab"));

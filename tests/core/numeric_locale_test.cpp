@@ -3,16 +3,10 @@
 // fr_FR, ...), where printf writes "0,5" and strtod stops at "0.5"'s point.
 // A stored log-prob, an exported metric, a config value or an HF config
 // written or read in that process must be the same as in the CLI's "C"
-// locale. Debian's locales package may be absent (CI, a minimal install), so
-// the suite compiles its own comma locale with localedef (libc-bin, which is
-// Essential) into a scratch folder and points LOCPATH at it.
+// locale (tests/comma_locale.h builds one with a comma).
 #include <gtest/gtest.h>
 
 #include <clocale>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <regex>
 #include <string>
@@ -27,42 +21,17 @@
 #include "core/rl/worst_tokens.h"
 #include "core/store/export.h"
 #include "core/store/store.h"
+#include "tests/comma_locale.h"
 #include "tests/scratch.h"
 
 using namespace mlk;
-namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kCommaLocale = "mlk_comma";
-
-// A locale with only LC_NUMERIC defined, over a charmap of the few
-// characters that definition names.
-void build_comma_locale(const fs::path& dir) {
-    std::ofstream(dir / "comma.def") << "LC_NUMERIC\ndecimal_point \",\"\nthousands_sep \".\"\ngrouping 3;3\n"
-                                        "END LC_NUMERIC\n";
-    std::ofstream(dir / "comma.map") << "<code_set_name> MLK_COMMA\n<mb_cur_max> 1\n<mb_cur_min> 1\nCHARMAP\n"
-                                        "<U002C> /x2c COMMA\n<U002E> /x2e FULL STOP\nEND CHARMAP\n";
-    // -c: the other categories are missing on purpose; localedef warns and writes.
-    const std::string cmd = "localedef -c -i '" + (dir / "comma.def").string() + "' -f '" +
-                            (dir / "comma.map").string() + "' '" + (dir / kCommaLocale).string() + "' >/dev/null 2>&1";
-    std::system(cmd.c_str());
-}
-
 class CommaLocale : public ::testing::Test {
 protected:
-    static void SetUpTestSuite() {
-        const fs::path dir = testing_scratch::scratch_dir("numeric_locale");
-        build_comma_locale(dir);
-        setenv("LOCPATH", dir.c_str(), 1);
-    }
-    void SetUp() override {
-        ASSERT_NE(std::setlocale(LC_NUMERIC, kCommaLocale), nullptr)
-            << "localedef (libc-bin) could not build a comma locale in " << std::getenv("LOCPATH");
-        char buf[16];
-        std::snprintf(buf, sizeof buf, "%g", 0.5);
-        ASSERT_STREQ(buf, "0,5") << "the C library is not writing with a decimal comma: the suite would prove nothing";
-    }
+    static void SetUpTestSuite() { testing_locale::build_comma_locale(testing_scratch::scratch_dir("numeric_locale")); }
+    void SetUp() override { ASSERT_EQ(testing_locale::use_comma_locale(), ""); }
     void TearDown() override { std::setlocale(LC_NUMERIC, "C"); }
 };
 

@@ -5,8 +5,10 @@
 // the CLI.
 #pragma once
 
+#include <QLocale>
 #include <QString>
 
+#include <clocale>
 #include <string_view>
 
 #include "core/metrics/run_stats.h"
@@ -16,5 +18,17 @@ namespace mlk {
 inline QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
 inline QString num(double v, int significant = 5) { return qs(value_text(v, significant)); }
+
+// One notation for numbers whatever the user's locale: the configs, the CLI,
+// the exports, the charts and num() all write "0.5", so Qt's spin boxes must
+// too (under de_DE a verdict threshold of 10 read "10,000"). Called once a
+// QApplication exists: it took the C library's locale from the user's, where
+// printf and strtod write and read "0,5". The core's conversions do not
+// depend on that (core/config/number_text.h); putting LC_NUMERIC back, as
+// Qt's documentation advises, keeps any other one in the process so.
+inline void useOneNumberNotation() {
+    QLocale::setDefault(QLocale::c());
+    std::setlocale(LC_NUMERIC, "C");
+}
 
 }  // namespace mlk
