@@ -6,7 +6,6 @@
 
 #include <QAction>
 #include <QComboBox>
-#include <QDateTime>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -38,12 +37,6 @@ using run_browser::RunTable;
 namespace {
 
 const QString kNone = QStringLiteral("\u2014");
-
-QString fmtCreated(const std::string& iso) {
-    QDateTime t = QDateTime::fromString(qs(iso), Qt::ISODateWithMs);
-    if (!t.isValid()) return qs(iso);
-    return t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm"));
-}
 
 // Names, presets and statuses sort as a reader expects ("a" next to "A").
 class TextCell : public QTableWidgetItem {
@@ -382,7 +375,7 @@ void RunBrowser::fillRow(int r, int64_t id, const Row& row) {
     number(ColFinalReward, row.stats.finalReward, stat(row.stats.finalReward));
     number(ColBestReward, row.stats.bestReward, stat(row.stats.bestReward));
     number(ColMeanK3, row.stats.meanK3, stat(row.stats.meanK3));
-    text(ColCreated, fmtCreated(s.created))->setToolTip(qs(s.created));
+    text(ColCreated, localTimeText(s.created))->setToolTip(qs(s.created));
 }
 
 void RunBrowser::fitColumns() {

@@ -2,7 +2,6 @@
 // configuration). Rebuilt from the rows the table holds on every populate();
 // which groups are closed and which runs are selected carry over.
 #include <QComboBox>
-#include <QDateTime>
 #include <QScrollBar>
 #include <QSignalBlocker>
 #include <QStackedWidget>
@@ -26,10 +25,6 @@ namespace {
 
 constexpr int kGroupKeyRole = Qt::UserRole + 2;
 
-QString created(const QString& iso) {
-    const QDateTime t = QDateTime::fromString(iso, Qt::ISODateWithMs);
-    return t.isValid() ? t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm")) : iso;
-}
 
 }  // namespace
 
@@ -58,7 +53,7 @@ QTreeWidgetItem* RunBrowser::addTreeRun(QTreeWidgetItem* parent, int64_t id) {
     it->setText(TreeSteps, QString::number(s.steps));
     it->setText(TreeFinalReward,
                 std::isnan(row.stats.finalReward) ? QStringLiteral("\u2014") : qs(value_text(row.stats.finalReward)));
-    it->setText(TreeCreated, created(qs(s.created)));
+    it->setText(TreeCreated, localTimeText(s.created));
     it->setData(TreeName, kIdRole, QVariant::fromValue<qlonglong>(id));
     return it;
 }
@@ -84,7 +79,7 @@ void RunBrowser::populateTree() {
     const std::function<void(QTreeWidgetItem*, const RunGroup&)> add = [&](QTreeWidgetItem* parent, const RunGroup& g) {
         auto* item = parent ? new QTreeWidgetItem(parent) : new QTreeWidgetItem(tree_);
         QString label = g.label;
-        if (!g.created.isEmpty()) label += tr(" \u2014 created %1").arg(created(g.created));
+        if (!g.created.isEmpty()) label += tr(" \u2014 created %1").arg(localTimeText(g.created.toStdString()));
         item->setText(TreeName, label);
         item->setToolTip(TreeName, tr("%1\nSelect to show its runs on the charts").arg(label));
         item->setData(TreeName, kGroupKeyRole, g.key);

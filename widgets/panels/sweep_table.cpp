@@ -40,13 +40,11 @@ QString sweepLabel(const SweepInfo& s) {
         seeds = spec.value("seeds", 0);
     } catch (const std::exception&) {
     }
-    QString created = qs(s.created.substr(0, 16));
-    created.replace(QLatin1Char('T'), QLatin1Char(' '));
     return QObject::tr("Sweep %1: %2 configurations \u00d7 %3 seeds, %4")
         .arg(s.id)
         .arg(configs)
         .arg(seeds)
-        .arg(created);
+        .arg(localTimeText(s.created));
 }
 
 QString settingsTooltip(const SweepConfigInfo& c) {

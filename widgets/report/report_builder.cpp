@@ -234,8 +234,6 @@ QString Builder::runs_section() {
                   one_version ? QString() : QStringLiteral("<th>app version</th>"));
     for (size_t i = 0; i < runs.size(); ++i) {
         const RunInfo& r = runs[i].info;
-        QString created = qs(r.created.substr(0, 19));
-        created.replace(QLatin1Char('T'), QLatin1Char(' '));
         const QString status = QStringLiteral("<span style=\"color:%1\">%2</span>")
                                    .arg(palette::statusColour(r.status).name(), esc(r.status));
         h += QStringLiteral(
@@ -245,7 +243,7 @@ QString Builder::runs_section() {
                       !many    ? QString()
                       : i == 0 ? QStringLiteral("<td class=\"key\">baseline</td>")
                                : QStringLiteral("<td class=\"key\">compared</td>"),
-                      esc(r.preset), status, QString::number(r.steps), QString::number(r.seed), esc(created),
+                      esc(r.preset), status, QString::number(r.steps), QString::number(r.seed), esc(utcTimeText(r.created)),
                       one_version ? QString() : QStringLiteral("<td>%1</td>").arg(esc(r.app_version)));
     }
     h += QStringLiteral("</table>\n");

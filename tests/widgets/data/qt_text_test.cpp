@@ -1,11 +1,13 @@
-// useOneNumberNotation (widgets/data/qt_text.h): after it, a German user's
+// widgets/data/qt_text.h: after useOneNumberNotation a German user's
 // workbench writes numbers as the CLI and the exports do, in Qt's widgets
-// and in the C library alike.
+// and in the C library alike; stored times read in local time on screen and
+// in UTC in reports, whatever the time zone.
 #include <QDoubleSpinBox>
 #include <QTest>
 
 #include <clocale>
 #include <cstdio>
+#include <ctime>
 
 #include "tests/comma_locale.h"
 #include "tests/scratch.h"
@@ -13,7 +15,7 @@
 
 using namespace mlk;
 
-class NumberNotationTest : public QObject {
+class QtTextTest : public QObject {
     Q_OBJECT
 private slots:
     void spinBoxesAndTheCLibraryWriteAPoint() {
@@ -38,7 +40,19 @@ private slots:
         QCOMPARE(QString::fromLatin1(buf), QStringLiteral("0.5"));
         QCOMPARE(num(0.25), QStringLiteral("0.25"));
     }
+
+    void timesAreLocalOnScreenAndUtcInReports() {
+        // A POSIX rule, so no tzdata is needed: two hours east of UTC.
+        qputenv("TZ", "XYZ-2");
+        tzset();
+        const std::string stored = "2026-11-29T23:37:10.010Z";
+        QCOMPARE(localTimeText(stored), QStringLiteral("2026-11-30 01:37"));
+        QCOMPARE(utcTimeText(stored), QStringLiteral("2026-11-29 23:37:10"));
+        QCOMPARE(localTimeText("not a time"), QStringLiteral("not a time"));
+        qunsetenv("TZ");
+        tzset();
+    }
 };
 
-QTEST_MAIN(NumberNotationTest)
-#include "number_notation_test.moc"
+QTEST_MAIN(QtTextTest)
+#include "qt_text_test.moc"
