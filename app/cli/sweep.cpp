@@ -160,6 +160,7 @@ int cmd_sweep(const Argv& argv) {
         throw UsageError("--baseline: '" + baseline +
                          "' is not a configuration of this sweep; its configurations: " + names);
     }
+    for (const std::string& w : sweep_warnings(spec, configs)) std::fprintf(stderr, "warning: --grid %s\n", w.c_str());
     const nlohmann::json identity = sweep_identity(configs, spec);
     const std::string hash = sweep_hash(identity);
     db_path(a);

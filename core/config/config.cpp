@@ -392,31 +392,19 @@ void validate(const Config& c) {
 
 std::vector<std::string> config_warnings(const Config& c) {
     std::vector<std::string> w = model_warnings(c);
-    const auto& k = c.correction;
-    if (c.rl.old_policy == OldPolicyMode::recompute &&
-        (k.is_level != IsLevel::off || k.rs_level != RsLevel::off || k.veto_threshold > 0))
-        w.push_back(
-            "correction.is_level / rs_level / veto_threshold have no effect with rl.old_policy=recompute "
-            "(its weights are 1); use rl.old_policy=decoupled or bypass");
-    if (c.moe.routing_replay == RoutingReplay::R2 && c.rl.mini_steps == 1)
-        w.push_back(
-            "moe.routing_replay=R2 has no effect with rl.mini_steps=1: it replays the old-policy routes in the "
-            "mini-steps after the first");
-    if (k.batch_normalize && k.is_level == IsLevel::off)
-        w.push_back("correction.batch_normalize has no effect with correction.is_level=off");
-    if (k.is_lower > 0 && k.is_mode == IsMode::truncate)
-        w.push_back("correction.is_lower is ignored by correction.is_mode=truncate (w = min(w, U))");
-    if (k.veto_kind != VetoKind::ratio && k.veto_threshold == 0)
-        w.push_back("correction.veto_kind has no effect with correction.veto_threshold=0 (veto off)");
+    // A setting the user changed (it differs from the default) that this
+    // configuration does not read: one sentence per reason, naming each.
     const Config defaults;
-    if (c.rollout.profile != NumericsProfile::simple && c.rollout.precision != defaults.rollout.precision)
-        w.push_back(
-            "rollout.precision has no effect with rollout.profile=" + std::string(enum_name(c.rollout.profile)) +
-            " (it is the simple profile's); set "
-            "rollout.matmul_dtype and the other rounding points instead");
-    if (c.train.profile != NumericsProfile::simple && c.train.precision != defaults.train.precision)
-        w.push_back("train.precision has no effect with train.profile=" + std::string(enum_name(c.train.profile)) +
-                    " (it is the simple profile's); set train.matmul_dtype and the other rounding points instead");
+    std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;
+    for (const IgnoredKey& ig : config_ignored_keys(c)) {
+        const std::string value = config_value_text(c, ig.key);
+        if (value == config_value_text(defaults, ig.key)) continue;
+        auto it = std::find_if(by_reason.begin(), by_reason.end(), [&](const auto& r) { return r.first == ig.reason; });
+        if (it == by_reason.end()) it = by_reason.insert(by_reason.end(), {ig.reason, {}});
+        it->second.push_back(ig.key + "=" + value);
+    }
+    for (const auto& [reason, keys] : by_reason)
+        w.push_back(join(keys, ", ") + (keys.size() == 1 ? " has" : " have") + " no effect: " + reason);
     if (c.rollout.logprobs == LogprobSource::raw && c.rollout.temperature == 1.0 && c.rollout.top_k == 0 &&
         c.rollout.top_p == 1.0)
         w.push_back("rollout.logprobs=raw equals processed when temperature=1, top_k=0 and top_p=1");
@@ -430,30 +418,36 @@ std::vector<IgnoredKey> config_ignored_keys(const Config& c) {
     };
     const auto& k = c.correction;
     const bool recompute = c.rl.old_policy == OldPolicyMode::recompute;
+    const std::string no_correction =
+        "rl.old_policy=recompute applies no correction (its weights are 1); use rl.old_policy=decoupled or bypass";
     if (recompute)
-        add({"correction.is_level", "correction.rs_level", "correction.veto_threshold"},
-            "rl.old_policy=recompute applies no correction (its weights are 1)");
-    if (k.is_level == IsLevel::off || recompute)
+        add({"correction.is_level", "correction.rs_level", "correction.veto_threshold", "correction.veto_kind",
+             "correction.is_mode", "correction.is_upper", "correction.is_lower", "correction.batch_normalize",
+             "correction.rs_lower", "correction.rs_upper"},
+            no_correction);
+    if (!recompute && k.is_level == IsLevel::off)
         add({"correction.is_mode", "correction.is_upper", "correction.is_lower", "correction.batch_normalize"},
-            recompute ? "rl.old_policy=recompute applies no correction" : "correction.is_level is off");
-    else if (k.is_mode == IsMode::truncate)
+            "correction.is_level is off");
+    else if (!recompute && k.is_mode == IsMode::truncate)
         add({"correction.is_lower"}, "correction.is_mode=truncate uses the upper bound only (w = min(w, U))");
-    if (k.rs_level == RsLevel::off || recompute)
-        add({"correction.rs_lower", "correction.rs_upper"},
-            recompute ? "rl.old_policy=recompute applies no correction" : "correction.rs_level is off");
-    else if (k.rs_level == RsLevel::seq_mean_k3)
+    if (!recompute && k.rs_level == RsLevel::off)
+        add({"correction.rs_lower", "correction.rs_upper"}, "correction.rs_level is off");
+    else if (!recompute && k.rs_level == RsLevel::seq_mean_k3)
         add({"correction.rs_lower"}, "correction.rs_level=seq_mean_k3 uses rs_upper as its K3 threshold only");
-    if (k.veto_threshold == 0) add({"correction.veto_kind"}, "correction.veto_threshold is 0 (veto off)");
+    if (!recompute && k.veto_threshold == 0) add({"correction.veto_kind"}, "correction.veto_threshold is 0 (veto off)");
     if (c.rl.loss != PolicyLossType::gspo)
         add({"rl.gspo_eps_low", "rl.gspo_eps_high"}, "only rl.loss=gspo clips with these");
     if (c.rl.loss != PolicyLossType::ppo) add({"rl.eps_low", "rl.eps_high"}, "only rl.loss=ppo clips with these");
-    if (c.rollout.profile != NumericsProfile::simple)
-        add({"rollout.precision"}, "rollout.profile is not simple: the rounding points below decide");
-    if (c.train.profile != NumericsProfile::simple)
-        add({"train.precision"}, "train.profile is not simple: the rounding points below decide");
+    for (const auto& [engine, profile] :
+         {std::pair{std::string("rollout"), c.rollout.profile}, std::pair{std::string("train"), c.train.profile}})
+        if (profile != NumericsProfile::simple)
+            add({engine == "rollout" ? "rollout.precision" : "train.precision"},
+                engine + ".profile=" + std::string(enum_name(profile)) + " is not simple: " + engine +
+                    ".matmul_dtype and the other rounding points decide");
     if (c.model.kind != ModelKind::moe) add({"moe.routing_replay"}, "a dense model has no routers (model.kind=dense)");
     else if (c.moe.routing_replay == RoutingReplay::R2 && c.rl.mini_steps == 1)
-        add({"moe.routing_replay"}, "R2 replays routes in the mini-steps after the first; rl.mini_steps is 1");
+        add({"moe.routing_replay"},
+            "R2 replays the old-policy routes in the mini-steps after the first, and rl.mini_steps=1 has none");
     return out;
 }
 

@@ -112,6 +112,27 @@ std::vector<SweepConfig> expand_sweep(const SweepSpec& spec, const std::string& 
     return expand_over(spec, {{preset, base}});
 }
 
+std::vector<std::string> sweep_warnings(const SweepSpec& spec, const std::vector<SweepConfig>& configs) {
+    std::vector<std::string> out;
+    for (const auto& [key, values] : spec.grid) {
+        const ConfigKey* k = find_config_key(key);
+        if (!k || values.size() < 2 || configs.empty()) continue;
+        std::string reason;
+        const bool read_somewhere = std::any_of(configs.begin(), configs.end(), [&](const SweepConfig& c) {
+            for (const IgnoredKey& ig : config_ignored_keys(c.config))
+                if (ig.key == k->key) {
+                    if (reason.empty()) reason = ig.reason;
+                    return false;
+                }
+            return true;
+        });
+        if (!read_somewhere)
+            out.push_back(key + ": no configuration of this sweep reads it, so its " + std::to_string(values.size()) +
+                          " values give the same runs under different names: " + reason);
+    }
+    return out;
+}
+
 Config sweep_run_config(const SweepConfig& c, const SweepSpec& spec, int seed) {
     Config cfg = c.config;
     apply_set(cfg, "seed=" + std::to_string(seed));

@@ -52,6 +52,14 @@ std::vector<SweepConfig> expand_sweep(const SweepSpec& spec,
 // `spec.presets` must be empty.
 std::vector<SweepConfig> expand_sweep(const SweepSpec& spec, const std::string& preset, const Config& base);
 
+// One warning per grid key that no configuration of the sweep reads, led by
+// the key
+// (config_ignored_keys: correction.is_upper while correction.is_level is off,
+// any correction under rl.old_policy=recompute, ...): its values would give
+// the same runs under different names. Not an error: a lesson may sweep a
+// setting to show that it does nothing.
+std::vector<std::string> sweep_warnings(const SweepSpec& spec, const std::vector<SweepConfig>& configs);
+
 // A run's configuration within the sweep: `c` with `seed` (and the steps).
 Config sweep_run_config(const SweepConfig& c, const SweepSpec& spec, int seed);
 

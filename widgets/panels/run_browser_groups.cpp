@@ -25,7 +25,6 @@ namespace {
 
 constexpr int kGroupKeyRole = Qt::UserRole + 2;
 
-
 }  // namespace
 
 void RunBrowser::setGroupBy(GroupBy g) {

@@ -87,6 +87,13 @@ SweepDialog::SweepDialog(const Config& base, const QString& preset, QWidget* par
     error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     error_->setStyleSheet(QStringLiteral("color: %1").arg(palette::errorTone().ink.name()));
     outer->addWidget(error_);
+    warning_ = new QLabel(this);
+    warning_->setObjectName(QStringLiteral("sweepWarning"));
+    warning_->setWordWrap(true);
+    warning_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    warning_->setStyleSheet(QStringLiteral("color: %1").arg(palette::warningTone().ink.name()));
+    warning_->setVisible(false);
+    outer->addWidget(warning_);
     outer->addStretch(1);
 
     buttons_ = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
@@ -203,11 +210,17 @@ void SweepDialog::recheck() {
     configs_ = std::move(configs);
     error_->setText(error);
     error_->setVisible(!error.isEmpty());
+    QStringList warnings;
+    for (const std::string& w : sweep_warnings(spec_, configs_)) warnings << qs(w);
+    warning_->setText(warnings.join(QLatin1Char('\n')));
+    warning_->setVisible(!warnings.isEmpty());
     summary_->setText(summaryText());
     buttons_->button(QDialogButtonBox::Ok)->setEnabled(acceptable());
 }
 
 QString SweepDialog::errorText() const { return error_->text(); }
+
+QString SweepDialog::warningText() const { return warning_->text(); }
 
 QString SweepDialog::summaryText() const {
     if (configs_.empty()) return tr("Nothing to queue until the sweep is valid");

@@ -41,6 +41,7 @@ public:
     const std::vector<SweepConfig>& configs() const { return configs_; }
     int runCount() const { return static_cast<int>(configs_.size()) * spec_.seeds; }
     QString errorText() const;
+    QString warningText() const;
     QString summaryText() const;
     bool acceptable() const;  // OK is enabled
 
@@ -65,6 +66,7 @@ private:
     QSpinBox* steps_ = nullptr;
     QLabel* summary_ = nullptr;
     QLabel* error_ = nullptr;
+    QLabel* warning_ = nullptr;  // sweep_warnings: queued anyway
     QDialogButtonBox* buttons_ = nullptr;
 };
 

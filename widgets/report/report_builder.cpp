@@ -243,7 +243,8 @@ QString Builder::runs_section() {
                       !many    ? QString()
                       : i == 0 ? QStringLiteral("<td class=\"key\">baseline</td>")
                                : QStringLiteral("<td class=\"key\">compared</td>"),
-                      esc(r.preset), status, QString::number(r.steps), QString::number(r.seed), esc(utcTimeText(r.created)),
+                      esc(r.preset), status, QString::number(r.steps), QString::number(r.seed),
+                      esc(utcTimeText(r.created)),
                       one_version ? QString() : QStringLiteral("<td>%1</td>").arg(esc(r.app_version)));
     }
     h += QStringLiteral("</table>\n");

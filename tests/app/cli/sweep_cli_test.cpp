@@ -122,6 +122,25 @@ TEST(CliSweep, ListNamesTheFamiliesAndAFamilyRunsItsPresets) {
                                               "miles-dense-token-is-mis", "miles-dense-token-is-mis-bn"}));
 }
 
+// The defaults recompute the old policy: a grid over an IS bound runs, and
+// says that its runs will be the same, and why.
+TEST(CliSweep, AGridKeyNoConfigurationReadsIsWarnedAbout) {
+    const std::string db = fresh("unread");
+    const auto r = cli("sweep --db " + db + kTiny + " --grid correction.is_upper=2,5 --steps 1" + cache());
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("warning: --grid correction.is_upper: no configuration of this sweep reads it"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("rl.old_policy=recompute applies no correction"), std::string::npos) << r.out;
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM runs WHERE status = 'finished'"), 2);
+    const auto read = cli("sweep --db " + fresh("read") + kTiny +
+                          " --grid rl.old_policy=decoupled --grid correction.is_level=token"
+                          " --grid correction.is_upper=2,5 --steps 1" +
+                          cache());
+    ASSERT_EQ(read.code, 0) << read.out;
+    EXPECT_EQ(read.out.find("warning:"), std::string::npos) << read.out;
+}
+
 TEST(CliSweep, AKilledSweepResumesAndSkipsFinishedRuns) {
     const std::string db = fresh("killed");
     const std::string args =

@@ -499,6 +499,36 @@ TEST(Config, EveryBadKeyIsNamedAtOnce) {
 // The preset picker lists presets by group: every shipped preset names one,
 // the groups come in their teaching order, and a preset file with an unknown
 // field is refused (a misspelt "group" must not pass silently).
+// A setting the user changed that the configuration does not read is said,
+// by key and value, with why; one left at its default is not (the form only
+// greys it), and one sentence serves every key a reason silences.
+TEST(Config, ChangedSettingsThatNothingReadsAreWarnings) {
+    Config c;
+    c.rl.old_policy = OldPolicyMode::decoupled;
+    EXPECT_TRUE(config_warnings(c).empty());
+    c.correction.is_upper = 5;
+    std::vector<std::string> w = config_warnings(c);
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0], "correction.is_upper=5.0 has no effect: correction.is_level is off");
+    c.correction.is_mode = IsMode::mask;
+    w = config_warnings(c);
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0], "correction.is_mode=mask, correction.is_upper=5.0 have no effect: correction.is_level is off");
+    c.correction.is_level = IsLevel::token;
+    EXPECT_TRUE(config_warnings(c).empty());
+    c.rl.loss = PolicyLossType::gspo;
+    c.rl.eps_high = 0.5;
+    w = config_warnings(c);
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_NE(w[0].find("rl.eps_high=0.5 has no effect: only rl.loss=ppo"), std::string::npos) << w[0];
+}
+
+// A shipped preset sets nothing that it does not read.
+TEST(Presets, NoPresetSetsWhatItDoesNotRead) {
+    for (const Preset& p : presets())
+        for (const std::string& w : config_warnings(preset_config(p.name))) ADD_FAILURE() << p.name << ": " << w;
+}
+
 TEST(Presets, EveryPresetHasAGroupAndFilesAreReadStrictly) {
     const std::vector<std::string> groups = preset_groups();
     ASSERT_FALSE(groups.empty());

@@ -115,6 +115,29 @@ TEST(Sweep, HashFindsTheSameSweepAndOnlyIt) {
     EXPECT_NE(h, sweep_hash(sweep_identity(expand(other), other)));
 }
 
+// A grid key that no configuration reads gives the same runs under other
+// names: the defaults recompute the old policy, so no correction acts. Said
+// once per key, with why; a key that some configuration reads is not.
+TEST(Sweep, AGridKeyThatNoConfigurationReadsIsAWarning) {
+    SweepSpec s = grid({"correction.is_level=off,token"});
+    std::vector<std::string> w = sweep_warnings(s, expand(s));
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0],
+              "correction.is_level: no configuration of this sweep reads it, so its 2 values give the same "
+              "runs under different names: rl.old_policy=recompute applies no correction (its weights are 1); use "
+              "rl.old_policy=decoupled or bypass");
+    s = grid({"rl.old_policy=decoupled", "correction.is_upper=2,5"});
+    w = sweep_warnings(s, expand(s));
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0].find("correction.is_upper: no configuration"), 0u) << w[0];
+    EXPECT_NE(w[0].find("names: correction.is_level is off"), std::string::npos) << w[0];
+    // Read where is_level=token: the off half repeats itself, the sweep does not.
+    s = grid({"rl.old_policy=decoupled", "correction.is_level=off,token", "correction.is_upper=2,5"});
+    EXPECT_TRUE(sweep_warnings(s, expand(s)).empty());
+    s = grid({"rl.old_policy=decoupled", "correction.is_level=token", "correction.is_upper=2,5"});
+    EXPECT_TRUE(sweep_warnings(s, expand(s)).empty());
+}
+
 TEST(Sweep, ShippedFamiliesExpandToTheirPresets) {
     // Every shipped family expands (its presets exist, its grid is valid), at
     // least 5 seeds as the stability lab's verdict tables need; collapse-demo
@@ -124,6 +147,7 @@ TEST(Sweep, ShippedFamiliesExpandToTheirPresets) {
         names.push_back(f.name);
         EXPECT_FALSE(expand(f.spec).empty()) << f.name;
         EXPECT_GE(f.spec.seeds, 5) << f.name;
+        for (const std::string& w : sweep_warnings(f.spec, expand(f.spec))) ADD_FAILURE() << f.name << ": " << w;
     }
     EXPECT_EQ(names, (std::vector<std::string>{"batch-invariance", "collapse-demo", "fp16-vs-bf16", "is-does-no-harm",
                                                "long-horizon-corrections", "miles-moe", "r3-paper"}));

@@ -217,7 +217,11 @@ void ConfigFormTest::numbersAreExact() {
     QVERIFY(form.keyMessage("correction.is_upper").contains("out of range"));
     typeInto(up, "3");
     QVERIFY(form.isValid());
-    // Valid, and (the defaults apply no correction) greyed as ignored.
+    // Valid; but the defaults apply no correction, so a changed bound is a
+    // warning that says why (at its default it would only be greyed).
+    QCOMPARE(form.keyState("correction.is_upper"), QString("warning"));
+    QVERIFY(form.keyMessage("correction.is_upper").contains("rl.old_policy=recompute applies no correction"));
+    typeInto(up, "2");
     QCOMPARE(form.keyState("correction.is_upper"), QString("ignored"));
 }
 

@@ -1,6 +1,7 @@
 // The sweep dialog as a user fills it: a bad key or value is refused in place
 // naming the key and what it allows, with Queue disabled and no sweep to
-// queue; a valid grid shows its size and expands as the CLI expands it.
+// queue; a valid grid shows its size and expands as the CLI expands it; a
+// grid key no configuration reads is a warning.
 // Screenshots go to $MLK_SCREENSHOT_DIR when it is set.
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -104,6 +105,26 @@ private slots:
         QCOMPARE(d.configs().front().config.rl.steps, 7);
         QTest::mouseClick(queueButton(d), Qt::LeftButton);
         QCOMPARE(d.result(), int(QDialog::Accepted));
+    }
+
+    // The defaults recompute the old policy: an IS bound's values would give
+    // the same runs. Said in place, and queued anyway (a lesson may show it).
+    void aKeyNoConfigurationReadsIsAWarningNotAnError() {
+        SweepDialog d(Config{}, "default");
+        d.resize(700, 330);
+        d.show();
+        typeFirstRow(d, "correction.is_upper", "2,5");
+        QVERIFY2(d.errorText().isEmpty(), qPrintable(d.errorText()));
+        QVERIFY2(d.warningText().startsWith("correction.is_upper: no configuration of this sweep reads it"),
+                 qPrintable(d.warningText()));
+        QVERIFY(d.warningText().contains("rl.old_policy=recompute"));
+        QVERIFY(d.findChild<QLabel*>("sweepWarning")->isVisible());
+        QVERIFY(queueButton(d)->isEnabled());
+        testing_shots::save(&d, "sweep_dialog_warning");
+        d.addSetting("rl.old_policy", "decoupled");
+        d.addSetting("correction.is_level", "token");
+        QVERIFY2(d.warningText().isEmpty(), qPrintable(d.warningText()));
+        QVERIFY(!d.findChild<QLabel*>("sweepWarning")->isVisible());
     }
 };
 
