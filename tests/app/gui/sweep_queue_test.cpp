@@ -47,7 +47,7 @@ class SweepQueueTest : public QObject {
     static SweepDialog* openDialog(MainWindow& w) {
         w.sweepAction()->trigger();
         SweepDialog* d = w.findChild<SweepDialog*>();
-        if (d) QTest::qWaitForWindowExposed(d);
+        if (d && !QTest::qWaitForWindowExposed(d)) return nullptr;  // the callers QVERIFY a dialog
         return d;
     }
 
@@ -161,6 +161,7 @@ private slots:
         // The same sweep again: the same sweep id, and its finished runs are kept, not run twice.
         QSignalSpy skipped(w.worker(), &RunWorker::slotSkipped);
         d = openDialog(w);
+        QVERIFY(d);
         fill(d, "correction.is_upper", "1.5,5");
         d->setSeeds(1);
         QTest::mouseClick(queueButton(d), Qt::LeftButton);
