@@ -125,8 +125,10 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
     buildLessons();
     restoreSettings();
     QString err;
-    const QString path =
-        dbPath.isEmpty() ? QSettings().value("lastDatabase", defaultDatabasePath()).toString() : dbPath;
+    // A relative last database (remembered by an older build) would name a
+    // file in whatever folder the workbench starts from: a new, empty one.
+    QString path = dbPath.isEmpty() ? QSettings().value("lastDatabase").toString() : dbPath;
+    if (path.isEmpty() || (dbPath.isEmpty() && QFileInfo(path).isRelative())) path = defaultDatabasePath();
     if (!openDatabase(path, &err) && !openDatabase(defaultDatabasePath(), &err)) showStatus(err, 10000);
     updateRunControls();
 }
@@ -317,7 +319,11 @@ void MainWindow::showStatus(const QString& message, int timeoutMs) {
     statusBar()->setToolTip(message);
 }
 
-bool MainWindow::openDatabase(const QString& path, QString* error) {
+bool MainWindow::openDatabase(const QString& given, QString* error) {
+    // Absolute from here on: the recent list and the last database are read
+    // again from another folder (`mismatch-lab --db runs.sqlite` in one
+    // terminal, the desktop's launcher the next day).
+    const QString path = QFileInfo(given).absoluteFilePath();
     // On failure the open file stays open; on success opened() has reloaded
     // the charts' data, the run browser and the drill-down.
     if (!db_->open(path, error)) return false;
@@ -327,7 +333,7 @@ bool MainWindow::openDatabase(const QString& path, QString* error) {
     // The whole path in the title (the platform appends " — Mismatch Lab"),
     // so two databases of the same file name never look alike; the status
     // bar names the file and its folder.
-    const QString full = QDir::toNativeSeparators(QFileInfo(path).absoluteFilePath());
+    const QString full = QDir::toNativeSeparators(path);
     setWindowTitle(full);
     QString folder = QDir::toNativeSeparators(QFileInfo(path).absolutePath());
     const QString home = QDir::toNativeSeparators(QDir::homePath());
@@ -479,6 +485,7 @@ void MainWindow::addRecent(const QString& path) {
 void MainWindow::rebuildRecentMenu() {
     recentMenu_->clear();
     for (const QString& p : QSettings().value("recentDatabases").toStringList()) {
+        if (QFileInfo(p).isRelative()) continue;  // an older build's; see the constructor
         recentMenu_->addAction(p, this, [this, p] {
             QString err;
             if (!openDatabase(p, &err)) QMessageBox::warning(this, tr("Open database"), err);

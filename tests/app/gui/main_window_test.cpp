@@ -326,6 +326,39 @@ private slots:
         QCOMPARE(w.drillDown()->runId(), int64_t(-1));
     }
 
+    // `mismatch-lab --db runs.sqlite` in one folder, the launcher the next
+    // day from another: the last and recent databases are remembered
+    // absolute, and a relative one left by an older build creates no stray
+    // empty database in the folder the workbench starts from.
+    void relativeDatabasePathsAreRememberedAbsolute() {
+        QTemporaryDir d;
+        QVERIFY(QDir(d.path()).mkpath("here") && QDir(d.path()).mkpath("elsewhere"));
+        const QString before = QDir::currentPath();
+        const QString here = QDir(d.path()).filePath("here/rel.sqlite");
+        QDir::setCurrent(d.path() + "/here");
+        {
+            MainWindow w("rel.sqlite");
+            QCOMPARE(w.databasePath(), here);
+            w.close();
+        }
+        QCOMPARE(QSettings().value("lastDatabase").toString(), here);
+        QCOMPARE(QSettings().value("recentDatabases").toStringList().value(0), here);
+        QDir::setCurrent(d.path() + "/elsewhere");
+        {
+            MainWindow w;
+            QCOMPARE(w.databasePath(), here);
+            w.close();
+        }
+        QSettings().setValue("lastDatabase", "stray.sqlite");
+        {
+            MainWindow w;
+            QCOMPARE(w.databasePath(), MainWindow::defaultDatabasePath());
+            w.close();
+        }
+        QVERIFY(!QFile::exists(d.path() + "/elsewhere/stray.sqlite"));
+        QDir::setCurrent(before);
+    }
+
     void viewSettingsPersist() {
         QTemporaryDir d;
         {
