@@ -403,6 +403,14 @@ bool create_whole(const std::string& path) {
     return linked;
 }
 
+// The doubt about the file itself, added only where SQLite doubts it: a full
+// disk or a file-size limit says nothing about what the file is.
+std::string with_doubt(const std::string& message) {
+    const bool foreign = message.find(sqlite3_errstr(SQLITE_NOTADB)) != std::string::npos ||
+                         message.find(sqlite3_errstr(SQLITE_CORRUPT)) != std::string::npos;
+    return foreign ? message + " (is it a Mismatch Lab run store?)" : message;
+}
+
 }  // namespace
 
 Store Store::open(const std::string& path) {
@@ -422,7 +430,7 @@ Store Store::open(const std::string& path) {
     try {
         h = read_header(*impl);
     } catch (const StoreError& e) {
-        if (!read_only) throw StoreError(std::string(e.what()) + " (is it a Mismatch Lab run store?)");
+        if (!read_only) throw StoreError(with_doubt(e.what()));
         if (wal_file_exists(path))
             throw StoreError(std::string(e.what()) + " (another process writes this file and this user may not " +
                              "write its folder, where SQLite keeps what readers share: read a copy)");
@@ -433,7 +441,7 @@ Store Store::open(const std::string& path) {
         try {
             h = read_header(*impl);
         } catch (const StoreError& again) {
-            throw StoreError(std::string(again.what()) + " (is it a Mismatch Lab run store?)");
+            throw StoreError(with_doubt(again.what()));
         }
     }
     impl->mark = std::move(mark);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -99,12 +100,46 @@ TEST_F(StoreTest, RefusesGarbageAndLeavesItUntouched) {
             ADD_FAILURE() << name << " opened";
         } catch (const StoreError& e) {
             EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+            // SQLite doubts the file, and the message says so.
+            if (name == "header_only.sqlite")
+                EXPECT_NE(std::string(e.what()).find("(is it a Mismatch Lab run store?)"), std::string::npos)
+                    << e.what();
         }
         EXPECT_EQ(read_bytes(path), bytes) << name;
         EXPECT_FALSE(fs::exists(path + "-wal")) << name;
     }
     EXPECT_THROW(Store::open(dir_.string()), StoreError);                    // a directory
     EXPECT_THROW(Store::open(file("no/such/dir/runs.sqlite")), StoreError);  // missing parent
+}
+
+// A healthy store that cannot be opened for a reason outside it (here the
+// file-size limit stops SQLite making its 32 KB -shm index) says that
+// reason and casts no doubt on the file; it opens once the limit is gone.
+TEST_F(StoreTest, AHealthyStoreThatCannotOpenIsNotCalledForeign) {
+    const auto path = file("healthy.sqlite");
+    {
+        Store s = Store::open(path);
+        s.create_run("kept", "default", "{}", 1, RunStatus::finished);
+    }
+    rlimit old{};
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+    const auto old_handler = signal(SIGXFSZ, SIG_IGN);
+    rlimit small = old;
+    small.rlim_cur = 4096;
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+    std::string error;
+    try {
+        Store::open(path);
+    } catch (const StoreError& e) {
+        error = e.what();
+    }
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, old_handler);
+    ASSERT_FALSE(error.empty()) << "opened under a 4 KB file-size limit";
+    EXPECT_NE(error.find("File too large"), std::string::npos) << error;
+    EXPECT_EQ(error.find("is it a Mismatch Lab run store"), std::string::npos) << error;
+    Store again = Store::open(path);
+    EXPECT_EQ(again.list_runs().size(), 1u);
 }
 
 TEST_F(StoreTest, RefusesNewerSchemaAndForeignDatabases) {
