@@ -200,15 +200,6 @@ std::string output_file_option(const Args& a, const std::string& name) {
     return path;
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
-    std::FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
-    const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
-    const int err = errno;
-    if (std::fclose(f) != 0 || !written)
-        throw std::runtime_error("cannot write " + path + ": " + std::strerror(written ? errno : err));
-}
-
 Config preset_named(const std::string& p) {
     if (is_model_preset(p)) {
         Config c;

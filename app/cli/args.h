@@ -76,10 +76,6 @@ std::string directory_option(const Args& a, const std::string& name, const std::
 // An option naming an output file: not empty, not a directory.
 std::string output_file_option(const Args& a, const std::string& name);
 
-// Writes `text` to `path`; std::runtime_error naming the file when any byte
-// does not reach it (a full disk included).
-void write_text_file(const std::string& path, const std::string& text);
-
 // Settings, layered: --preset (a model or RL preset) < --config FILE < each --set key=value.
 Config build_config(const Args& a);
 // A model preset (its model, default settings) or an RL preset; ConfigError

@@ -3,6 +3,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "core/config/atomic_file.h"
 #include "core/store/export.h"
 
 namespace mlk::cli {
@@ -22,7 +23,7 @@ int cmd_export(const Argv& argv) {
     if (!store.run_info(id))
         throw UsageError("RUN: run " + std::to_string(id) + " is not in " + store.path() +
                          " (see `mismatch-lab-cli runs`)");
-    write_text_file(out, format == "csv" ? export_csv(store, {id}) : export_json(store, {id}).dump(1) + "\n");
+    write_file_atomically(out, format == "csv" ? export_csv(store, {id}) : export_json(store, {id}).dump(1) + "\n");
     std::printf("wrote %s\n", out.c_str());
     return 0;
 }

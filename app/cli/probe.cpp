@@ -9,6 +9,7 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "app/cli/drive.h"
+#include "core/config/atomic_file.h"
 #include "core/engines/numerics.h"
 #include "core/model/checkpoint.h"
 #include "core/model/model.h"
@@ -61,7 +62,7 @@ int cmd_probe(const Argv& argv) {
     const bool json = a.has("--json");
     if (!json) print_footprint(c);
     ProbeResult r = run_probe(c, std::move(params));
-    if (!dump.empty()) write_text_file(dump, probe_dump_json(r).dump() + "\n");
+    if (!dump.empty()) write_file_atomically(dump, probe_dump_json(r).dump() + "\n");
     const nlohmann::json s = probe_json(r, c);
     if (json) {
         std::cout << s.dump() << "\n";

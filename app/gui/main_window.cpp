@@ -20,10 +20,10 @@
 #include <QTimer>
 #include <QToolBar>
 
-#include <fstream>
 #include <optional>
 
 #include "app/gui/run_worker.h"
+#include "core/config/atomic_file.h"
 #include "core/config/presets.h"
 #include "core/rl/base_policy.h"
 #include "core/store/export.h"
@@ -450,8 +450,7 @@ void MainWindow::exportSelected(const QString& format) {
         std::vector<int64_t> v(ids.begin(), ids.end());
         const std::string text =
             format == "csv" ? export_csv(*db_->store(), v) : export_json(*db_->store(), v).dump(1) + "\n";
-        std::ofstream out(path.toStdString(), std::ios::binary);
-        if (!(out << text)) throw std::runtime_error("cannot write " + path.toStdString());
+        write_file_atomically(path.toStdString(), text);
         rememberExportFolder(path);
         showStatus(tr("Wrote %1").arg(path), 6000);
     } catch (const std::exception& e) {

@@ -1,9 +1,5 @@
 #include "core/model/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <chrono>
@@ -17,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/config/atomic_file.h"
 #include "kernels/dtype.h"
 
 namespace mlk {
@@ -53,56 +50,17 @@ size_t any_dtype_size(const std::string& d) {
 // ---- file helpers ---------------------------------------------------------
 std::string errno_text() { return std::strerror(errno); }
 
-std::string temp_name(const std::string& path) {
-    static std::atomic<uint64_t> counter{0};
-    return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-}
-
-void fsync_dir(const fs::path& dir) {
-    int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        (void)::fsync(fd);
-        ::close(fd);
-    }
-}
-
-// Writes what `produce` hands to its writer to `path` atomically: temp file
-// in the same directory, fsync, rename.
-using ByteWriter = std::function<void(const void*, size_t)>;
+// Every file of a checkpoint is written whole or not at all
+// (core/config/atomic_file.h), failing as the checkpoint code fails.
+using ByteWriter = ByteSink;
 void write_atomic(const std::string& path, const std::function<void(const ByteWriter&)>& produce) {
-    const std::string tmp = temp_name(path);
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) checkpoint_fail("cannot create " + tmp + ": " + errno_text());
-    auto abort_write = [&](const std::string& what) {
-        const std::string e = errno_text();
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        checkpoint_fail("cannot write " + path + ": " + what + ": " + e);
-    };
-    produce([&](const void* ptr, size_t n) {
-        const char* p = static_cast<const char*>(ptr);
-        size_t left = n;
-        while (left > 0) {
-            ssize_t w = ::write(fd, p, left);
-            if (w < 0) {
-                if (errno == EINTR) continue;
-                abort_write("write");
-            }
-            p += w;
-            left -= static_cast<size_t>(w);
-        }
-    });
-    if (::fsync(fd) != 0) abort_write("fsync");
-    if (::close(fd) != 0) {
-        ::unlink(tmp.c_str());
-        checkpoint_fail("cannot write " + path + ": close: " + errno_text());
+    try {
+        write_file_atomically(path, produce);
+    } catch (const CheckpointError&) {
+        throw;
+    } catch (const std::runtime_error& e) {
+        checkpoint_fail(e.what());
     }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        const std::string e = errno_text();
-        ::unlink(tmp.c_str());
-        checkpoint_fail("cannot rename " + tmp + " to " + path + ": " + e);
-    }
-    fsync_dir(fs::path(path).parent_path());
 }
 
 void write_atomic(const std::string& path, const std::vector<std::pair<const void*, size_t>>& parts) {

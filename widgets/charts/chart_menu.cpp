@@ -1,8 +1,8 @@
 #include "widgets/charts/chart_menu.h"
 
+#include <QBuffer>
 #include <QDir>
 #include <QFileDialog>
-#include <QFileInfo>
 #include <QGraphicsView>
 #include <QInputDialog>
 #include <QLineEdit>
@@ -14,6 +14,7 @@
 
 #include <cmath>
 
+#include "core/config/atomic_file.h"
 #include "widgets/charts/metric_chart.h"
 #include "widgets/data/export_folder.h"
 #include "widgets/data/metric_help.h"
@@ -123,14 +124,33 @@ QMenu* createChartMenu(MetricChart& chart, QWidget* parent) {
     return menu;
 }
 
+namespace {
+
+// Whole or not at all (core/config/atomic_file.h): a chart saved again over
+// the one in a draft keeps it if this save fails.
+bool writeWhole(const QString& path, const QByteArray& bytes) {
+    try {
+        write_file_atomically(path.toStdString(), std::string_view(bytes.constData(), size_t(bytes.size())));
+        return true;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+}  // namespace
+
 bool saveViewAsPng(QGraphicsView& view, const QString& path) {
     const QPixmap pixmap = view.grab();
-    return !pixmap.isNull() && pixmap.save(path, "PNG");
+    QBuffer png;
+    return !pixmap.isNull() && png.open(QIODevice::WriteOnly) && pixmap.save(&png, "PNG") &&
+           writeWhole(path, png.data());
 }
 
 bool saveViewAsSvg(QGraphicsView& view, const QString& path, const QString& title, const QString& description) {
+    QBuffer svg;
+    svg.open(QIODevice::WriteOnly);
     QSvgGenerator generator;
-    generator.setFileName(path);
+    generator.setOutputDevice(&svg);
     generator.setSize(view.size());
     generator.setViewBox(QRect(QPoint(0, 0), view.size()));
     generator.setTitle(title);
@@ -140,7 +160,7 @@ bool saveViewAsSvg(QGraphicsView& view, const QString& path, const QString& titl
     painter.setRenderHint(QPainter::Antialiasing);
     view.render(&painter, QRectF(QPointF(0, 0), view.size()), view.viewport()->rect());
     painter.end();
-    return QFileInfo(path).size() > 0;
+    return svg.size() > 0 && writeWhole(path, svg.data());
 }
 
 }  // namespace mlk

@@ -4,7 +4,7 @@
 
 #include <QAbstractTextDocumentLayout>
 #include <QApplication>
-#include <QFile>
+#include <QBuffer>
 #include <QFont>
 #include <QPageLayout>
 #include <QPageSize>
@@ -15,6 +15,7 @@
 #include <QTextDocument>
 #include <QTextFrame>
 
+#include "core/config/atomic_file.h"
 #include "widgets/report/report_builder.h"
 
 namespace mlk {
@@ -36,13 +37,11 @@ bool report_extension_ok(const std::string& path) {
     return p.endsWith(QLatin1String(".html")) || p.endsWith(QLatin1String(".htm")) || p.endsWith(QLatin1String(".pdf"));
 }
 
+// Reports are written whole or not at all (core/config/atomic_file.h): a
+// report exported again over last week's keeps it if this export fails.
 void save_report_html(const Report& r, const std::string& path) {
-    QFile f(qs(path));
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
-        throw std::runtime_error("cannot write " + path + ": " + f.errorString().toStdString());
     const QByteArray bytes = r.html.toUtf8();
-    if (f.write(bytes) != bytes.size() || !f.flush())
-        throw std::runtime_error("cannot write " + path + ": " + f.errorString().toStdString());
+    write_file_atomically(path, std::string_view(bytes.constData(), size_t(bytes.size())));
 }
 
 namespace {
@@ -132,26 +131,26 @@ void paint_pages(const QTextDocument& doc, QPdfWriter& w, const std::string& pat
 }  // namespace
 
 void save_report_pdf(const Report& r, const std::string& path) {
-    {
-        QFile probe(qs(path));
-        if (!probe.open(QIODevice::WriteOnly | QIODevice::Truncate))
-            throw std::runtime_error("cannot write " + path + ": " + probe.errorString().toStdString());
-    }
     QTextDocument doc;
     QFont font(QStringLiteral("DejaVu Sans"));
     font.setPointSizeF(9);
     doc.setDefaultFont(font);
     doc.setHtml(r.pdf_html.isEmpty() ? r.html : r.pdf_html);
-    QPdfWriter w(qs(path));
-    w.setPageSize(QPageSize(QPageSize::A4));
-    w.setPageMargins(QMarginsF(0, 0, 0, 0), QPageLayout::Millimeter);  // the margins are the document's (paginate)
-    w.setResolution(300);
-    w.setTitle(r.title);
-    w.setCreator(QStringLiteral("Mismatch Lab ") + QStringLiteral(MLK_VERSION));
-    for (const auto& a : r.attachments) w.addFileAttachment(qs(a.file_name), a.data, qs(a.mime));
-    paginate(doc, w);
-    keep_charts_heading_with_its_chart(doc);
-    paint_pages(doc, w, path);
+    QBuffer pdf;  // a few MB, written out whole once the last page is painted
+    pdf.open(QIODevice::WriteOnly);
+    {
+        QPdfWriter w(&pdf);
+        w.setPageSize(QPageSize(QPageSize::A4));
+        w.setPageMargins(QMarginsF(0, 0, 0, 0), QPageLayout::Millimeter);  // the margins are the document's
+        w.setResolution(300);
+        w.setTitle(r.title);
+        w.setCreator(QStringLiteral("Mismatch Lab ") + QStringLiteral(MLK_VERSION));
+        for (const auto& a : r.attachments) w.addFileAttachment(qs(a.file_name), a.data, qs(a.mime));
+        paginate(doc, w);
+        keep_charts_heading_with_its_chart(doc);
+        paint_pages(doc, w, path);  // its painter's end writes the PDF's trailer
+    }
+    write_file_atomically(path, std::string_view(pdf.data().constData(), size_t(pdf.data().size())));
 }
 
 void save_report(const Report& r, const std::string& path) {

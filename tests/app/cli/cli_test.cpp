@@ -222,6 +222,40 @@ TEST(CliExit, AFailedWriteIsAFailureWithAMessage) {
     expect_usage("export " + id() + db() + " --format csv --out " + fx().dir.string(), {"--out", "is a directory"});
 }
 
+// A report or export written again over the one a user already has, and
+// failing on the way (a full disk; here the shell's file-size limit), keeps
+// the old file whole and leaves no temporary file beside it. /dev/full
+// above stays a device: what is not a regular file is written in place.
+TEST(CliExit, AFailedWriteKeepsTheFileItWouldHaveReplaced) {
+    const fs::path dir = fx().dir / "kept";
+    fs::create_directories(dir);
+    for (const std::string& name : {std::string("report.html"), std::string("report.pdf")}) {
+        const std::string out = (dir / name).string();
+        std::ofstream(out, std::ios::binary) << "last week's " << name;
+        // ulimit -f 64: writes past 64 KB fail (EFBIG; the signal it would raise
+        // ignored). The store's 32 KB index still opens; a report with its
+        // charts is larger.
+        const std::string cmd = "bash -c 'ulimit -f 64; trap \"\" XFSZ; exec " + std::string(MLK_CLI_PATH) +
+                                " report " + id() + db() + " --out " + out + "' 2>&1";
+        FILE* p = popen(cmd.c_str(), "r");
+        std::string said;
+        char buf[4096];
+        while (size_t n = fread(buf, 1, sizeof buf, p)) said.append(buf, n);
+        const int status = pclose(p);
+        EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1) << name << "\n" << said;
+        EXPECT_NE(said.find("cannot write " + out), std::string::npos) << name << ": " << said.substr(0, 400);
+        const std::string now = read_file(out);
+        EXPECT_TRUE(now == "last week's " + name) << name << " was replaced: " << now.size() << " bytes now";
+        for (const auto& e : fs::directory_iterator(dir))
+            EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+    }
+    EXPECT_TRUE(fs::is_character_file("/dev/full"));
+    // Without the limit the same export replaces the file.
+    const std::string csv = (dir / "runs.csv").string();
+    ASSERT_EQ(cli("export " + id() + db() + " --format csv --out " + csv).code, 0);
+    EXPECT_EQ(read_file(csv).rfind("step,", 0), 0u) << read_file(csv).substr(0, 80);
+}
+
 TEST(CliMetrics, JsonIsTheCatalogue) {
     const auto r = cli("metrics --json");
     ASSERT_EQ(r.code, 0) << r.out;
