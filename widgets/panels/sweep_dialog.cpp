@@ -81,19 +81,19 @@ SweepDialog::SweepDialog(const Config& base, const QString& preset, QWidget* par
     f.setBold(true);
     summary_->setFont(f);
     outer->addWidget(summary_);
-    error_ = new QLabel(this);
-    error_->setObjectName(QStringLiteral("sweepError"));
-    error_->setWordWrap(true);
-    error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    error_->setStyleSheet(QStringLiteral("color: %1").arg(palette::errorTone().ink.name()));
-    outer->addWidget(error_);
-    warning_ = new QLabel(this);
-    warning_->setObjectName(QStringLiteral("sweepWarning"));
-    warning_->setWordWrap(true);
-    warning_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    warning_->setStyleSheet(QStringLiteral("color: %1").arg(palette::warningTone().ink.name()));
-    warning_->setVisible(false);
-    outer->addWidget(warning_);
+    // What recheck() says of the sweep, in its tone; hidden while it says nothing.
+    const auto messageLine = [&](const char* name, const palette::Tone& tone) {
+        auto* label = new QLabel(this);
+        label->setObjectName(QLatin1String(name));
+        label->setWordWrap(true);
+        label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        label->setStyleSheet(QStringLiteral("color: %1").arg(tone.ink.name()));
+        label->setVisible(false);
+        outer->addWidget(label);
+        return label;
+    };
+    error_ = messageLine("sweepError", palette::errorTone());
+    warning_ = messageLine("sweepWarning", palette::warningTone());
     outer->addStretch(1);
 
     buttons_ = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
