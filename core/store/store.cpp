@@ -114,6 +114,29 @@ void Store::set_notes(int64_t run_id, const std::string& notes) {
 }
 
 void Store::delete_run(int64_t run_id) {
+    // A run some process is writing is refused: its writer's next step would
+    // fail on a run that is gone. Holding the run's lock while its rows go
+    // keeps a `resume` from starting meanwhile; its checkpoint folder then
+    // goes too (a base policy in the shared cache is not the run's and stays).
+    std::optional<RunWriterLock> writer;
+    if (!path_.empty() && path_ != ":memory:" && !impl_->read_only && run_info(run_id)) {
+        const std::string refused = "run store " + path_ + ": run " + std::to_string(run_id) + " cannot be deleted: ";
+        // The probe answers at once; acquire() waits a moment for readers' probes.
+        if (run_writer_alive(path_, run_id)) throw StoreError(refused + "it is being written; stop it first");
+        try {
+            writer.emplace(RunWriterLock::acquire(path_, run_id));
+        } catch (const std::runtime_error& e) {
+            throw StoreError(refused + e.what());
+        }
+    }
+    delete_rows(run_id);
+    if (writer) {
+        std::error_code ec;
+        std::filesystem::remove_all(run_checkpoint_root(path_, run_id), ec);
+    }
+}
+
+void Store::delete_rows(int64_t run_id) {
     std::lock_guard lock(impl_->mu);
     Transaction tx(*impl_, true);
     for (const char* table : kStepTables) {

@@ -190,7 +190,9 @@ public:
     void set_status(int64_t run_id, RunStatus status, const std::string& error = {});
     void rename_run(int64_t run_id, const std::string& name);
     void set_notes(int64_t run_id, const std::string& notes);
-    void delete_run(int64_t run_id);      // the run and all its rows; no-op if absent
+    // The run, all its rows and its checkpoint folder; no-op if absent.
+    // StoreError, with nothing deleted, while a process writes the run.
+    void delete_run(int64_t run_id);
     std::vector<RunSummary> list_runs();  // newest (highest id) first
     std::optional<RunInfo> run_info(int64_t run_id);
 
@@ -242,6 +244,7 @@ public:
 
 private:
     explicit Store(std::unique_ptr<Impl> impl, std::string path);
+    void delete_rows(int64_t run_id);
     std::unique_ptr<Impl> impl_;
     std::string path_;
 };

@@ -101,9 +101,10 @@ TEST_F(StoreTest, RefusesGarbageAndLeavesItUntouched) {
         } catch (const StoreError& e) {
             EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
             // SQLite doubts the file, and the message says so.
-            if (name == "header_only.sqlite")
+            if (name == "header_only.sqlite") {
                 EXPECT_NE(std::string(e.what()).find("(is it a Mismatch Lab run store?)"), std::string::npos)
                     << e.what();
+            }
         }
         EXPECT_EQ(read_bytes(path), bytes) << name;
         EXPECT_FALSE(fs::exists(path + "-wal")) << name;

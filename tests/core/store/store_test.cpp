@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "core/store/run_lock.h"
@@ -246,7 +247,7 @@ TEST_F(StoreTest, RenameNotesStatusListDelete) {
     EXPECT_THROW(s.set_status(999, RunStatus::failed), StoreError);
 
     // b's writer is alive (it holds the run's writer lock): b reads as stored.
-    RunWriterLock writing_b = RunWriterLock::acquire(s.path(), b);
+    std::optional<RunWriterLock> writing_b(RunWriterLock::acquire(s.path(), b));
     auto runs = s.list_runs();
     ASSERT_EQ(runs.size(), 2u);
     EXPECT_EQ(runs[0].id, b);  // newest first
@@ -261,6 +262,7 @@ TEST_F(StoreTest, RenameNotesStatusListDelete) {
     EXPECT_EQ(parse_run_status("stopped"), RunStatus::stopped);
     EXPECT_THROW(parse_run_status("zombie"), StoreError);
 
+    writing_b.reset();  // b's writer ends: b may be deleted now
     s.delete_run(b);
     EXPECT_FALSE(s.run_info(b));
     EXPECT_EQ(s.list_runs().size(), 1u);
@@ -274,6 +276,41 @@ TEST_F(StoreTest, RenameNotesStatusListDelete) {
             << t;
     }
     s.delete_run(b);  // deleting again is a no-op
+}
+
+// A run a process is writing cannot be deleted under it (its next step
+// would fail on a run that is gone); once nobody writes it, it goes with its
+// checkpoint folder, and another run's folder stays.
+TEST_F(StoreTest, DeletingARunRefusesALiveWriterAndTakesItsCheckpoints) {
+    const std::string path = file("runs.sqlite");
+    Store s = Store::open(path);
+    const int64_t a = s.create_run("kept", "default", "{}", 1, RunStatus::finished);
+    const int64_t b = s.create_run("written", "default", "{}", 2);
+    for (int64_t id : {a, b}) {
+        fs::create_directories(run_checkpoint_root(path, id) + "/step-9");
+        write_bytes(run_checkpoint_root(path, id) + "/step-9/model.safetensors", "weights");
+    }
+    {
+        // The writer's lock, as a run's process holds it (another lock in
+        // this process conflicts as another process's does).
+        RunWriterLock writer = RunWriterLock::acquire(path, b);
+        try {
+            s.delete_run(b);
+            ADD_FAILURE() << "a run being written was deleted";
+        } catch (const StoreError& e) {
+            EXPECT_NE(std::string(e.what()).find("run " + std::to_string(b) + " cannot be deleted"), std::string::npos)
+                << e.what();
+            EXPECT_NE(std::string(e.what()).find("stop it first"), std::string::npos) << e.what();
+        }
+        EXPECT_TRUE(s.run_info(b));
+        EXPECT_TRUE(fs::exists(run_checkpoint_root(path, b) + "/step-9/model.safetensors"));
+    }
+    s.delete_run(b);
+    EXPECT_FALSE(s.run_info(b));
+    EXPECT_FALSE(fs::exists(run_checkpoint_root(path, b)));
+    EXPECT_EQ(read_bytes(run_checkpoint_root(path, a) + "/step-9/model.safetensors"), "weights");
+    s.delete_run(b);  // again: a no-op, and no folder made for it
+    EXPECT_FALSE(fs::exists(run_checkpoint_root(path, b)));
 }
 
 TEST_F(StoreTest, CheckpointsAndTruncateAfter) {

@@ -237,6 +237,12 @@ void RunBrowserTest::deleteWithAutoConfirm() {
     QSignalSpy deleted(&br, &RunBrowser::runsDeleted);
     QSignalSpy sel(&br, &RunBrowser::selectionChanged);
     br.setConfirmDeletes(false);
+    // b's writer is alive: b stays, and the browser says why.
+    QCOMPARE(br.deleteRuns({b_}), 0);
+    QVERIFY(store_->run_info(b_).has_value());
+    QVERIFY2(br.lastError().contains("is being written; stop it first"), qPrintable(br.lastError()));
+    QCOMPARE(deleted.count(), 0);
+    writingB_.reset();  // its writer ends
     QCOMPARE(br.deleteRuns({b_}), 1);
     QVERIFY(!store_->run_info(b_).has_value());
     QVERIFY(store_->run_info(a_).has_value());
