@@ -212,6 +212,7 @@ void RunBrowser::setDatabase(RunDatabase* database) {
         const bool hadSelection = !lastSelection_.isEmpty();
         lastSelection_.clear();
         selectionOrder_.clear();
+        editError_.clear();
         if (baseline_) {
             baseline_.reset();
             emit baselineChanged(-1);
@@ -330,9 +331,10 @@ void RunBrowser::populate() {
 
     QString info = tr("%n run(s)", nullptr, static_cast<int>(rows_.size()));
     if (!db_ || !db_->isOpen()) info = tr("No run database open");
-    if (!lastError_.isEmpty())
-        info += QStringLiteral(" \u2014 <span style='color:%1'>%2</span>")
-                    .arg(palette::statusColour("failed").name(), lastError_.toHtmlEscaped());
+    for (const QString& error : {lastError_, editError_})
+        if (!error.isEmpty())
+            info += QStringLiteral(" \u2014 <span style='color:%1'>%2</span>")
+                        .arg(palette::statusColour("failed").name(), error.toHtmlEscaped());
     info_->setText(info);
     onSelectionChanged();
     updateDiff();

@@ -122,8 +122,9 @@ public:
     QTableWidget* table() const { return table_; }
     MetricSummary* metricSummary() const { return summary_; }
     QTabWidget* lowerTabs() const { return lowerTabs_; }
-    // The last error (store failures are shown in a non-modal line, never a dialog).
-    QString lastError() const { return lastError_; }
+    // The last error (store failures are shown in a non-modal line, never a
+    // dialog): a refused edit's until the next edit, else the last load's.
+    QString lastError() const { return editError_.isEmpty() ? lastError_ : editError_; }
 
 signals:
     void selectionChanged(const QList<int64_t>& runIds);
@@ -182,7 +183,10 @@ private:
     bool confirmDeletes_ = true;
     bool populating_ = false;
     QString fittedKey_;  // rows and statuses the columns were last fitted to
-    QString lastError_;
+    QString lastError_;  // the last load's; the next good load clears it
+    // Why the last rename, note or delete was refused. It stays until the
+    // next edit: a CLI writing the database reloads the list every poll.
+    QString editError_;
     QList<int64_t> selectionOrder_;  // selected runs in the order the user selected them
 
     GroupBy groupBy_ = GroupBy::none;

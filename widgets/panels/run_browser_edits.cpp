@@ -82,10 +82,11 @@ bool RunBrowser::renameRun(int64_t id, const QString& name) {
     const QString n = name.trimmed();
     auto it = rows_.find(id);
     if (!db_ || it == rows_.end() || n.isEmpty()) return false;
+    editError_.clear();
     try {
         db_->renameRun(id, n.toStdString());
     } catch (const StoreError& e) {
-        lastError_ = qs(e.what());
+        editError_ = qs(e.what());
         populate();
         return false;
     }
@@ -98,10 +99,11 @@ bool RunBrowser::renameRun(int64_t id, const QString& name) {
 bool RunBrowser::setNotes(int64_t id, const QString& notes) {
     auto it = rows_.find(id);
     if (!db_ || it == rows_.end()) return false;
+    editError_.clear();
     try {
         db_->setNotes(id, notes.toStdString());
     } catch (const StoreError& e) {
-        lastError_ = qs(e.what());
+        editError_ = qs(e.what());
         populate();
         return false;
     }
@@ -127,7 +129,7 @@ void RunBrowser::onItemChanged(QTableWidgetItem* item) {
 int RunBrowser::deleteRuns(const QList<int64_t>& ids) {
     if (!db_ || ids.isEmpty()) return 0;
     if (db_->readOnly()) {  // refused before the question, not after it
-        lastError_ = tr("%1 is read-only for you: its runs cannot be deleted").arg(QFileInfo(db_->path()).fileName());
+        editError_ = tr("%1 is read-only for you: its runs cannot be deleted").arg(QFileInfo(db_->path()).fileName());
         populate();
         return 0;
     }
@@ -148,21 +150,17 @@ int RunBrowser::deleteRuns(const QList<int64_t>& ids) {
         if (answer != QMessageBox::Yes) return 0;
     }
     QList<int64_t> done;
+    editError_.clear();
     try {
         done = db_->deleteRuns(ids);
     } catch (const StoreError& e) {
         // Some may be gone: count them from what the store still holds.
-        lastError_ = qs(e.what());
+        editError_ = qs(e.what());
         for (int64_t id : ids)
             if (!db_->runInfo(id)) done << id;
     }
     for (int64_t id : done) overrides_.erase(id);
-    const QString error = lastError_;
     refresh();
-    if (!error.isEmpty()) {
-        lastError_ = error;  // refresh() cleared it
-        populate();
-    }
     if (!done.isEmpty()) emit runsDeleted(done);
     return static_cast<int>(done.size());
 }

@@ -242,6 +242,10 @@ void RunBrowserTest::deleteWithAutoConfirm() {
     QVERIFY(store_->run_info(b_).has_value());
     QVERIFY2(br.lastError().contains("is being written; stop it first"), qPrintable(br.lastError()));
     QCOMPARE(deleted.count(), 0);
+    // The writer's next step reloads the list; the refusal stays readable.
+    br.refresh();
+    const QString line = br.findChild<QLabel*>("runInfo")->text();
+    QVERIFY2(line.contains("is being written; stop it first"), qPrintable(line));
     writingB_.reset();  // its writer ends
     QCOMPARE(br.deleteRuns({b_}), 1);
     QVERIFY(!store_->run_info(b_).has_value());
