@@ -51,6 +51,8 @@ TEST(LessonContent, EveryRunPresetOverrideAndChartResolves) {
             Config c;
             EXPECT_NO_THROW(c = lesson_run_config(r)) << l.id << ": " << r.label;
             EXPECT_EQ(c.rl.steps, r.steps);
+            // A lesson sets nothing its run does not read: the form would show the student a warning.
+            for (const std::string& w : config_warnings(c)) ADD_FAILURE() << l.id << ": " << r.label << ": " << w;
         }
         for (const std::string& m : l.charts) EXPECT_NE(find_metric(m), nullptr) << l.id << ": " << m;
         EXPECT_NE(std::find(l.charts.begin(), l.charts.end(), l.read), l.charts.end()) << l.id;
