@@ -52,8 +52,7 @@ namespace {
 // interrupted (killed, crashed): readers are told so. (In-memory stores have
 // one process, which is the writer.)
 std::string reader_status(const std::string& db_path, int64_t run_id, const std::string& stored) {
-    if (!run_status_live(stored) || db_path.empty() || db_path == ":memory:" || run_writer_alive(db_path, run_id))
-        return stored;
+    if (!run_status_live(stored) || in_memory(db_path) || run_writer_alive(db_path, run_id)) return stored;
     return kInterruptedStatus;
 }
 
@@ -81,7 +80,7 @@ void Store::set_status(int64_t run_id, RunStatus status, const std::string& erro
         // The status that says why a run ended matters most when the disk is
         // full: move the write-ahead log into the database, which frees its
         // space, and try once more.
-        if (path_.empty() || path_ == ":memory:") throw;
+        if (in_memory(path_)) throw;
         try {
             impl_->exec("PRAGMA wal_checkpoint(TRUNCATE)");
         } catch (const StoreError&) {
@@ -119,7 +118,7 @@ void Store::delete_run(int64_t run_id) {
     // keeps a `resume` from starting meanwhile; its checkpoint folder then
     // goes too (a base policy in the shared cache is not the run's and stays).
     std::optional<RunWriterLock> writer;
-    if (!path_.empty() && path_ != ":memory:" && !impl_->read_only && run_info(run_id)) {
+    if (!in_memory(path_) && !impl_->read_only && run_info(run_id)) {
         const std::string refused = "run store " + path_ + ": run " + std::to_string(run_id) + " cannot be deleted: ";
         // The probe answers at once; acquire() waits a moment for readers' probes.
         if (run_writer_alive(path_, run_id)) throw StoreError(refused + "it is being written; stop it first");
@@ -441,7 +440,7 @@ namespace {
 namespace fs = std::filesystem;
 // A checkpoint below the database's folder is stored relative to it.
 std::string stored_checkpoint_path(const std::string& db_path, const std::string& path) {
-    if (db_path.empty() || db_path == ":memory:") return path;
+    if (in_memory(db_path)) return path;
     const fs::path folder = fs::path(db_path).parent_path();
     const fs::path abs = fs::absolute(path).lexically_normal();
     const fs::path rel = abs.lexically_relative(folder);
@@ -454,7 +453,7 @@ std::string stored_checkpoint_path(const std::string& db_path, const std::string
 // from "<db file name>.ckpt/" on is what lies next to the database.
 std::string resolved_checkpoint_path(const std::string& db_path, const std::string& stored) {
     const fs::path p(stored);
-    if (p.is_absolute() || db_path.empty() || db_path == ":memory:") return stored;
+    if (p.is_absolute() || in_memory(db_path)) return stored;
     const fs::path folder = fs::path(db_path).parent_path();
     const std::string own = fs::path(db_path).filename().string() + ".ckpt/";
     const size_t at = stored.find(own);

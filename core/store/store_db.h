@@ -21,6 +21,11 @@
 namespace mlk {
 
 namespace store_detail {
+
+// A store with no file ("" or ":memory:"): no -wal, no run locks, no
+// checkpoint folder beside it.
+inline bool in_memory(const std::string& path) { return path.empty() || path == ":memory:"; }
+
 struct DbClose {
     void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 };

@@ -414,7 +414,7 @@ std::string with_doubt(const std::string& message) {
 }  // namespace
 
 Store Store::open(const std::string& path) {
-    const bool memory = path.empty() || path == ":memory:";
+    const bool memory = in_memory(path);
     std::unique_ptr<store_detail::ConnectionMark> mark;
     if (!memory) {
         std::error_code ec;
