@@ -54,6 +54,8 @@ int cmd_show(const Argv& argv) {
     const Config c = config_from_json(nlohmann::json::parse(info->config_json));
     std::printf("configuration (differences from the defaults):\n");
     for (const auto& d : config_diff(defaults, c)) std::printf("  %-34s %s\n", d.key.c_str(), d.b.c_str());
+    // As the report's "Settings without effect" says them: a changed setting the run did not read.
+    for (const std::string& w : config_warnings(c)) std::printf("  without effect: %s\n", w.c_str());
 
     bool header = false;
     for (const auto& n : shown_metrics()) {

@@ -303,6 +303,28 @@ TEST(CliMetrics, TableHasEveryMetricWithItsFacts) {
     }
 }
 
+// `show` says which of a run's changed settings it did not read, as the
+// report's "Settings without effect" does.
+TEST(CliShow, SaysWhichChangedSettingsHadNoEffect) {
+    const std::string path = (fx().dir / "no_effect.sqlite").string();
+    int64_t bound = 0;
+    {
+        Store store = Store::open(path);
+        Config c;
+        c.correction.is_upper = 5;  // the defaults recompute the old policy: no correction acts
+        bound = store.create_run("bound", "default", config_to_json(c).dump(), 1, RunStatus::finished);
+    }
+    const auto r = cli("show " + std::to_string(bound) + " --db " + path);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const size_t config = r.out.find("configuration (differences from the defaults):");
+    const size_t said = r.out.find(
+        "\n  without effect: correction.is_upper=5.0 has no effect: rl.old_policy=recompute applies no correction");
+    ASSERT_NE(said, std::string::npos) << r.out;
+    EXPECT_LT(config, said) << r.out;
+    EXPECT_LT(said, r.out.find("metrics:")) << r.out;
+    EXPECT_EQ(cli("show " + id() + db()).out.find("without effect"), std::string::npos);
+}
+
 TEST(CliShow, BestFollowsTheMetricsDirection) {
     const auto r = cli("show " + id() + db());
     ASSERT_EQ(r.code, 0) << r.out;
