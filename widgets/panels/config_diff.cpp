@@ -25,8 +25,11 @@ namespace {
 
 // Dotted key -> display text for a stored config; schema keys through the
 // typed parser (so defaults are filled in), raw flattening as the fallback for
-// a config this build cannot parse.
-using FlatConfig = std::map<std::string, std::string>;
+// a config this build cannot parse. `ignored`: the keys that config does not
+// read, and why (config_ignored_keys; none known for an unparsed config).
+struct FlatConfig : std::map<std::string, std::string> {
+    std::map<std::string, std::string> ignored;
+};
 
 void flattenRaw(const nlohmann::json& j, const std::string& prefix, FlatConfig& out) {
     if (j.is_object()) {
@@ -48,6 +51,7 @@ FlatConfig flatConfig(const std::string& configJson) {
     try {
         const Config c = config_from_json(j);
         for (const ConfigKey& k : config_schema()) out[k.key] = config_value_text(c, k.key);
+        for (const IgnoredKey& ig : config_ignored_keys(c)) out.ignored.emplace(ig.key, ig.reason);
     } catch (const ConfigError&) {
         flattenRaw(j, "", out);
     }
@@ -141,9 +145,21 @@ void ConfigDiffView::rebuild() {
             keyItem->setFont(font);
         }
         table_->setItem(r, 0, keyItem);
+        // A value its run does not read is grey, with why; a difference
+        // between two such values changed nothing, so it is not highlighted.
+        const auto ignoredIn = [&](size_t i) -> const std::string* {
+            const auto it = flat[i].ignored.find(k);
+            return it == flat[i].ignored.end() ? nullptr : &it->second;
+        };
         for (int i = 0; i < values.size(); ++i) {
             auto* item = new QTableWidgetItem(values[i]);
-            if (i > 0 && values[i] != values[0]) item->setBackground(palette::changedSetting());
+            const std::string* why = ignoredIn(size_t(i));
+            if (i > 0 && values[i] != values[0] && !(why && ignoredIn(0)))
+                item->setBackground(palette::changedSetting());
+            if (why) {
+                item->setForeground(palette::neutralInk());
+                item->setToolTip(tr("Not read by this run: %1").arg(qs(*why)));
+            }
             table_->setItem(r, i + 1, item);
         }
     }

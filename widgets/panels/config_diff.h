@@ -2,7 +2,9 @@
 // switch and a table whose rows are config keys (schema order, then any key
 // a stored config has that this build does not know) and whose columns are a
 // reference config and the configs compared with it. A value that differs
-// from the reference is highlighted (palette::changedSetting), its key bold.
+// from the reference is highlighted (palette::changedSetting), its key bold;
+// a value its run does not read (config_ignored_keys) is grey with why, and
+// is not highlighted when the reference does not read it either.
 #pragma once
 
 #include <QColor>

@@ -72,6 +72,7 @@ private slots:
     void deleteWithAutoConfirm();
     void coloursAreStable();
     void configDiffDifferencesOnly();
+    void configDiffGreysWhatARunDoesNotRead();
     void refreshPicksUpNewRuns();
     void metricSummaryOfSelectedRuns();
     void pausedRunShowsPaused();
@@ -273,6 +274,38 @@ void RunBrowserTest::coloursAreStable() {
     QCOMPARE(br.runColour(1), QColor(Qt::green));
     br.refresh();
     QCOMPARE(br.runColour(1), QColor(Qt::green));
+}
+
+// Two runs of the defaults that differ in an IS bound differ in nothing that
+// acted (the defaults recompute the old policy): the bound is grey with why,
+// not highlighted. A run that applies IS reads it: highlighted, not grey.
+void RunBrowserTest::configDiffGreysWhatARunDoesNotRead() {
+    Config loose = Config{};
+    loose.correction.is_upper = 5;
+    Config tis = loose;
+    tis.rl.old_policy = OldPolicyMode::decoupled;
+    tis.correction.is_level = IsLevel::token;
+    const int64_t l = store_->create_run("bound only", "default", config_to_json(loose).dump(), 1, RunStatus::finished);
+    const int64_t t = store_->create_run("tis", "default", config_to_json(tis).dump(), 1, RunStatus::finished);
+    RunBrowser br;
+    br.setDatabase(db_.get());
+    br.setBaseline(a_);  // the defaults, seed 1
+    br.selectRuns({l, t});
+    QTableWidget* d = br.diffTable();
+    const int row = static_cast<int>(br.diffKeys().indexOf("correction.is_upper"));
+    QVERIFY(row >= 0);
+    QTableWidgetItem* baseline = d->item(row, 1);
+    QTableWidgetItem* unread = d->item(row, 2);
+    QTableWidgetItem* read = d->item(row, 3);
+    QCOMPARE(unread->text(), QString("5.0"));
+    QCOMPARE(unread->foreground().color(), palette::neutralInk());
+    QVERIFY2(unread->toolTip().contains("Not read by this run: rl.old_policy=recompute applies no correction"),
+             qPrintable(unread->toolTip()));
+    QVERIFY(unread->background() != QBrush(palette::changedSetting()));
+    QCOMPARE(baseline->foreground().color(), palette::neutralInk());
+    QCOMPARE(read->text(), QString("5.0"));
+    QCOMPARE(read->background(), QBrush(palette::changedSetting()));
+    QVERIFY(read->toolTip().isEmpty());
 }
 
 void RunBrowserTest::configDiffDifferencesOnly() {
