@@ -22,10 +22,21 @@ namespace mlk::cli {
 
 namespace {
 
+// Drawn offscreen, a report has no use for the session's runtime folder, but
+// Qt asks for it and warns where none is set (a container, CI, su): a line
+// of noise on every `report`. Every other message goes where it went.
+QtMessageHandler qt_messages = nullptr;
+void without_runtime_dir_warning(QtMsgType type, const QMessageLogContext& context, const QString& message) {
+    if (type == QtWarningMsg && message.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR not set"))) return;
+    if (qt_messages) qt_messages(type, context, message);
+    else std::fprintf(stderr, "%s\n", qPrintable(qFormatLogMessage(type, context, message)));
+}
+
 // Charts are drawn offscreen: a report needs no display.
 std::unique_ptr<QApplication> report_application() {
     if (QCoreApplication::instance()) return nullptr;
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+    qt_messages = qInstallMessageHandler(without_runtime_dir_warning);
     static int argc = 1;
     static char name[] = "mismatch-lab-cli";
     static char* args[] = {name, nullptr};

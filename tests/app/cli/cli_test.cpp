@@ -75,6 +75,18 @@ std::string read_file(const std::string& path) {
 }
 std::string db() { return " --db " + fx().db; }
 
+// A shell command line (an environment or a limit around the CLI), stdout and stderr together.
+clitest::CliResult shell(const std::string& command) {
+    FILE* p = popen((command + " 2>&1").c_str(), "r");
+    std::string out;
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    const int status = pclose(p);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+bool cli_has_reports() { return cli("report").out.find("unknown command") == std::string::npos; }
+
 // Bad input: exit 2 and a message containing each of `words`.
 void expect_usage(const std::string& args, std::initializer_list<const char*> words) {
     const auto r = cli(args);
@@ -233,7 +245,7 @@ TEST(CliExit, AFailedWriteKeepsTheFileItWouldHaveReplaced) {
     // A probe's dump (about 380 KB) in every build; reports where the CLI
     // has them (a build with the GUI libraries).
     std::vector<std::pair<std::string, std::string>> writes = {{"probe.json", "probe --preset dense-tiny --dump "}};
-    if (cli("report").out.find("unknown command") == std::string::npos)
+    if (cli_has_reports())
         for (const char* name : {"report.html", "report.pdf"})
             writes.emplace_back(name, "report " + id() + db() + " --out ");
     for (const auto& [name, command] : writes) {
@@ -241,14 +253,9 @@ TEST(CliExit, AFailedWriteKeepsTheFileItWouldHaveReplaced) {
         std::ofstream(out, std::ios::binary) << "last week's " << name;
         // ulimit -f 64: writes past 64 KB fail (EFBIG; the signal it would raise
         // ignored). The store's 32 KB index still opens.
-        const std::string cmd =
-            "bash -c 'ulimit -f 64; trap \"\" XFSZ; exec " + std::string(MLK_CLI_PATH) + " " + command + out + "' 2>&1";
-        FILE* p = popen(cmd.c_str(), "r");
-        std::string said;
-        char buf[4096];
-        while (size_t n = fread(buf, 1, sizeof buf, p)) said.append(buf, n);
-        const int status = pclose(p);
-        EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1) << name << "\n" << said;
+        const auto [code, said] = shell("bash -c 'ulimit -f 64; trap \"\" XFSZ; exec " + std::string(MLK_CLI_PATH) +
+                                        " " + command + out + "'");
+        EXPECT_EQ(code, 1) << name << "\n" << said.substr(0, 400);
         EXPECT_NE(said.find("cannot write " + out), std::string::npos) << name << ": " << said.substr(0, 400);
         const std::string now = read_file(out);
         EXPECT_TRUE(now == "last week's " + name) << name << " was replaced: " << now.size() << " bytes now";
@@ -260,6 +267,17 @@ TEST(CliExit, AFailedWriteKeepsTheFileItWouldHaveReplaced) {
     const std::string csv = (dir / "runs.csv").string();
     ASSERT_EQ(cli("export " + id() + db() + " --format csv --out " + csv).code, 0);
     EXPECT_EQ(read_file(csv).rfind("step,", 0), 0u) << read_file(csv).substr(0, 80);
+}
+
+// Outside a desktop session (a container, CI, su) Qt warned on every report
+// that XDG_RUNTIME_DIR is not set; a headless report has no use for it.
+TEST(CliReport, SaysWhatItWroteAndNothingElse) {
+    if (!cli_has_reports()) GTEST_SKIP() << "this CLI has no report command (built without the GUI libraries)";
+    const std::string out = (fx().dir / "quiet.html").string();
+    const auto r =
+        shell("env -u XDG_RUNTIME_DIR " + std::string(MLK_CLI_PATH) + " report " + id() + db() + " --out " + out);
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(r.out, "wrote " + out + " (1 run(s), 6 chart(s), 2 data file(s))\n");
 }
 
 TEST(CliMetrics, JsonIsTheCatalogue) {
