@@ -137,11 +137,11 @@ int RunBrowser::deleteRuns(const QList<int64_t>& ids) {
         QString what;
         if (ids.size() == 1) {
             auto it = rows_.find(ids.front());
-            what = tr("Delete run %1 \u201C%2\u201D with all its steps, samples and checkpoints records?")
+            what = tr("Delete run %1 \u201C%2\u201D with all its steps, samples and checkpoint files?")
                        .arg(ids.front())
                        .arg(it != rows_.end() ? qs(it->second.summary.name) : QString());
         } else {
-            what = tr("Delete %n runs with all their steps, samples and checkpoint records?", nullptr,
+            what = tr("Delete %n runs with all their steps, samples and checkpoint files?", nullptr,
                       static_cast<int>(ids.size()));
         }
         const auto answer =
