@@ -417,33 +417,33 @@ std::vector<IgnoredKey> config_ignored_keys(const Config& c) {
         for (const char* k : keys) out.push_back({k, reason});
     };
     const auto& k = c.correction;
-    const bool recompute = c.rl.old_policy == OldPolicyMode::recompute;
-    const std::string no_correction =
-        "rl.old_policy=recompute applies no correction (its weights are 1); use rl.old_policy=decoupled or bypass";
-    if (recompute)
+    if (c.rl.old_policy == OldPolicyMode::recompute) {
         add({"correction.is_level", "correction.rs_level", "correction.veto_threshold", "correction.veto_kind",
              "correction.is_mode", "correction.is_upper", "correction.is_lower", "correction.batch_normalize",
              "correction.rs_lower", "correction.rs_upper"},
-            no_correction);
-    if (!recompute && k.is_level == IsLevel::off)
-        add({"correction.is_mode", "correction.is_upper", "correction.is_lower", "correction.batch_normalize"},
-            "correction.is_level is off");
-    else if (!recompute && k.is_mode == IsMode::truncate)
-        add({"correction.is_lower"}, "correction.is_mode=truncate uses the upper bound only (w = min(w, U))");
-    if (!recompute && k.rs_level == RsLevel::off)
-        add({"correction.rs_lower", "correction.rs_upper"}, "correction.rs_level is off");
-    else if (!recompute && k.rs_level == RsLevel::seq_mean_k3)
-        add({"correction.rs_lower"}, "correction.rs_level=seq_mean_k3 uses rs_upper as its K3 threshold only");
-    if (!recompute && k.veto_threshold == 0) add({"correction.veto_kind"}, "correction.veto_threshold is 0 (veto off)");
+            "rl.old_policy=recompute applies no correction (its weights are 1); use rl.old_policy=decoupled or bypass");
+    } else {
+        if (k.is_level == IsLevel::off)
+            add({"correction.is_mode", "correction.is_upper", "correction.is_lower", "correction.batch_normalize"},
+                "correction.is_level is off");
+        else if (k.is_mode == IsMode::truncate)
+            add({"correction.is_lower"}, "correction.is_mode=truncate uses the upper bound only (w = min(w, U))");
+        if (k.rs_level == RsLevel::off)
+            add({"correction.rs_lower", "correction.rs_upper"}, "correction.rs_level is off");
+        else if (k.rs_level == RsLevel::seq_mean_k3)
+            add({"correction.rs_lower"}, "correction.rs_level=seq_mean_k3 uses rs_upper as its K3 threshold only");
+        if (k.veto_threshold == 0) add({"correction.veto_kind"}, "correction.veto_threshold is 0 (veto off)");
+    }
     if (c.rl.loss != PolicyLossType::gspo)
         add({"rl.gspo_eps_low", "rl.gspo_eps_high"}, "only rl.loss=gspo clips with these");
     if (c.rl.loss != PolicyLossType::ppo) add({"rl.eps_low", "rl.eps_high"}, "only rl.loss=ppo clips with these");
-    for (const auto& [engine, profile] :
-         {std::pair{std::string("rollout"), c.rollout.profile}, std::pair{std::string("train"), c.train.profile}})
+    const auto profile_decides = [&](const char* key, const std::string& engine, NumericsProfile profile) {
         if (profile != NumericsProfile::simple)
-            add({engine == "rollout" ? "rollout.precision" : "train.precision"},
-                engine + ".profile=" + std::string(enum_name(profile)) + " is not simple: " + engine +
-                    ".matmul_dtype and the other rounding points decide");
+            add({key}, engine + ".profile=" + std::string(enum_name(profile)) + " is not simple: " + engine +
+                           ".matmul_dtype and the other rounding points decide");
+    };
+    profile_decides("rollout.precision", "rollout", c.rollout.profile);
+    profile_decides("train.precision", "train", c.train.profile);
     if (c.model.kind != ModelKind::moe) add({"moe.routing_replay"}, "a dense model has no routers (model.kind=dense)");
     else if (c.moe.routing_replay == RoutingReplay::R2 && c.rl.mini_steps == 1)
         add({"moe.routing_replay"},

@@ -1,6 +1,9 @@
 #include "widgets/data/qt_text.h"
 
 #include <QDateTime>
+#include <QLocale>
+
+#include <clocale>
 
 namespace mlk {
 
@@ -15,6 +18,11 @@ QString timeText(std::string_view iso, bool local, const QString& format) {
 }  // namespace
 
 QString localTimeText(std::string_view iso) { return timeText(iso, true, QStringLiteral("yyyy-MM-dd HH:mm")); }
+
+void useOneNumberNotation() {
+    QLocale::setDefault(QLocale::c());
+    std::setlocale(LC_NUMERIC, "C");
+}
 
 QString utcTimeText(std::string_view iso) { return timeText(iso, false, QStringLiteral("yyyy-MM-dd HH:mm:ss")); }
 

@@ -5,10 +5,8 @@
 // the CLI; and a stored time.
 #pragma once
 
-#include <QLocale>
 #include <QString>
 
-#include <clocale>
 #include <string_view>
 
 #include "core/metrics/run_stats.h"
@@ -34,9 +32,6 @@ QString utcTimeText(std::string_view iso);
 // printf and strtod write and read "0,5". The core's conversions do not
 // depend on that (core/config/number_text.h); putting LC_NUMERIC back, as
 // Qt's documentation advises, keeps any other one in the process so.
-inline void useOneNumberNotation() {
-    QLocale::setDefault(QLocale::c());
-    std::setlocale(LC_NUMERIC, "C");
-}
+void useOneNumberNotation();
 
 }  // namespace mlk
