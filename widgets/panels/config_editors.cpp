@@ -14,6 +14,8 @@
 #include <QRegularExpressionValidator>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QStyle>
+#include <QWidget>
 
 #include "core/engines/numerics.h"
 #include "widgets/data/palette.h"
@@ -174,6 +176,36 @@ QString store(QWidget* editor, const ConfigKey& k, Config& cfg) {
         return qs(e.what());
     }
     return {};
+}
+
+QString stateStyleSheet() {
+    const palette::Tone e = palette::errorTone(), w = palette::warningTone();
+    return QStringLiteral(R"(
+QLineEdit[mlkState="error"], QSpinBox[mlkState="error"], QComboBox[mlkState="error"] {
+    border: 1px solid %1; border-radius: 3px; padding: 1px 3px; background: %2; }
+QLineEdit[mlkState="warning"], QSpinBox[mlkState="warning"], QComboBox[mlkState="warning"] {
+    border: 1px solid %4; border-radius: 3px; padding: 1px 3px; background: %5; }
+QCheckBox[mlkState="error"] { background: %2; border: 1px solid %1; border-radius: 3px; }
+QCheckBox[mlkState="warning"] { background: %5; border: 1px solid %4; border-radius: 3px; }
+QLabel[mlkState="error"] { color: %3; }
+QLabel[mlkState="warning"] { color: %6; }
+QLabel[mlkState="ignored"] { color: %7; font-style: italic; }
+)")
+        .arg(e.border.name(), e.fill.name(), e.ink.name(), w.border.name(), w.fill.name(), w.ink.name(),
+             palette::secondaryText().name());
+}
+
+void setState(QWidget* w, const QString& state) {
+    if (w->property("mlkState").toString() == state) return;
+    w->setProperty("mlkState", state);
+    // A dynamic property does not restyle by itself.
+    w->style()->unpolish(w);
+    w->style()->polish(w);
+    w->update();
+}
+
+QString notedTooltip(const QString& note, const QString& base) {
+    return note.isEmpty() ? base : QStringLiteral("<p><i>%1</i></p><hr/>%2").arg(note.toHtmlEscaped(), base);
 }
 
 }  // namespace mlk::config_editors

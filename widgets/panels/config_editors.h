@@ -39,4 +39,16 @@ void describeAuto(QWidget* editor, const ConfigKey& key, const Config& cfg);
 // range, default and the community names.
 QString richTooltip(const ConfigKey& key);
 
+// The style sheet that marks a field by its "mlkState" property: "error" and
+// "warning" tint the editor and its label in the palette's tones, "ignored"
+// (a value the configuration does not read) greys the label.
+QString stateStyleSheet();
+
+// Sets the "mlkState" of `w` ("" for none) and restyles it if it changed.
+void setState(QWidget* w, const QString& state);
+
+// A field's tooltip with `note` (plain text, e.g. why the value is ignored)
+// in italics above `base`; `base` alone when there is no note.
+QString notedTooltip(const QString& note, const QString& base);
+
 }  // namespace mlk::config_editors

@@ -45,32 +45,6 @@ QString cleanJsonError(const char* what) {
     return s;
 }
 
-// Fields marked invalid or doubtful take the palette's error and warning tones.
-QString formStyle() {
-    const palette::Tone e = palette::errorTone(), w = palette::warningTone();
-    return QStringLiteral(R"(
-QLineEdit[mlkState="error"], QSpinBox[mlkState="error"], QComboBox[mlkState="error"] {
-    border: 1px solid %1; border-radius: 3px; padding: 1px 3px; background: %2; }
-QLineEdit[mlkState="warning"], QSpinBox[mlkState="warning"], QComboBox[mlkState="warning"] {
-    border: 1px solid %4; border-radius: 3px; padding: 1px 3px; background: %5; }
-QCheckBox[mlkState="error"] { background: %2; border: 1px solid %1; border-radius: 3px; }
-QCheckBox[mlkState="warning"] { background: %5; border: 1px solid %4; border-radius: 3px; }
-QLabel[mlkState="error"] { color: %3; }
-QLabel[mlkState="warning"] { color: %6; }
-QLabel[mlkState="ignored"] { color: %7; font-style: italic; }
-QToolButton#mlkSectionHeader { font-weight: bold; border: none; border-bottom: 1px solid palette(mid);
-    padding: 4px 2px; text-align: left; }
-)")
-        .arg(e.border.name(), e.fill.name(), e.ink.name(), w.border.name(), w.fill.name(), w.ink.name(),
-             palette::secondaryText().name());
-}
-
-void repolish(QWidget* w) {
-    w->style()->unpolish(w);
-    w->style()->polish(w);
-    w->update();
-}
-
 }  // namespace
 
 ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent) {
@@ -92,7 +66,10 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent) {
 }
 
 void ConfigForm::buildUi() {
-    setStyleSheet(formStyle());
+    setStyleSheet(config_editors::stateStyleSheet() + QStringLiteral(R"(
+QToolButton#mlkSectionHeader { font-weight: bold; border: none; border-bottom: 1px solid palette(mid);
+    padding: 4px 2px; text-align: left; }
+)"));
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(6, 6, 6, 6);
     outer->setSpacing(4);
@@ -382,20 +359,12 @@ void ConfigForm::applyMarks() {
     const QPixmap warn = style()->standardIcon(QStyle::SP_MessageBoxWarning).pixmap(px, px);
     for (auto it = fields_.begin(); it != fields_.end(); ++it) {
         Field& f = it.value();
-        const QString old = f.editor->property("mlkState").toString();
-        if (old != f.state) {
-            f.editor->setProperty("mlkState", f.state);
-            f.label->setProperty("mlkState", f.state);
-            repolish(f.editor);
-            repolish(f.label);
-        }
+        config_editors::setState(f.editor, f.state);
+        config_editors::setState(f.label, f.state);
         if (f.state.isEmpty() || f.state == QLatin1String("ignored")) {
             f.marker->clear();
             f.marker->setToolTip(f.message);
-            f.editor->setToolTip(
-                f.message.isEmpty()
-                    ? f.baseTooltip
-                    : QStringLiteral("<p><i>%1</i></p><hr/>%2").arg(f.message.toHtmlEscaped(), f.baseTooltip));
+            f.editor->setToolTip(config_editors::notedTooltip(f.message, f.baseTooltip));
         } else {
             f.marker->setPixmap(f.state == QLatin1String("error") ? err : warn);
             const QString color =

@@ -65,6 +65,7 @@ QStringList ProbePanel::metrics() {
 
 ProbePanel::ProbePanel(QWidget* parent) : QWidget(parent) {
     runner_ = new ProbeRunner(this);
+    setStyleSheet(config_editors::stateStyleSheet());
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
     auto* intro =
@@ -83,9 +84,10 @@ ProbePanel::ProbePanel(QWidget* parent) : QWidget(parent) {
         if (!meta) continue;
         QWidget* editor = config_editors::make(*meta, this, [this, key] { edited(key); });
         editor->setObjectName(key);
-        editor->setToolTip(config_editors::richTooltip(*meta));
+        auto* label = new QLabel(QString::fromStdString(meta->label) + QLatin1Char(':'), this);
         editors_.insert(key, editor);
-        form->addRow(QString::fromStdString(meta->label) + QLatin1Char(':'), editor);
+        labels_.insert(key, label);
+        form->addRow(label, editor);
     }
     layout->addLayout(form);
 
@@ -141,6 +143,7 @@ ProbePanel::ProbePanel(QWidget* parent) : QWidget(parent) {
 
     connect(runner_, &ProbeRunner::started, this, [this] { status_->setText(tr("Probing\u2026")); });
     connect(runner_, &ProbeRunner::finished, this, &ProbePanel::showOutcome);
+    loadEditors();
     fillTable();
 }
 
@@ -148,9 +151,22 @@ ProbePanel::~ProbePanel() = default;
 
 void ProbePanel::setConfig(const Config& cfg) {
     cfg_ = cfg;
-    for (auto it = editors_.begin(); it != editors_.end(); ++it)
-        config_editors::load(it.value(), *find_config_key(it.key().toStdString()), cfg_);
+    loadEditors();
     requestProbe();
+}
+
+void ProbePanel::loadEditors(const QWidget* except) {
+    QHash<QString, QString> ignored;
+    for (const IgnoredKey& ig : config_ignored_keys(cfg_))
+        ignored.insert(QString::fromStdString(ig.key), tr("Ignored: %1").arg(QString::fromStdString(ig.reason)));
+    for (auto it = editors_.begin(); it != editors_.end(); ++it) {
+        const ConfigKey& meta = *find_config_key(it.key().toStdString());
+        if (it.value() != except) config_editors::load(it.value(), meta, cfg_);
+        const QString why = ignored.value(it.key());
+        config_editors::setState(labels_.value(it.key()), why.isEmpty() ? QString() : QStringLiteral("ignored"));
+        it.value()->setToolTip(config_editors::notedTooltip(why, config_editors::richTooltip(meta)));
+        labels_.value(it.key())->setToolTip(it.value()->toolTip());
+    }
 }
 
 void ProbePanel::setValue(const QString& key, const nlohmann::json& value) {
@@ -164,8 +180,7 @@ void ProbePanel::edited(const QString& key) {
     const ConfigKey* meta = find_config_key(key.toStdString());
     const QString problem = config_editors::store(editor, *meta, cfg_);
     // A model change re-derives its dimensions: show what the others became.
-    for (auto it = editors_.begin(); it != editors_.end(); ++it)
-        if (it.value() != editor) config_editors::load(it.value(), *find_config_key(it.key().toStdString()), cfg_);
+    loadEditors(editor);
     if (!problem.isEmpty()) {
         error_->setText(problem);
         error_->show();

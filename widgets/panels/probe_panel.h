@@ -43,6 +43,7 @@ public:
     // One key as the user would set it (the editor shows it); probes.
     void setValue(const QString& key, const nlohmann::json& value);
     QWidget* editor(const QString& key) const { return editors_.value(key); }
+    QLabel* label(const QString& key) const { return labels_.value(key); }
 
     // Read-outs as shown: the value column, the previous probe's, the arrow.
     QString valueText(const QString& metric) const;
@@ -61,6 +62,9 @@ signals:
 private:
     void edited(const QString& key);
     void requestProbe();
+    // Shows each editor's value and greys those the configuration does not
+    // read, as the configuration form does (config_ignored_keys).
+    void loadEditors(const QWidget* except = nullptr);
     void showOutcome(const ProbeOutcome& outcome);
     void fillTable();
     int row(const QString& metric) const { return int(metrics().indexOf(metric)); }
@@ -69,6 +73,7 @@ private:
     ProbeRunner* runner_ = nullptr;
     ProbeOutcome now_, before_;
     QHash<QString, QWidget*> editors_;
+    QHash<QString, QLabel*> labels_;
     QLabel* status_ = nullptr;
     QLabel* error_ = nullptr;
     QTableWidget* table_ = nullptr;

@@ -92,6 +92,33 @@ private slots:
         testing_shots::save(&panel, "probe_after");
     }
 
+    // As the configuration form does: a setting the configuration does not
+    // read is greyed, with why, and comes back when it is read again.
+    void settingsTheConfigurationDoesNotReadAreGreyed() {
+        ProbePanel panel;
+        QSignalSpy probed(&panel, &ProbePanel::probed);
+        panel.setConfig(small("dense"));
+        QCOMPARE(panel.label("moe.routing_replay")->property("mlkState").toString(), QString("ignored"));
+        QVERIFY(panel.editor("moe.routing_replay")->toolTip().contains("a dense model has no routers"));
+        QCOMPARE(panel.label("train.precision")->property("mlkState").toString(), QString());
+        QVERIFY(!panel.editor("train.precision")->toolTip().contains("Ignored"));
+
+        // Lesson 1's last probe step: the Megatron profile's rounding points
+        // decide, so the precision set one step before no longer does.
+        auto* profile = qobject_cast<QComboBox*>(panel.editor("train.profile"));
+        QVERIFY(profile);
+        profile->setCurrentIndex(profile->findText("megatron-bf16"));
+        QCOMPARE(panel.label("train.precision")->property("mlkState").toString(), QString("ignored"));
+        QVERIFY(panel.editor("train.precision")->toolTip().contains("Ignored: train.profile=megatron-bf16"));
+        QCOMPARE(panel.label("rollout.precision")->property("mlkState").toString(), QString());
+
+        auto* kind = qobject_cast<QComboBox*>(panel.editor("model.kind"));
+        kind->setCurrentIndex(kind->findText("moe"));
+        QCOMPARE(panel.label("moe.routing_replay")->property("mlkState").toString(), QString());
+        QVERIFY(!panel.editor("moe.routing_replay")->toolTip().contains("Ignored"));
+        QVERIFY(waitProbed(probed, 1));
+    }
+
     void rapidChangesCoalesceToTheLatest() {
         ProbePanel panel;
         QSignalSpy probed(&panel, &ProbePanel::probed);
