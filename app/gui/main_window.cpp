@@ -13,6 +13,7 @@
 #include <QProgressBar>
 #include <QScreen>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -158,8 +159,9 @@ void MainWindow::buildUi() {
     scroll->setWidget(form_);
     scroll->setWidgetResizable(true);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    // At most 350: with the probe and a lesson open the window must still fit a 1920-pixel screen.
-    scroll->setMinimumWidth(std::min(form_->sizeHint().width() + 24, 350));
+    // The form's own minimum (its editors whole) and this area's scroll bar.
+    scroll->setMinimumWidth(form_->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() +
+                            2 * scroll->frameWidth());
     formDock_ = new QDockWidget(tr("Configuration"), this);
     formDock_->setObjectName("configurationDock");
     formDock_->setWidget(scroll);

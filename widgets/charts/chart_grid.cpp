@@ -2,6 +2,7 @@
 
 #include <QCheckBox>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -16,6 +17,7 @@
 
 #include "core/metrics/catalogue.h"
 #include "widgets/charts/axis_rules.h"
+#include "widgets/charts/flow_layout.h"
 #include "widgets/data/metric_help.h"
 #include "widgets/data/palette.h"
 
@@ -41,9 +43,12 @@ ChartGrid::ChartGrid(RunDataStore* data, QWidget* parent)
     // The charts scroll once they no longer fit: adding one must never grow
     // the window past the screen (its size is remembered).
     auto* scroll = new QScrollArea(this);
+    scroll_ = scroll;
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    // One chart's width and the vertical scroll bar, never a chart cut at the right.
+    scroll->setMinimumWidth(MetricChart::kMinimumWidth + scroll->verticalScrollBar()->sizeHint().width());
     auto* area = new QWidget(scroll);
     grid_ = new QGridLayout(area);
     grid_->setContentsMargins(0, 0, 0, 0);
@@ -80,8 +85,6 @@ QStringList ChartGrid::defaultLogScaleMetrics() {
 
 QWidget* ChartGrid::buildToolbar() {
     auto* bar = new QWidget(this);
-    auto* row = new QHBoxLayout(bar);
-    row->setContentsMargins(0, 0, 0, 0);
 
     metricChoice_ = new QComboBox(bar);
     metricChoice_->setMinimumContentsLength(8);  // the popup lists names in full
@@ -95,8 +98,6 @@ QWidget* ChartGrid::buildToolbar() {
 
     smoothingSlider_ = new QSlider(Qt::Horizontal, bar);
     smoothingSlider_->setRange(0, kSliderSteps - 1);  // 0.99 at most: 1 would freeze the line
-    // Narrows before the window outgrows a screen with every dock open.
-    smoothingSlider_->setMinimumWidth(40);
     smoothingSlider_->setMaximumWidth(140);
     smoothingSlider_->setValue(static_cast<int>(std::lround(smoothing_ * kSliderSteps)));
     smoothingSlider_->setToolTip(tr("Debiased EMA weight of the smoothed lines (0 = raw data only)"));
@@ -132,19 +133,26 @@ QWidget* ChartGrid::buildToolbar() {
     reset->setToolTip(tr("Show every step in all charts (or double-click a chart)"));
     connect(reset, &QPushButton::clicked, this, &ChartGrid::resetZoom);
 
-    row->addWidget(new QLabel(tr("Metric:"), bar));
-    row->addWidget(metricChoice_);
-    row->addWidget(add);
-    row->addStretch(1);
+    // Groups that stay together; the toolbar wraps between them when the
+    // charts area is narrow, and the display settings keep to the right.
+    const auto group = [bar](std::initializer_list<QWidget*> widgets) {
+        auto* g = new QWidget(bar);
+        auto* line = new QHBoxLayout(g);
+        line->setContentsMargins(0, 0, 0, 0);
+        for (QWidget* w : widgets) {
+            w->setParent(g);
+            line->addWidget(w);
+        }
+        return g;
+    };
+    auto* row = new FlowLayout(bar);
+    row->setContentsMargins(0, 0, 0, 0);
+    row->addWidget(group({new QLabel(tr("Metric:")), metricChoice_, add}));
+    row->setStretchBefore(row->count());
     row->addWidget(groupSeedsBox_);
     row->addWidget(outliersBox_);
-    row->addSpacing(8);
-    row->addWidget(new QLabel(tr("x:"), bar));
-    row->addWidget(xAxisChoice_);
-    row->addSpacing(8);
-    row->addWidget(new QLabel(tr("Smoothing:"), bar));
-    row->addWidget(smoothingSlider_);
-    row->addWidget(smoothingLabel_);
+    row->addWidget(group({new QLabel(tr("x:")), xAxisChoice_}));
+    row->addWidget(group({new QLabel(tr("Smoothing:")), smoothingSlider_, smoothingLabel_}));
     row->addWidget(reset);
     return bar;
 }
@@ -248,8 +256,14 @@ void ChartGrid::relayout() {
     }
 }
 
-void ChartGrid::setColumns(int columns) {
-    columns_ = std::max(1, columns);
+void ChartGrid::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    // From the scroll area's width less a scroll bar, whether one shows or
+    // not: a bar that appears with one column must not bring back two.
+    const int width = scroll_->width() - scroll_->verticalScrollBar()->sizeHint().width();
+    const int columns = width >= 2 * MetricChart::kMinimumWidth + grid_->spacing() ? 2 : 1;
+    if (columns == columns_) return;
+    columns_ = columns;
     relayout();
 }
 

@@ -22,6 +22,7 @@ class QComboBox;
 class QGridLayout;
 class QLabel;
 class QPushButton;
+class QScrollArea;
 class QSlider;
 QT_END_NAMESPACE
 
@@ -69,7 +70,8 @@ public:
     void setIgnoreOutliers(bool on);  // see MetricChart::setIgnoreOutliers
     bool ignoreOutliers() const { return ignoreOutliers_; }
     MetricChart::XAxis xAxis() const { return xAxis_; }
-    void setColumns(int columns);
+    // Two columns of charts where two fit at their minimum width, else one
+    // (a narrow charts area, beside the probe and lessons docks on a laptop).
     int columns() const { return columns_; }
 
     void redrawAllNow();
@@ -81,6 +83,9 @@ public:
 
 signals:
     void chartsChanged();
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     QWidget* buildToolbar();
@@ -108,6 +113,7 @@ private:
     QSlider* smoothingSlider_ = nullptr;
     QLabel* smoothingLabel_ = nullptr;
     QLabel* emptyHint_ = nullptr;
+    QScrollArea* scroll_ = nullptr;
     QGridLayout* grid_ = nullptr;
 };
 

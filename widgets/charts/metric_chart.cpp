@@ -60,7 +60,7 @@ MetricChart::MetricChart(RunDataStore* data, const QString& metric, QWidget* par
     setViewportUpdateMode(QGraphicsView::FullViewportUpdate);
     setMouseTracking(true);
     viewport()->setMouseTracking(true);
-    setMinimumSize(260, 200);
+    setMinimumSize(kMinimumWidth, 200);
 
     tracker_.emplace(this, traces_, frame_);
     zoomer_ = new ChartZoomer(this, frame_);

@@ -53,6 +53,7 @@ class MetricChart : public QChartView {
 public:
     static constexpr int kRedrawDelayMs = 30;
     static constexpr double kDefaultSmoothing = 0.6;
+    static constexpr int kMinimumWidth = 260;  // px: the axes, ticks and title still legible
     static constexpr int kDefaultPointBudget = 8000;
     static constexpr int kMinBuckets = ChartTraces::kMinBuckets;
 

@@ -14,6 +14,7 @@
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QStyle>
 #include <QTimer>
 #include <QToolButton>
@@ -229,6 +230,9 @@ QToolButton#mlkSectionHeader { font-weight: bold; border: none; border-bottom: 1
     }
     for (const Field& f : std::as_const(fields_)) f.label->setMinimumWidth(labelWidth);
     scroll->setWidget(content);
+    // Labels and editors whole, beside the scroll bar: without a horizontal
+    // bar, a narrower dock cut the editors' right edge off.
+    scroll->setMinimumWidth(content->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width());
     outer->addWidget(scroll, 1);
 }
 

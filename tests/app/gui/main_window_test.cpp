@@ -20,6 +20,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QScrollArea>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QXYSeries>
@@ -191,11 +192,30 @@ private slots:
         QVERIFY2(
             w.runBrowser()->table()->height() >= 6 * w.runBrowser()->table()->verticalHeader()->defaultSectionSize(),
             qPrintable(QString::number(w.runBrowser()->table()->height())));
-        // Every dock a lesson opens beside the charts still fits a 1920-pixel screen.
+        // Every dock a lesson opens beside the charts still fits a laptop's
+        // 1366-pixel screen, window frame included: the charts' toolbar wraps
+        // and the charts go to one column, each still whole.
         w.probeDock()->show();
         w.lessonsDock()->show();
         QTRY_VERIFY(w.lessonsDock()->isVisible());
-        QVERIFY2(w.minimumSizeHint().width() <= 1900, qPrintable(QString::number(w.minimumSizeHint().width())));
+        QVERIFY2(w.minimumSizeHint().width() <= 1340, qPrintable(QString::number(w.minimumSizeHint().width())));
+        w.resize(w.minimumSizeHint().width(), 800);
+        QTRY_COMPARE(w.charts()->columns(), 1);
+        // Nothing is cut at the right: an area without a horizontal scroll
+        // bar (the form's, the charts') is as wide as what it holds needs.
+        for (QScrollArea* area : w.findChildren<QScrollArea*>())
+            if (area->isVisible() && area->horizontalScrollBarPolicy() == Qt::ScrollBarAlwaysOff)
+                QVERIFY2(area->viewport()->width() >= area->widget()->minimumSizeHint().width(),
+                         area->parentWidget()->metaObject()->className());
+        for (MetricChart* chart : w.charts()->charts()) {
+            QVERIFY(chart->width() >= MetricChart::kMinimumWidth);
+            const QPoint right = chart->mapTo(w.charts(), QPoint(chart->width(), 0));
+            QVERIFY2(right.x() <= w.charts()->width(), qPrintable(chart->metric()));
+        }
+        w.lessonsDock()->close();
+        w.probeDock()->close();
+        w.resize(1600, 800);
+        QTRY_COMPARE(w.charts()->columns(), 2);
     }
 
     void pauseSingleStepAndStop() {
