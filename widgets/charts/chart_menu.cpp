@@ -78,8 +78,8 @@ void askSave(MetricChart& chart, bool svg) {
                                      exportPath(base + (svg ? ".svg" : ".png")),
                                      svg ? QObject::tr("SVG images (*.svg)") : QObject::tr("PNG images (*.png)"));
     if (path.isEmpty()) return;
-    if (!(svg ? chart.saveSvg(path) : chart.savePng(path, size))) {
-        QMessageBox::warning(&chart, QObject::tr("Save chart"), QObject::tr("Could not write %1.").arg(path));
+    if (const QString why = svg ? chart.saveSvg(path) : chart.savePng(path, size); !why.isEmpty()) {
+        QMessageBox::warning(&chart, QObject::tr("Save chart"), why);
         return;
     }
     rememberExportFolder(path);
@@ -128,25 +128,26 @@ namespace {
 
 // Whole or not at all (core/config/atomic_file.h): a chart saved again over
 // the one in a draft keeps it if this save fails.
-bool writeWhole(const QString& path, const QByteArray& bytes) {
+QString writeWhole(const QString& path, const QByteArray& bytes) {
     try {
         write_file_atomically(path.toStdString(), std::string_view(bytes.constData(), size_t(bytes.size())));
-        return true;
-    } catch (const std::exception&) {
-        return false;
+        return {};
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
     }
 }
 
 }  // namespace
 
-bool saveViewAsPng(QGraphicsView& view, const QString& path) {
+QString saveViewAsPng(QGraphicsView& view, const QString& path) {
     const QPixmap pixmap = view.grab();
     QBuffer png;
-    return !pixmap.isNull() && png.open(QIODevice::WriteOnly) && pixmap.save(&png, "PNG") &&
-           writeWhole(path, png.data());
+    if (pixmap.isNull() || !png.open(QIODevice::WriteOnly) || !pixmap.save(&png, "PNG"))
+        return QObject::tr("cannot draw the chart as PNG for %1").arg(path);
+    return writeWhole(path, png.data());
 }
 
-bool saveViewAsSvg(QGraphicsView& view, const QString& path, const QString& title, const QString& description) {
+QString saveViewAsSvg(QGraphicsView& view, const QString& path, const QString& title, const QString& description) {
     QBuffer svg;
     svg.open(QIODevice::WriteOnly);
     QSvgGenerator generator;
@@ -156,11 +157,11 @@ bool saveViewAsSvg(QGraphicsView& view, const QString& path, const QString& titl
     generator.setTitle(title);
     generator.setDescription(description);
     QPainter painter;
-    if (!painter.begin(&generator)) return false;
+    if (!painter.begin(&generator)) return QObject::tr("cannot draw the chart as SVG for %1").arg(path);
     painter.setRenderHint(QPainter::Antialiasing);
     view.render(&painter, QRectF(QPointF(0, 0), view.size()), view.viewport()->rect());
     painter.end();
-    return svg.size() > 0 && writeWhole(path, svg.data());
+    return writeWhole(path, svg.data());
 }
 
 }  // namespace mlk

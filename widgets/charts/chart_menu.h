@@ -18,10 +18,11 @@ class MetricChart;
 // The menu's actions act on `chart`; the caller owns the menu.
 QMenu* createChartMenu(MetricChart& chart, QWidget* parent);
 
-// The view as it is on screen.
-bool saveViewAsPng(QGraphicsView& view, const QString& path);
+// The view as it is on screen. Both return why the file could not be
+// written (the path and the system's reason), empty when it was.
+QString saveViewAsPng(QGraphicsView& view, const QString& path);
 // The view through QSvgGenerator: whatever paints by paint engine type
 // (the line layer) gives vectors.
-bool saveViewAsSvg(QGraphicsView& view, const QString& path, const QString& title, const QString& description);
+QString saveViewAsSvg(QGraphicsView& view, const QString& path, const QString& title, const QString& description);
 
 }  // namespace mlk

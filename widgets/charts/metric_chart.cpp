@@ -463,7 +463,7 @@ void MetricChart::resetXRange() {
 
 // --- Export ------------------------------------------------------------------
 
-bool MetricChart::savePng(const QString& path, QSize size) {
+QString MetricChart::savePng(const QString& path, QSize size) {
     tracker_->clear();
     if (dirty_) redrawNow();
     if (!size.isValid() || size == this->size()) return saveViewAsPng(*this, path);
@@ -486,7 +486,7 @@ bool MetricChart::savePng(const QString& path, QSize size) {
     return saveViewAsPng(twin, path);
 }
 
-bool MetricChart::saveSvg(const QString& path) {
+QString MetricChart::saveSvg(const QString& path) {
     tracker_->clear();
     if (dirty_) redrawNow();
     return saveViewAsSvg(*this, path, metric_, tr("Mismatch Lab chart of %1").arg(metric_));

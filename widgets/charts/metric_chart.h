@@ -121,8 +121,9 @@ public:
     // At the chart's size on screen, or at `size` (logical pixels; drawn by a
     // twin of this chart laid out at that size, so lines and text are as
     // sharp as on screen, never a stretched screenshot).
-    bool savePng(const QString& path, QSize size = {});
-    bool saveSvg(const QString& path);
+    // Both return why the file could not be written, empty when it was.
+    QString savePng(const QString& path, QSize size = {});
+    QString saveSvg(const QString& path);
 
     void scheduleRedraw();
     void redrawNow();

@@ -230,8 +230,8 @@ private slots:
         chart.resize(500, 320);  // never shown: export must still draw current data
         QTemporaryDir dir;
         const QString png = dir.filePath(QStringLiteral("c.png")), svg = dir.filePath(QStringLiteral("c.svg"));
-        QVERIFY(chart.savePng(png));
-        QVERIFY(chart.saveSvg(svg));
+        QCOMPARE(chart.savePng(png), QString());
+        QCOMPARE(chart.saveSvg(svg), QString());
         const QImage image(png);
         QCOMPARE(image.size(), QSize(500, 320));
         QFile file(svg);
@@ -248,7 +248,7 @@ private slots:
         // the title too), the chart on screen untouched.
         const QString big = dir.filePath(QStringLiteral("big.png"));
         chart.setSmoothing(0);
-        QVERIFY(chart.savePng(big, QSize(1600, 600)));
+        QCOMPARE(chart.savePng(big, QSize(1600, 600)), QString());
         if (!shots.isEmpty())
             QFile::copy(big, QString::fromLocal8Bit(shots) + QStringLiteral("/chart_export_1600.png"));
         const QImage large(big);
@@ -269,6 +269,20 @@ private slots:
         QVERIFY2(runPixels > 300 && left < 100 && right > 1500,
                  qPrintable(QString("%1 pixels from x %2 to %3").arg(runPixels).arg(left).arg(right)));
         QCOMPARE(chart.size(), QSize(500, 320));
+    }
+
+    // The user learns why, not only that it failed (the chart's menu shows
+    // this text).
+    void aFailedSaveSaysWhy() {
+        RunDataStore data;
+        feed(data, 1, "reward_mean", {0.1, 0.3});
+        MetricChart chart(&data, QStringLiteral("reward_mean"));
+        chart.resize(300, 200);
+        QTemporaryDir dir;
+        const QString missing = dir.filePath(QStringLiteral("no-such-folder/c.png"));
+        const QString why = chart.savePng(missing);
+        QVERIFY2(why.contains(missing) && why.contains(QStringLiteral("No such file or directory")), qPrintable(why));
+        QVERIFY(chart.saveSvg(dir.filePath(QStringLiteral("no-such-folder/c.svg"))).contains("No such file"));
     }
 
     void logAxisWithOnlyZerosStillDraws() {
