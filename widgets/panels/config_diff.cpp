@@ -9,6 +9,8 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QStyle>
+#include <QStyleOptionHeader>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -20,6 +22,25 @@
 #include "widgets/data/qt_text.h"
 
 namespace mlk {
+
+namespace run_browser {
+
+void MiddleElidingHeader::initStyleOptionForIndex(QStyleOptionHeader* option, int logicalIndex) const {
+    QHeaderView::initStyleOptionForIndex(option, logicalIndex);
+    const int margin = 2 * style()->pixelMetric(QStyle::PM_HeaderMargin, option, this);
+    const int icon = option->icon.isNull() ? 0 : style()->pixelMetric(QStyle::PM_SmallIconSize, option, this);
+    const int room = sectionSize(logicalIndex) - margin - (icon ? icon + margin : 0);
+    option->text = option->fontMetrics.elidedText(option->text, Qt::ElideMiddle, std::max(room, 0));
+}
+
+QString MiddleElidingHeader::shownText(int logicalIndex) const {
+    QStyleOptionHeader option;
+    initStyleOption(&option);
+    initStyleOptionForIndex(&option, logicalIndex);
+    return option.text;
+}
+
+}  // namespace run_browser
 
 namespace {
 
@@ -77,6 +98,8 @@ ConfigDiffView::ConfigDiffView(QWidget* parent) : QWidget(parent) {
     table_ = new QTableWidget(0, 2, this);
     table_->setObjectName(QStringLiteral("configDiff"));
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->setHorizontalHeader(new run_browser::MiddleElidingHeader(Qt::Horizontal, table_));
+    table_->horizontalHeader()->setSectionsClickable(true);
     table_->verticalHeader()->hide();
     table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
     table_->horizontalHeader()->setStretchLastSection(true);
@@ -118,9 +141,11 @@ void ConfigDiffView::rebuild() {
     QStringList headers{tr("Key")};
     for (const Column& c : columns_) headers << c.title;
     table_->setHorizontalHeaderLabels(headers);
-    for (int i = 0; i < columns_.size(); ++i)
-        if (columns_[i].colour.isValid())
-            table_->horizontalHeaderItem(i + 1)->setIcon(run_browser::colourSwatch(columns_[i].colour));
+    for (int i = 0; i < columns_.size(); ++i) {
+        QTableWidgetItem* header = table_->horizontalHeaderItem(i + 1);
+        header->setToolTip(columns_[i].title);
+        if (columns_[i].colour.isValid()) header->setIcon(run_browser::colourSwatch(columns_[i].colour));
+    }
     table_->setRowCount(0);
     if (columns_.isEmpty()) return;
     const bool only = only_->isChecked();

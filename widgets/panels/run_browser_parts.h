@@ -4,6 +4,7 @@
 
 #include <QAbstractItemView>
 #include <QColor>
+#include <QHeaderView>
 #include <QIcon>
 #include <QTableWidget>
 
@@ -20,6 +21,21 @@ class RunTable : public QTableWidget {
 public:
     using QTableWidget::QTableWidget;
     bool editing() const { return state() == QAbstractItemView::EditingState; }
+};
+
+// Qt 6.4's header neither elides a long title (whatever its textElideMode)
+// nor aligns it to a side: centred and cut at both ends, a run's title in the
+// config diff lost its "#id" and the end of its name, where sweep names
+// differ. This header cuts a title in its middle when painting it; the item
+// keeps the whole title.
+class MiddleElidingHeader : public QHeaderView {
+public:
+    using QHeaderView::QHeaderView;
+    // The section's title as painted at its current width.
+    QString shownText(int logicalIndex) const;
+
+protected:
+    void initStyleOptionForIndex(QStyleOptionHeader* option, int logicalIndex) const override;
 };
 
 }  // namespace mlk::run_browser

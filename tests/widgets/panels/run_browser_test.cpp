@@ -26,6 +26,7 @@
 #include "widgets/data/palette.h"
 #include "widgets/data/run_database.h"
 #include "widgets/panels/run_browser.h"
+#include "widgets/panels/run_browser_parts.h"
 
 using namespace mlk;
 
@@ -73,6 +74,7 @@ private slots:
     void coloursAreStable();
     void configDiffDifferencesOnly();
     void configDiffGreysWhatARunDoesNotRead();
+    void configDiffCutsLongRunNamesInTheMiddle();
     void refreshPicksUpNewRuns();
     void metricSummaryOfSelectedRuns();
     void pausedRunShowsPaused();
@@ -306,6 +308,37 @@ void RunBrowserTest::configDiffGreysWhatARunDoesNotRead() {
     QCOMPARE(read->text(), QString("5.0"));
     QCOMPARE(read->background(), QBrush(palette::changedSetting()));
     QVERIFY(read->toolTip().isEmpty());
+}
+
+// Sweep runs' names share a long start and differ at the end: a header
+// keeps the run's "#id" and the name's end, the whole name in its tooltip.
+void RunBrowserTest::configDiffCutsLongRunNamesInTheMiddle() {
+    const QString start = "tis-sweep rl.old_policy=decoupled correction.is_level=token correction.is_upper=";
+    const int64_t two = store_->create_run((start + "2 seed=1").toStdString(), "default",
+                                           config_to_json(Config{}).dump(), 1, RunStatus::finished);
+    const int64_t five = store_->create_run((start + "5 seed=1").toStdString(), "default",
+                                            config_to_json(Config{}).dump(), 1, RunStatus::finished);
+    RunBrowser br;
+    br.resize(900, 600);
+    br.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&br));
+    br.setDatabase(db_.get());
+    br.selectRuns({two, five});
+    QTableWidget* d = br.diffTable();
+    const QString whole = QString("#%1 %2").arg(two).arg(start + "2 seed=1");
+    QCOMPARE(d->horizontalHeaderItem(1)->text(), whole);
+    QCOMPARE(d->horizontalHeaderItem(1)->toolTip(), whole);
+    // What the header paints.
+    auto* header = dynamic_cast<run_browser::MiddleElidingHeader*>(d->horizontalHeader());
+    QVERIFY(header);
+    const auto shown = [&] { return header->shownText(1); };
+    QVERIFY2(shown().startsWith(QString("#%1 tis-sweep").arg(two)) && shown().endsWith("2 seed=1") &&
+                 shown().contains(QChar(0x2026)),
+             qPrintable(shown()));
+    // Widened by the user, it shows more of the name.
+    const qsizetype before = shown().size();
+    d->setColumnWidth(1, d->columnWidth(1) + 150);
+    QVERIFY(shown().size() > before);
 }
 
 void RunBrowserTest::configDiffDifferencesOnly() {
