@@ -1,5 +1,7 @@
 // `runs`: the runs of a store, one line (or JSON object) each.
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -28,10 +30,20 @@ int cmd_runs(const Argv& argv) {
         std::cout << j.dump() << "\n";
         return 0;
     }
-    std::printf("%-5s %-28s %-26s %-9s %6s  %s\n", "id", "name", "preset", "status", "steps", "created");
+    // Columns as wide as their longest value; the name, free text of any
+    // length (a sweep's spells its settings out), last, so it never pushes
+    // the others out of line.
+    int id = 2, preset = 6, status = 6;
+    for (const auto& r : runs) {
+        id = std::max(id, int(std::to_string(r.id).size()));
+        preset = std::max(preset, int(r.preset.size()));
+        status = std::max(status, int(r.status.size()));
+    }
+    std::printf("%-*s  %-*s  %5s  %-*s  %-24s  %s\n", id, "id", status, "status", "steps", preset, "preset", "created",
+                "name");
     for (const auto& r : runs)
-        std::printf("%-5lld %-28s %-26s %-9s %6lld  %s\n", (long long)r.id, r.name.c_str(), r.preset.c_str(),
-                    r.status.c_str(), (long long)r.steps, r.created.c_str());
+        std::printf("%-*lld  %-*s  %5lld  %-*s  %-24s  %s\n", id, (long long)r.id, status, r.status.c_str(),
+                    (long long)r.steps, preset, r.preset.c_str(), r.created.c_str(), r.name.c_str());
     return 0;
 }
 

@@ -185,7 +185,7 @@ int cmd_sweep(const Argv& argv) {
     for (const SweepConfig& sc : configs) {
         for (int seed = 1; seed <= spec.seeds && !stopped; ++seed) {
             const Config cfg = sweep_run_config(sc, spec, seed);
-            const std::string name = default_run_name(sc.preset, preset_named(sc.preset), cfg);
+            const std::string name = sweep_run_name(sc, seed);
             const auto slot = slots.find({sc.name, seed});
             int64_t id = 0;  // 0: no run yet
             std::string action;

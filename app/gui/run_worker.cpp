@@ -15,12 +15,11 @@ std::vector<RunJob> sweepJobs(const SweepSpec& spec, const std::vector<SweepConf
     const std::string hash = sweep_hash(identity), specJson = identity.dump();
     std::vector<RunJob> jobs;
     for (const SweepConfig& sc : configs) {
-        const Config presetBase = find_preset(sc.preset) ? preset_config(sc.preset) : Config{};
         for (int seed = 1; seed <= spec.seeds; ++seed) {
             RunJob job;
             job.config = sweep_run_config(sc, spec, seed);
             job.preset = QString::fromStdString(sc.preset);
-            job.name = QString::fromStdString(default_run_name(sc.preset, presetBase, job.config));
+            job.name = QString::fromStdString(sweep_run_name(sc, seed));
             job.sweep = SweepSlot{hash, specJson, sc.name, seed};
             jobs.push_back(std::move(job));
         }

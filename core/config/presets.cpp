@@ -56,17 +56,21 @@ const Preset* find_preset(const std::string& name) {
 std::string default_run_name(const std::string& preset, const Config& base, const Config& c) {
     const nlohmann::json a = config_to_flat_json(base), b = config_to_flat_json(c);
     std::vector<std::string> parts;
+    std::string seed;
     for (auto it = b.begin(); it != b.end(); ++it) {
         if (a.contains(it.key()) && a[it.key()] == it.value()) continue;
         if (it.key() == "rl.steps") continue;  // a run's length, not what it tries
         const std::string& key = it.key();
         const std::string leaf = key.substr(key.rfind('.') == std::string::npos ? 0 : key.rfind('.') + 1);
         const std::string value = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
-        parts.push_back(leaf + "=" + value);
+        (key == "seed" ? seed : parts.emplace_back()) = leaf + "=" + value;
     }
     std::string name = preset.empty() ? std::string("custom") : preset;
     for (size_t i = 0; i < parts.size() && i < 3; ++i) name += " " + parts[i];
     if (parts.size() > 3) name += " +" + std::to_string(parts.size() - 3) + " more";
+    // Last and never in "+N more": the seed is what tells a sweep's runs of
+    // one configuration apart.
+    if (!seed.empty()) name += " " + seed;
     return name;
 }
 

@@ -42,9 +42,9 @@ const Preset* find_preset(const std::string& name);  // nullptr when unknown
 Config preset_config(const std::string& name);
 
 // A run's default name: its preset and what distinguishes it from the
-// preset, e.g. "r3-grpo seed=3 is_upper=1.5" (settings by their last key
-// part, at most three, then "+N more"), so runs of one preset can be told
-// apart. `base` is the preset's configuration, `c` the run's.
+// preset, e.g. "r3-grpo is_upper=1.5 seed=3" (settings by their last key
+// part, at most three, then "+N more", then the seed), so runs of one preset
+// can be told apart. `base` is the preset's configuration, `c` the run's.
 std::string default_run_name(const std::string& preset, const Config& base, const Config& c);
 
 }  // namespace mlk

@@ -140,6 +140,10 @@ Config sweep_run_config(const SweepConfig& c, const SweepSpec& spec, int seed) {
     return cfg;
 }
 
+std::string sweep_run_name(const SweepConfig& c, int seed) {
+    return seed == c.config.seed ? c.name : c.name + " seed=" + std::to_string(seed);
+}
+
 nlohmann::json sweep_identity(const std::vector<SweepConfig>& configs, const SweepSpec& spec) {
     nlohmann::json j = {{"seeds", spec.seeds}, {"configs", nlohmann::json::array()}};
     for (const auto& c : configs) {

@@ -535,6 +535,32 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
     }
 }
 
+// Issue: a sweep run's name, longer than its column, pushed the preset,
+// status and date out of line. The name is last; the rest line up.
+TEST(CliCommands, RunsListsTheNameLastWithTheOtherColumnsInLine) {
+    const fs::path path = fx().dir / "names.sqlite";
+    const std::string longName = "default is_level=sequence is_upper=5.0 old_policy=decoupled seed=2";
+    {
+        Store store = Store::open(path.string());
+        const std::string cfg = config_to_json(Config{}).dump();
+        store.create_run(longName, "default", cfg, 1, RunStatus::finished);
+        store.create_run("short", "production-moe-deep-r3", cfg, 1, RunStatus::failed);
+    }
+    const auto r = cli("runs --db " + path.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::vector<std::string> lines;
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    ASSERT_EQ(lines.size(), 3u) << r.out;
+    const size_t name = lines[0].find("name"), created = lines[0].find("created");
+    ASSERT_NE(name, std::string::npos) << lines[0];
+    EXPECT_EQ(lines[0].size(), name + 4) << "the name is the last column";
+    EXPECT_EQ(lines[1].substr(name), "short") << r.out;
+    EXPECT_EQ(lines[2].substr(name), longName) << r.out;
+    for (size_t i = 1; i < lines.size(); ++i)
+        EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(lines[i][created]))) << r.out;
+}
+
 TEST(CliCommands, ExistingBehaviourStillWorks) {
     auto r = cli("runs" + db() + " --json");
     ASSERT_EQ(r.code, 0) << r.out;

@@ -95,8 +95,7 @@ private slots:
             QCOMPARE(j.sweep->seed, int(i % 3) + 1);
             QCOMPARE(j.config.seed, uint64_t(i % 3 + 1));
             QCOMPARE(j.config.rl.steps, 2);
-            const Config runCfg = sweep_run_config(cliConfigs[i / 3], cli, int(i % 3) + 1);
-            QCOMPARE(j.name.toStdString(), default_run_name("r3-tis", base, runCfg));
+            QCOMPARE(j.name.toStdString(), sweep_run_name(cliConfigs[i / 3], int(i % 3) + 1));
         }
     }
 

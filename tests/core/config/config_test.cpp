@@ -473,7 +473,7 @@ TEST(Config, DefaultRunNamesSayWhatDiffersFromThePreset) {
     c.optim.lr = 0.001;
     const std::string name = default_run_name("r3-grpo", base, c);
     EXPECT_EQ(name.rfind("r3-grpo ", 0), 0u) << name;
-    EXPECT_NE(name.find("+2 more"), std::string::npos) << name;
+    EXPECT_NE(name.find("+1 more seed=3"), std::string::npos) << name;  // the seed never folded in
     EXPECT_EQ(default_run_name("", Config{}, Config{}), "custom");
 }
 

@@ -73,6 +73,25 @@ TEST(Sweep, MoreThanThreeSettingsSpellEveryGridSettingOut) {
     EXPECT_NE(c[0].name, c[1].name);
 }
 
+// Issue: "default is_level=sequence is_upper=5.0 old_policy=decoupled +1
+// more" named both seeds of a configuration, the seed hidden in "+1 more".
+TEST(Sweep, RunNamesTellEverySlotApart) {
+    SweepSpec s = grid({"rl.old_policy=decoupled", "correction.is_level=token,sequence", "correction.is_upper=5",
+                        "rl.prompts_per_step=4,8"});
+    s.seeds = 3;
+    const auto configs = expand(s);
+    ASSERT_EQ(configs.size(), 4u);
+    std::set<std::string> names;
+    for (const SweepConfig& c : configs)
+        for (int seed = 1; seed <= s.seeds; ++seed) {
+            const std::string name = sweep_run_name(c, seed);
+            EXPECT_TRUE(names.insert(name).second) << name;
+            EXPECT_EQ(name.rfind(c.name, 0), 0u) << name;  // the configuration's name, as the summary shows it
+            if (seed != 1) EXPECT_TRUE(name.ends_with(" seed=" + std::to_string(seed))) << name;
+        }
+    EXPECT_EQ(sweep_run_name(configs[0], 1), configs[0].name);  // the configuration's own seed
+}
+
 TEST(Sweep, RunConfigSetsSeedAndSteps) {
     SweepSpec s;
     s.steps = 7;
