@@ -4,7 +4,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/config/presets.h"
 #include "core/rl/run_controller.h"
 #include "widgets/data/run_data.h"
 
