@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
     RunDataStore data;
     std::mt19937 rng(42);
     for (int run = 1; run <= options.runs; ++run) {
-        data.addRun({run, QStringLiteral("run %1").arg(run), QStringLiteral("running"), QStringLiteral("tiny"), {}});
+        data.addRun(
+            {run, QStringLiteral("run %1").arg(run), QStringLiteral("running"), QStringLiteral("tiny"), {}, {}});
         std::vector<StepRecord> records;
         records.reserve(std::size_t(options.steps));
         for (int64_t s = 0; s < options.steps; ++s) records.push_back(syntheticStep(run, s, rng));

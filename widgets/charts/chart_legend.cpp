@@ -94,7 +94,7 @@ void ChartLegend::style(Trace& trace) {
     trace.smooth->setPen(smoothPen);
     trace.smooth->setName(trace.name);
     trace.legend->setPen(smoothPen);
-    trace.legend->setName(trace.name);
+    trace.legend->setName(trace.legendName);
     trace.raw->setName(trace.name + tr(" (raw)"));
     for (QScatterSeries* markers : {trace.nan, trace.inf}) {
         markers->setColor(trace.colour);
@@ -137,7 +137,7 @@ void ChartLegend::syncGroups(ChartTraces::GroupChanges& changes) {
             for (QLegendMarker* marker : chart_->legend()->markers(group.legend))
                 connect(marker, &QLegendMarker::clicked, this, [this, key = key] { emit groupClicked(key); });
         }
-        group.legend->setName(group.name);
+        group.legend->setName(group.legendName);
         group.legend->setPen(QPen(group.colour, kLineWidth * ChartStyle::instance().lineScale()));
         QColor label = view_->palette().color(QPalette::WindowText);
         if (traces_.allHidden(group)) label.setAlpha(90);

@@ -29,6 +29,10 @@ void ChartTraces::setSmoothing(double weight) {
 ChartTraces::RunChanges ChartTraces::syncRuns(RunDataStore& data, const QString& metric, const QList<RunMeta>& metas) {
     RunChanges changes;
     QSet<qint64> wanted;
+    QStringList names;
+    for (const RunMeta& meta : metas)
+        if (!visibleFilter_ || visibleFilter_->contains(meta.id)) names << meta.name;
+    const QSet<QString> shared = sharedWords(names);
     for (const RunMeta& meta : metas) {
         if (visibleFilter_ && !visibleFilter_->contains(meta.id)) continue;
         wanted.insert(meta.id);
@@ -39,8 +43,10 @@ ChartTraces::RunChanges ChartTraces::syncRuns(RunDataStore& data, const QString&
             resetDerived(trace);
         }
         const QString label = runLabel(meta.id, meta.name);
-        const bool restyle = trace.name != label || trace.colour != meta.colour;
+        const QString legendLabel = runLabel(meta.id, withoutWords(meta.name, shared));
+        const bool restyle = trace.name != label || trace.legendName != legendLabel || trace.colour != meta.colour;
         trace.name = label;
+        trace.legendName = legendLabel;
         trace.colour = meta.colour;
         updateData(data, metric, trace);
         // Series only for runs that have this metric: no empty legend entries.
@@ -84,6 +90,7 @@ ChartTraces::GroupChanges ChartTraces::syncGroups(const QList<RunMeta>& metas) {
         const Trace& first = traces_.at(members.front());
         group.colour = first.colour;
         group.name = seedGroupLabel(first.name, int(members.size()));
+        group.legendName = seedGroupLabel(first.legendName, int(members.size()));
         for (qint64 id : members) groupOf_.insert(id, key);
     }
     changes.groupingChanged = groupOf_ != before;

@@ -38,7 +38,8 @@ enum class ChartXAxis { step, wallTime };
 // One run's data as one chart sees it.
 struct Trace {
     qint64 runId = 0;
-    QString name;
+    QString name;        // "#id name", as the tracker shows it
+    QString legendName;  // "#id" and the words of the name the chart's other runs lack
     QColor colour;
     SeriesCursor cursor;
     std::size_t processed = 0;  // points folded into the caches below
@@ -78,6 +79,7 @@ struct Trace {
 // Seeds of one configuration drawn together.
 struct SeedGroup {
     QString name;
+    QString legendName;  // from its first member's legend name
     QColor colour;
     QList<qint64> members;               // in this chart, hidden ones included
     QList<qint64> aggregated;            // the members not hidden

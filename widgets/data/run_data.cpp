@@ -62,6 +62,23 @@ QString seedGroupOf(const std::string& configJson) {
 
 QString runLabel(qint64 id, const QString& name) { return QStringLiteral("#%1 %2").arg(id).arg(name); }
 
+QSet<QString> sharedWords(const QStringList& names) {
+    if (names.size() < 2) return {};
+    const auto words = [](const QString& name) {
+        const QStringList list = name.split(QLatin1Char(' '), Qt::SkipEmptyParts);
+        return QSet<QString>(list.begin(), list.end());
+    };
+    QSet<QString> shared = words(names.front());
+    for (qsizetype i = 1; i < names.size() && !shared.isEmpty(); ++i) shared.intersect(words(names[i]));
+    return shared;
+}
+
+QString withoutWords(const QString& name, const QSet<QString>& words) {
+    QStringList kept = name.split(QLatin1Char(' '), Qt::SkipEmptyParts);
+    kept.removeIf([&](const QString& word) { return words.contains(word); });
+    return kept.isEmpty() ? name : kept.join(QLatin1Char(' '));
+}
+
 QString seedGroupLabel(const QString& firstRunLabel, int seeds) {
     return QObject::tr("%1 \u00B7 %n seeds", "", seeds).arg(firstRunLabel);
 }

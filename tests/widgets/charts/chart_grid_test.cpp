@@ -95,7 +95,7 @@ private slots:
         for (int s = 0; s < 200; ++s)
             records.push_back(
                 stepOf(s, {{"reward_mean", s * 0.01}, {"k3_kl", 1e-4 * s}, {"grad_norm", 1.0}, {"F@2", 0.0}}));
-        data.addRun({1, QStringLiteral("a"), QStringLiteral("finished"), QString(), {}});
+        data.addRun({1, QStringLiteral("a"), QStringLiteral("finished"), QString(), {}, {}});
         data.appendSteps(1, records);
         ChartGrid grid(&data);
         showAndSettle(grid, QSize(1000, 700));
@@ -184,8 +184,12 @@ private slots:
         std::normal_distribution<double> noise;
         const char* names[] = {"baseline (bf16 rollout)", "batch-invariant + fp32", "R3 + TIS"};
         for (qint64 run = 1; run <= 3; ++run) {
-            data.addRun(
-                {run, QString::fromLatin1(names[run - 1]), QStringLiteral("finished"), QStringLiteral("tiny-moe"), {}});
+            data.addRun({run,
+                         QString::fromLatin1(names[run - 1]),
+                         QStringLiteral("finished"),
+                         QStringLiteral("tiny-moe"),
+                         {},
+                         {}});
             std::vector<StepRecord> records;
             for (int s = 0; s < 400; ++s) {
                 const double reward = 0.2 + 0.6 * (1 - std::exp(-s / (80.0 * run))) + 0.05 * noise(rng);

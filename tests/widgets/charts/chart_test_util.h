@@ -36,7 +36,7 @@ inline StepRecord stepOf(int64_t step, std::vector<std::pair<std::string, double
 inline void feed(RunDataStore& data, qint64 run, const std::string& metric, const std::vector<double>& values) {
     std::vector<StepRecord> records;
     for (std::size_t i = 0; i < values.size(); ++i) records.push_back(stepOf(int64_t(i), {{metric, values[i]}}));
-    data.addRun({run, QStringLiteral("run-%1").arg(run), QStringLiteral("finished"), QStringLiteral("tiny"), {}});
+    data.addRun({run, QStringLiteral("run-%1").arg(run), QStringLiteral("finished"), QStringLiteral("tiny"), {}, {}});
     data.appendSteps(run, records);
 }
 

@@ -186,7 +186,7 @@ private slots:
 
     void manyDataSignalsCoalesceIntoFewRedraws() {
         RunDataStore data;
-        data.addRun({1, QStringLiteral("a"), QStringLiteral("running"), QString(), {}});
+        data.addRun({1, QStringLiteral("a"), QStringLiteral("running"), QString(), {}, {}});
         MetricChart chart(&data, QStringLiteral("reward_mean"));
         showAndSettle(chart, QSize(700, 400));
         QSignalSpy changed(&data, &RunDataStore::dataChanged);
@@ -348,7 +348,7 @@ private slots:
         std::vector<double> band;
         for (int i = 0; i < 4000; ++i) band.push_back(i % 2 ? 0.2 : 0.3);
         feed(data, 1, "reward_mean", band);  // dense: column spans, a solid band
-        data.addRun({2, QStringLiteral("sparse"), QStringLiteral("finished"), QString(), {}});
+        data.addRun({2, QStringLiteral("sparse"), QStringLiteral("finished"), QString(), {}, {}});
         for (int64_t step = 0; step <= 4000; step += 500)
             data.appendStep(2, stepOf(step, {{"reward_mean", 0.32}}));  // a polyline
         data.setColour(1, QColor(200, 0, 0));
@@ -392,6 +392,36 @@ private slots:
         for (QLegendMarker* m : chart.chart()->legend()->markers())
             if (m->isVisible()) labels << m->label();
         QVERIFY2(labels.contains(QStringLiteral("#2 sparse")), qPrintable(labels.join(", ")));
+    }
+
+    // A sweep's runs share their preset and fixed settings, so a legend that
+    // cuts long names showed "#1 default is_level=tok..." twice: it names
+    // each run by what the chart's other runs lack; hover keeps the name whole.
+    void legendNamesKeepWhatTellsTheRunsApart() {
+        RunDataStore data;
+        const QString first = QStringLiteral("default is_level=token is_upper=5.0 old_policy=decoupled");
+        const QString second = first + QStringLiteral(" seed=2");
+        const QString third = QStringLiteral("default is_level=sequence is_upper=5.0 old_policy=decoupled");
+        const QStringList names = {first, second, third};
+        for (qint64 run = 1; run <= 3; ++run) {
+            data.addRun({run, names[run - 1], QStringLiteral("finished"), QStringLiteral("default"), {}, {}});
+            data.appendSteps(run, {stepOf(0, {{"reward_mean", 0.1 * double(run)}}), stepOf(1, {{"reward_mean", 0.2}})});
+        }
+        MetricChart chart(&data, QStringLiteral("reward_mean"));
+        showAndSettle(chart, QSize(600, 400));
+        const auto labels = [&] {
+            QStringList out;
+            for (QLegendMarker* m : chart.chart()->legend()->markers())
+                if (m->isVisible()) out << m->label();
+            out.sort();
+            return out;
+        };
+        QCOMPARE(labels(), QStringList({"#1 is_level=token", "#2 is_level=token seed=2", "#3 is_level=sequence"}));
+        QCOMPARE(chart.smoothedSeries(2)->name(), QStringLiteral("#2 ") + second);  // as the hover names it
+        // One run alone: nothing to tell apart, its whole name.
+        chart.setVisibleRuns({2});
+        chart.redrawNow();
+        QCOMPARE(labels(), QStringList({QStringLiteral("#2 ") + second}));
     }
 
     void plotAreaMakesRoomForLabelsWithinTheRedraw() {
