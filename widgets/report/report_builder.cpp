@@ -117,6 +117,10 @@ void Builder::resolve() {
         for (auto& n : store.metric_names(info->id)) stored.insert(n);
         runs.push_back(std::move(r));
     }
+    QStringList names;
+    for (const RunData& r : runs) names << qs(r.info.name);
+    const QSet<QString> shared = sharedWords(names);
+    for (RunData& r : runs) r.legend_label = runLabel(r.info.id, withoutWords(qs(r.info.name), shared));
     metrics = key_metric_names();
     for (const auto& m : req.metrics) {
         if (!stored.count(m)) {
@@ -296,7 +300,9 @@ QString Builder::summary_section() {
              "<th class=\"key\">best</th><th class=\"key\">step</th><th class=\"key\">mean of last %1</th>"
              "<th class=\"key\">NaN/Inf</th></tr></thead>\n")
              .arg(kLastN);
-    // The metric cell may wrap (its title is long); the numbers may not.
+    // The metric and run cells may wrap (a title, a sweep run's name); the
+    // numbers may not. An unwrapped long run name squeezed the metric column
+    // to a letter a line and pushed the last columns off the page.
     for (const auto& m : metrics) {
         const MetricInfo* info = find_metric(m);
         for (size_t i = 0; i < runs.size(); ++i) {
@@ -310,9 +316,9 @@ QString Builder::summary_section() {
                               direction_text(info));
             if (s.empty()) {
                 h += QStringLiteral(
-                         "<td class=\"key\">%1</td><td colspan=\"6\"><span class=\"na\">not stored for this "
+                         "<td>%1</td><td colspan=\"6\"><span class=\"na\">not stored for this "
                          "run</span></td></tr>\n")
-                         .arg(esc(r.label));
+                         .arg(esc(r.legend_label));
                 continue;
             }
             const RunStats st = run_stats(s, m, kLastN);
@@ -320,10 +326,10 @@ QString Builder::summary_section() {
             if (st.last_n_finite < st.last_n)
                 mean += QStringLiteral(" (%1 of %2 finite)").arg(st.last_n_finite).arg(st.last_n);
             h += QStringLiteral(
-                     "<td class=\"key\">%1</td><td class=\"num\">%2</td><td class=\"num\">%3</td><td "
+                     "<td>%1</td><td class=\"num\">%2</td><td class=\"num\">%3</td><td "
                      "class=\"num\">%4</td><td class=\"num\">%5</td><td class=\"num\">%6</td><td "
                      "class=\"num\">%7</td></tr>\n")
-                     .arg(esc(r.label), num(st.final_value), QString::number(st.final_step),
+                     .arg(esc(r.legend_label), num(st.final_value), QString::number(st.final_step),
                           st.best_step >= 0 ? num(st.best) : QStringLiteral("\u2014"),
                           st.best_step >= 0 ? QString::number(st.best_step) : QStringLiteral("\u2014"), mean,
                           st.nonfinite() ? QStringLiteral("<span class=\"yes\">%1</span>").arg(st.nonfinite())

@@ -55,8 +55,12 @@ struct RunData {
     RunInfo info;
     std::optional<Config> cfg;
     std::string cfg_error;
-    QColor color;         // the colour the GUI gives the run (ReportView::colours, else palette::runColour)
-    QString label;        // runLabel: "#id name"
+    QColor color;   // the colour the GUI gives the run (ReportView::colours, else palette::runColour)
+    QString label;  // runLabel: "#id name"
+    // For chart legends and the per-metric table, where a long name is cut
+    // or wraps: "#id" and the words of the name the other runs lack
+    // (sharedWords); the runs table names each run whole.
+    QString legend_label;
     QString seed_group;   // seedGroupOf(config): runs that differ in the seed only share it
     QString group_label;  // what a seed group is named after (seedGroupLabel); empty: its first run's label
     std::vector<int64_t> steps;

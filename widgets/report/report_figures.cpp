@@ -34,7 +34,7 @@ std::vector<report::ChartRun> Builder::chart_runs(const std::string& m) {
         if (g != groups.end() && g->second.size() >= 2) {
             // Kept alive for the spans aggregateSeeds reads.
             std::vector<std::vector<double>> steps, values;
-            const QString& named = runs[i].group_label.isEmpty() ? runs[i].label : runs[i].group_label;
+            const QString& named = runs[i].group_label.isEmpty() ? runs[i].legend_label : runs[i].group_label;
             report::ChartRun band{seedGroupLabel(named, int(g->second.size())), runs[i].color, {}};
             for (size_t k : g->second) {
                 drawn.insert(k);
@@ -59,7 +59,7 @@ std::vector<report::ChartRun> Builder::chart_runs(const std::string& m) {
             out.push_back(std::move(band));
             continue;
         }
-        report::ChartRun c{runs[i].label, runs[i].color, {}};
+        report::ChartRun c{runs[i].legend_label, runs[i].color, {}};
         std::vector<double> ys;
         for (const auto& [s, v] : series_of(runs[i], m)) {
             c.points.push_back({(double)s, v});
@@ -142,7 +142,7 @@ QString Builder::drill_section() {
 QString Builder::ft_figure() {
     std::vector<report::ChartRun> cr;
     for (auto& r : runs) {
-        report::ChartRun c{r.label, r.color, {}};
+        report::ChartRun c{r.legend_label, r.color, {}};
         if (r.drill_step)
             for (const auto& p : store.ft_curve(r.info.id, *r.drill_step)) c.points.push_back({p.t, p.frac});
         std::sort(c.points.begin(), c.points.end(), [](auto& a, auto& b) { return a.x < b.x; });

@@ -103,6 +103,7 @@ private slots:
     void followsTheScreen();
     void builtModelNamesItsDimensions();
     void appVersionIsAColumnOnlyWhenRunsDiffer();
+    void perMetricRowsNameRunsByWhatDiffers();
 
 private:
     std::unique_ptr<QTemporaryDir> dir_;
@@ -497,6 +498,31 @@ void ReportTest::cliErrors() {
 // The runs' app version: one line under the Runs table when every run has
 // the same (ten columns broke words mid-way in the PDF), a column when they
 // differ.
+// A sweep's run names share their preset and fixed settings; whole, they
+// squeezed the per-metric table's metric column to a letter a line. There,
+// and in the legends, a run is named by what the report's other runs lack;
+// the runs table names it whole.
+void ReportTest::perMetricRowsNameRunsByWhatDiffers() {
+    const QTemporaryDir dir;
+    Store store = Store::open(dir.filePath(QStringLiteral("sweep.db")).toStdString());
+    const std::string fixed = "default is_level=sequence old_policy=decoupled";
+    std::vector<int64_t> ids;
+    for (const std::string& name : {fixed + " is_upper=5.0", fixed + " seed=2"}) {
+        ids.push_back(store.create_run(name, "default", config_to_json(Config{}).dump(), 1, RunStatus::finished));
+        for (int s = 0; s < 3; ++s)
+            store.append_step(ids.back(), step_record(s, {{"reward_mean", 0.1 * s}, {"k3_kl", 1e-4}}));
+    }
+    ReportRequest req;
+    req.runs = ids;
+    const Report rep = build_report(store, req);
+    const auto row = [&](int64_t id, const QString& label) {
+        return QStringLiteral("<td>#%1 %2</td><td class=\"num\">").arg(id).arg(label);
+    };
+    QVERIFY2(rep.html.contains(row(ids[0], QStringLiteral("is_upper=5.0"))), qPrintable(rep.html));
+    QVERIFY(rep.html.contains(row(ids[1], QStringLiteral("seed=2"))));
+    QVERIFY(rep.html.contains(QString::fromStdString(fixed + " seed=2")));  // the runs table
+}
+
 void ReportTest::appVersionIsAColumnOnlyWhenRunsDiffer() {
     ReportRequest req;
     req.runs = {collapse_, onpolicy_};
