@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 namespace mlk {
@@ -16,6 +17,17 @@ std::vector<double> finite_of(std::span<const double> v) {
 }
 
 double mean_of(std::span<const double> v) { return spread(v).mean; }
+
+// a.mean - b.mean, and 0 where that is within the rounding of the two means
+// (each a sum of n doubles divided by n): seeds of two configurations with
+// the same final rewards in another order read "-5.55e-17" for "no
+// difference".
+double mean_difference(const Spread& a, const Spread& b) {
+    const double d = a.mean - b.mean;
+    const double scale = std::max(std::abs(a.mean), std::abs(b.mean));
+    const double rounding = 2.0 * (std::max(a.n, b.n) + 1) * std::numeric_limits<double>::epsilon() * scale;
+    return std::abs(d) <= rounding ? 0.0 : d;
+}
 
 // The percentile interval at `level` of a bootstrap's resampled statistics.
 Interval percentile_interval(std::vector<double> stats, double level) {
@@ -152,8 +164,8 @@ std::vector<ConfigSummary> summarize_configs(std::vector<std::pair<std::string, 
             }
             const std::vector<double> f = column(c.runs, &RunOutcome::final_reward),
                                       a = column(c.runs, &RunOutcome::auc);
-            c.delta_final = c.final_reward.mean - base.final_reward.mean;
-            c.delta_auc = c.auc.mean - base.auc.mean;
+            c.delta_final = mean_difference(c.final_reward, base.final_reward);
+            c.delta_auc = mean_difference(c.auc, base.auc);
             c.delta_final_ci = bootstrap_mean_difference(base_final, f);
             c.delta_auc_ci = bootstrap_mean_difference(base_auc, a);
         }

@@ -119,6 +119,29 @@ TEST(ConfigSummary, CountsVerdictsAndComparesAgainstTheBaseline) {
     EXPECT_LT(flipped[0].delta_final_ci.hi, 0);
 }
 
+// The same final rewards in another seed order: the means differ in their
+// last bit (0.1 + 0.2 + 0.3 against 0.3 + 0.2 + 0.1), the delta is 0, not
+// "-5.55e-17".
+TEST(ConfigSummary, ADifferenceWithinTheMeansRoundingIsZero) {
+    const auto outcomes = [](std::vector<double> finals) {
+        std::vector<RunOutcome> out;
+        for (double f : finals) {
+            RunOutcome o;
+            o.status = "finished";
+            o.final_reward = o.best_reward = o.auc = f;
+            out.push_back(o);
+        }
+        return out;
+    };
+    const auto sums = summarize_configs(
+        {{"a", outcomes({0.1, 0.2, 0.3})}, {"b", outcomes({0.3, 0.2, 0.1})}, {"c", outcomes({0.1, 0.2, 0.3 + 1e-9})}});
+    ASSERT_EQ(sums.size(), 3u);
+    ASSERT_NE(sums[0].final_reward.mean, sums[1].final_reward.mean);  // the premise: the last bit differs
+    EXPECT_EQ(sums[1].delta_final, 0.0);
+    EXPECT_EQ(sums[1].delta_auc, 0.0);
+    EXPECT_NEAR(sums[2].delta_final, 1e-9 / 3, 1e-15);  // a real difference stays, however small
+}
+
 TEST(ConfigSummary, WarningLeadIsTheStepsFromTheFirstWarningToTheCollapse) {
     RunSeries s = curve(80, 0.6, 50, 0.0);
     for (int i = 0; i < 80; ++i) s.f_at_2.push_back({i, i < 30 ? 0.01 : 0.3});
