@@ -86,7 +86,7 @@ public:
                         "<tr><th width=\"15%\">configuration</th><th width=\"5%\">runs</th><th width=\"6%\">coll.</th>"
                         "<th width=\"5%\">div.</th><th width=\"7%\">blow-up</th><th width=\"6%\">warned</th>"
                         "<th width=\"9%\">final</th><th width=\"8%\">best</th><th width=\"8%\">AUC</th>"
-                        "<th width=\"11%\">coll.&#160;at</th><th width=\"10%\">\u0394 final [95% CI]</th>"
+                        "<th width=\"11%\" class=\"key\">coll. at</th><th width=\"10%\">\u0394 final [95% CI]</th>"
                         "<th width=\"10%\">\u0394 AUC [95% CI]</th></tr>\n");
         // Spreads and intervals take two lines: on one the table is wider
         // than the page and squeezes the headers into a letter a line.
@@ -105,7 +105,9 @@ public:
                 const QColor ink = d > 0 ? palette::okTone().ink : bad.ink;
                 return QStringLiteral("<td class=\"num\"><b style=\"color:%1\">%2</b></td>").arg(ink.name(), t);
             };
-            h += QStringLiteral("<tr><td class=\"key\">%1&#160;%2</td><td class=\"num\">%3/%4</td>")
+            // The name may wrap: on one line a long one squeezed the counts'
+            // headers into a letter a line and pushed the intervals off the page.
+            h += QStringLiteral("<tr><td>%1&#160;%2</td><td class=\"num\">%3/%4</td>")
                      .arg(report_detail::swatch(views_[i].colour), esc(sum_.configs[i].name))
                      .arg(n)
                      .arg(sum_.seeds);
@@ -243,12 +245,16 @@ Report build_sweep_report(Store& store, const SweepReportRequest& req) {
     report_detail::Builder b(store, rr);
     b.resolve();
     std::vector<ConfigView> views(sum.configs.size());
+    // Legends name a configuration by what the others lack, as run legends do.
+    QStringList names;
+    for (const auto& c : sum.configs) names << qs(c.name);
+    const QSet<QString> shared = sharedWords(names);
     for (size_t k = 0; k < b.runs.size(); ++k) {
         report_detail::RunData& r = b.runs[k];
         const size_t c = config_of.at(r.info.id);
         // One group per configuration, whatever else its runs' settings say.
         r.seed_group = QStringLiteral("sweep configuration %1").arg(c);
-        r.group_label = qs(sum.configs[c].name);
+        r.group_label = withoutWords(qs(sum.configs[c].name), shared);
         if (views[c].members.empty()) views[c].colour = r.color;
         views[c].members.push_back(k);
     }
