@@ -4,6 +4,7 @@
 // maps what a command throws to the exit code: 0 ok, 2 bad input, 1 failure.
 #include <cstdio>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "app/cli/args.h"
@@ -39,6 +40,26 @@ const char* kUsage =
     "RUN: a run id as `runs` lists it; N: steps, 1 to 100000\n"
     "exit codes: 0 ok, 1 failure, 2 bad input\n";
 
+// `command`'s lines of the usage (its own and their continuations) and the
+// notes that follow the commands: what `CMD --help` prints.
+std::string command_usage(const std::string& command) {
+    std::string out, notes;
+    bool in_command = false, in_notes = false;
+    std::istringstream lines(kUsage);
+    for (std::string line; std::getline(lines, line);) {
+        const bool indented = line.rfind("  ", 0) == 0;
+        const bool starts_command = indented && line.size() > 2 && line[2] != ' ';
+        if (starts_command) in_command = line.substr(2) == command || line.rfind("  " + command + " ", 0) == 0;
+        else if (!indented && line.rfind(" ", 0) != 0) in_command = false;
+        in_notes = in_notes || line.rfind("presets:", 0) == 0;
+        if (in_command && starts_command)
+            out += (out.empty() ? "usage: mismatch-lab-cli " : "       mismatch-lab-cli ") + line.substr(2) + "\n";
+        else if (in_command) out += line + "\n";
+        if (in_notes) notes += line + "\n";
+    }
+    return out + notes;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,5 +89,12 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "mismatch-lab-cli: unknown command '%s'\n%s", name.c_str(), kUsage);
         return 2;
     }
+    // `CMD --help` anywhere among its arguments: that command's usage, not
+    // "unknown option --help".
+    for (int i = 2; i < argc; ++i)
+        if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+            std::fputs(command_usage(name).c_str(), stdout);
+            return 0;
+        }
     return run_command(name, it->second, Argv(argv + 2, argv + argc));
 }

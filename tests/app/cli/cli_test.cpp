@@ -561,6 +561,23 @@ TEST(CliCommands, RunsListsTheNameLastWithTheOtherColumnsInLine) {
         EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(lines[i][created]))) << r.out;
 }
 
+// `sweep --help` said "unknown option --help; allowed: ..." and exited 2.
+TEST(CliCommands, ACommandsHelpIsItsUsage) {
+    for (const char* args : {"sweep --help", "sweep --db x.sqlite -h", "runs --help"}) {
+        const auto r = cli(args);
+        EXPECT_EQ(r.code, 0) << args << "\n" << r.out;
+        EXPECT_EQ(r.out.find("unknown option"), std::string::npos) << r.out;
+    }
+    const std::string sweep = cli("sweep --help").out;
+    EXPECT_NE(sweep.find("usage: mismatch-lab-cli sweep --db FILE [--preset P ...]"), std::string::npos) << sweep;
+    EXPECT_NE(sweep.find("sweep --db FILE --family NAME"), std::string::npos) << sweep;  // its continuation
+    EXPECT_NE(sweep.find("exit codes: 0 ok"), std::string::npos) << sweep;
+    EXPECT_EQ(sweep.find("resume RUN"), std::string::npos) << "another command's line: " << sweep;
+    const std::string runs = cli("runs --help").out;
+    EXPECT_NE(runs.find("usage: mismatch-lab-cli runs --db FILE [--json]\n"), std::string::npos) << runs;
+    EXPECT_EQ(runs.find("run --preset"), std::string::npos) << "`run` is not `runs`: " << runs;
+}
+
 TEST(CliCommands, ExistingBehaviourStillWorks) {
     auto r = cli("runs" + db() + " --json");
     ASSERT_EQ(r.code, 0) << r.out;
