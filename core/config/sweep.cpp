@@ -141,7 +141,9 @@ Config sweep_run_config(const SweepConfig& c, const SweepSpec& spec, int seed) {
 }
 
 std::string sweep_run_name(const SweepConfig& c, int seed) {
-    return seed == c.config.seed ? c.name : c.name + " seed=" + std::to_string(seed);
+    // Every sweep runs seeds 1..N whatever its base's seed: the default seed
+    // goes unnamed, as in a run's default name.
+    return seed == Config{}.seed ? c.name : c.name + " seed=" + std::to_string(seed);
 }
 
 nlohmann::json sweep_identity(const std::vector<SweepConfig>& configs, const SweepSpec& spec) {

@@ -64,7 +64,7 @@ std::vector<std::string> sweep_warnings(const SweepSpec& spec, const std::vector
 Config sweep_run_config(const SweepConfig& c, const SweepSpec& spec, int seed);
 // A run's name within the sweep: its configuration's name (which spells out
 // every grid setting where three would leave two configurations one name),
-// then the seed where it differs from the configuration's own.
+// then the seed where it is not the default seed (1).
 std::string sweep_run_name(const SweepConfig& c, int seed);
 
 // The normalised spec (each configuration's name and full settings, the

@@ -89,7 +89,15 @@ TEST(Sweep, RunNamesTellEverySlotApart) {
             EXPECT_EQ(name.rfind(c.name, 0), 0u) << name;  // the configuration's name, as the summary shows it
             if (seed != 1) EXPECT_TRUE(name.ends_with(" seed=" + std::to_string(seed))) << name;
         }
-    EXPECT_EQ(sweep_run_name(configs[0], 1), configs[0].name);  // the configuration's own seed
+    EXPECT_EQ(sweep_run_name(configs[0], 1), configs[0].name);  // the default seed
+    // A base with another seed (the workbench's form): the sweep runs seeds
+    // 1..N all the same, named the same way.
+    SweepSpec from_form = grid({"correction.is_upper=2,5"});
+    Config base = Config{};
+    base.seed = 3;
+    const auto form_configs = expand_sweep(from_form, "default", base);
+    EXPECT_EQ(sweep_run_name(form_configs[0], 1), form_configs[0].name);
+    EXPECT_EQ(sweep_run_name(form_configs[0], 3), form_configs[0].name + " seed=3");
 }
 
 TEST(Sweep, RunConfigSetsSeedAndSteps) {
