@@ -3,6 +3,11 @@
 // (the runs' colours where their lines are). MLK_SCREENSHOT_DIR=<dir> also
 // saves <dir>/charts_grid.png and charts_grid_seeds.png (1200 x 800).
 #include <QFile>
+#include <QHBoxLayout>
+#include <QSlider>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QPushButton>
 #include <QFontMetrics>
 #include <QImage>
 #include <QLineSeries>
@@ -24,6 +29,7 @@
 #include <optional>
 #include <memory>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <sqlite3.h>
@@ -62,6 +68,44 @@ private slots:
         data.setDatabase(&other);
         QVERIFY(grid.emptyHint()->isVisibleTo(&grid));
         data.setDatabase(nullptr);
+    }
+
+    // Beside the probe and lessons docks on a laptop the charts area is
+    // narrow: the toolbar wraps between its groups (each whole, none cut at
+    // the right), the charts go to one column; wide, one toolbar row, two
+    // columns, the display settings at the right.
+    void narrowGridWrapsItsToolbarAndGoesToOneColumn() {
+        RunDataStore data;
+        ChartGrid grid(&data);
+        grid.resize(1000, 600);
+        grid.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&grid));
+        QList<QWidget*> tools;
+        for (QWidget* w : grid.findChildren<QWidget*>())
+            if ((qobject_cast<QPushButton*>(w) || qobject_cast<QComboBox*>(w) || qobject_cast<QCheckBox*>(w) ||
+                 qobject_cast<QSlider*>(w)) &&
+                !qobject_cast<MetricChart*>(w->parentWidget()))
+                tools << w;
+        QVERIFY(tools.size() >= 6);
+        const auto top = [&](QWidget* w) { return w->mapTo(&grid, QPoint(0, 0)).y(); };
+        const auto right = [&](QWidget* w) { return w->mapTo(&grid, QPoint(w->width(), 0)).x(); };
+        QTRY_COMPARE(grid.columns(), 2);
+        const int rowTop = top(tools.front());
+        for (QWidget* w : tools) QVERIFY2(std::abs(top(w) - rowTop) < w->height(), qPrintable(w->objectName()));
+        QVERIFY(right(grid.findChildren<QSlider*>().front()) > 800);  // at the right
+
+        grid.resize(330, 600);
+        QTRY_COMPARE(grid.columns(), 1);
+        std::set<int> rowTops;
+        for (QWidget* w : tools) {
+            QVERIFY2(right(w) <= grid.width(), qPrintable(QString::number(right(w))));
+            // The flow's item: a group of widgets, or the widget itself.
+            QWidget* item = qobject_cast<QHBoxLayout*>(w->parentWidget()->layout()) ? w->parentWidget() : w;
+            rowTops.insert(top(item));
+        }
+        QVERIFY2(rowTops.size() >= 3, qPrintable(QString::number(rowTops.size())));
+        for (MetricChart* chart : grid.charts())
+            QTRY_VERIFY2(right(chart) <= grid.width(), qPrintable(QString::number(right(chart))));
     }
 
     void gridDefaultsAddAndRemove() {
