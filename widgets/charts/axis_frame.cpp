@@ -150,11 +150,18 @@ void AxisFrame::paintAxes(QPainter* painter, const QRectF& plot) {
     if (drawsX_) painter->drawLine(QPointF(left, bottom), QPointF(right, bottom));
     painter->setFont(font_);
     const QFontMetrics metrics(font_);
+    // A label that would run into its neighbour gives way (labelledMajorTicks).
+    std::vector<double> ys;
+    for (const AxisTick& tick : y_.ticks)
+        if (tick.major) ys.push_back(std::floor(toScene(plot, x_.lo, tick.value).y()) + 0.5);
+    const std::vector<bool> yLabelled = labelledMajorTicks(y_, ys, metrics.height());
+    size_t major = 0;
     for (const AxisTick& tick : y_.ticks) {
         if (!tick.major) continue;
-        const double y = std::floor(toScene(plot, x_.lo, tick.value).y()) + 0.5;
+        const double y = ys[major];
         painter->setPen(axisPen);
         painter->drawLine(QPointF(left - kTickLength, y), QPointF(left, y));
+        if (!yLabelled[major++]) continue;
         const QStaticText& label = text(y_.label(tick.value));
         painter->setPen(labelColour);
         painter->drawStaticText(
@@ -170,11 +177,21 @@ void AxisFrame::paintAxes(QPainter* painter, const QRectF& plot) {
         painter->restore();
     }
     if (drawsX_) {
+        std::vector<double> xs;
+        double widest = 0;
+        for (const AxisTick& tick : x_.ticks)
+            if (tick.major) {
+                xs.push_back(std::floor(toScene(plot, tick.value, y_.lo).x()) + 0.5);
+                widest = std::max(widest, text(x_.label(tick.value)).size().width());
+            }
+        const std::vector<bool> xLabelled = labelledMajorTicks(x_, xs, widest);
+        size_t majorX = 0;
         for (const AxisTick& tick : x_.ticks) {
             if (!tick.major) continue;
-            const double x = std::floor(toScene(plot, tick.value, y_.lo).x()) + 0.5;
+            const double x = xs[majorX];
             painter->setPen(axisPen);
             painter->drawLine(QPointF(x, bottom), QPointF(x, bottom + kTickLength));
+            if (!xLabelled[majorX++]) continue;
             const QStaticText& label = text(x_.label(tick.value));
             painter->setPen(labelColour);
             painter->drawStaticText(QPointF(x - label.size().width() / 2, bottom + kTickLength + kLabelGap), label);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include "core/metrics/catalogue.h"
 
@@ -157,6 +159,40 @@ std::vector<AxisTick> logTicks(double lo, double hi, double minorDecades) {
             if (std::abs(mantissa - 2) < 1e-6 || std::abs(mantissa - 5) < 1e-6) tick.major = true;
         }
     return ticks;
+}
+
+std::vector<bool> labelledMajorTicks(const AxisScale& axis, const std::vector<double>& positions, double extent) {
+    std::vector<bool> shown(positions.size(), true);
+    double gap = std::numeric_limits<double>::infinity();
+    for (size_t i = 1; i < positions.size(); ++i) gap = std::min(gap, std::abs(positions[i] - positions[i - 1]));
+    const double room = 1.2 * extent;  // a label and a fifth of one between neighbours
+    if (!(gap < room) || gap <= 0) return shown;
+    const long stride = std::lround(std::ceil(room / gap));
+    std::vector<double> majors;
+    for (const AxisTick& t : axis.ticks)
+        if (t.major) majors.push_back(t.value);
+    bool any = false;
+    std::optional<size_t> round;  // the first power of ten (log) or tick (linear): shown if nothing else is
+    for (size_t i = 0; i < shown.size() && i < majors.size(); ++i) {
+        const double v = majors[i];
+        long index;
+        if (axis.log) {
+            const double exponent = std::log10(v);
+            // 2x and 5x ticks (labelled on a short range) give way first.
+            if (std::abs(exponent - std::round(exponent)) > 1e-6) {
+                shown[i] = false;
+                continue;
+            }
+            index = std::lround(exponent);
+        } else {
+            index = std::lround(v / axis.interval);
+        }
+        if (!round) round = i;
+        shown[i] = index % stride == 0;
+        any = any || shown[i];
+    }
+    if (!any && !shown.empty()) shown[round.value_or(0)] = true;
+    return shown;
 }
 
 // --- One axis as drawn ------------------------------------------------------------

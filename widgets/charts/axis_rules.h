@@ -115,6 +115,15 @@ struct AxisScale {
     bool operator==(const AxisScale&) const = default;
 };
 
+// Which labelled ticks keep their label where the plot is too small for all
+// of them (a K3 KL axis over 15 decades in a 100-pixel chart): `positions`
+// are the major ticks' pixel positions along the axis (in `axis.ticks`'
+// order), `extent` a label's size along the axis. Every stride-th is kept, on
+// round values (powers of ten whose exponent is a multiple of the stride, or
+// multiples of stride x interval), so the labels that stay read as a scale;
+// at least one stays. The ticks themselves are drawn regardless.
+std::vector<bool> labelledMajorTicks(const AxisScale& axis, const std::vector<double>& positions, double extent);
+
 // A linear axis over exactly [lo, hi], ticks about (hi - lo) / targetTicks
 // apart (at least minStep), labelled in labelUnit.
 AxisScale linearAxis(double lo, double hi, int targetTicks, double minStep = 0, double labelUnit = 1);

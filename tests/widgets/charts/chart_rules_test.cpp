@@ -267,6 +267,34 @@ private slots:
         QCOMPARE(values(logTicks(5e-5, 3e-4), true), (std::vector<double>{5e-5, 1e-4, 2e-4}));
     }
 
+    // Lesson 1's K3 KL axis (1e-18 to 1e-3) in a 120-pixel chart on a laptop
+    // printed 16 labels on top of each other: where they do not fit, every
+    // stride-th stays, on round values, and never none.
+    void crowdedLabelsGiveWayOnRoundValues() {
+        const auto shownValues = [](const AxisScale& axis, double pixels, double extent) {
+            std::vector<double> positions, majors;
+            for (const AxisTick& t : axis.ticks)
+                if (t.major) majors.push_back(t.value);
+            for (size_t i = 0; i < majors.size(); ++i) positions.push_back(pixels * (1 - axis.fraction(majors[i])));
+            const std::vector<bool> keep = labelledMajorTicks(axis, positions, extent);
+            std::vector<double> out;
+            for (size_t i = 0; i < majors.size(); ++i)
+                if (keep[i]) out.push_back(majors[i]);
+            return out;
+        };
+        const AxisScale k3 = logAxis(1e-18, 1e-3);  // 16 powers of ten, 8 px apart in 120 px
+        const std::vector<double> kept = shownValues(k3, 120, 14);
+        QCOMPARE(kept.size(), std::size_t(6));
+        for (double v : kept) QCOMPARE(std::lround(std::log10(v)) % 3, 0L);  // 1e-18, 1e-15, ... 1e-3
+        QCOMPARE(shownValues(k3, 600, 14).size(), std::size_t(16));          // room for all: all
+        const AxisScale steps = linearAxis(0, 20, 10);                       // 0, 2, ... 20
+        QCOMPARE(shownValues(steps, 200, 30), (std::vector<double>{0, 4, 8, 12, 16, 20}));
+        QCOMPARE(shownValues(steps, 2, 30).size(), std::size_t(1));  // never none
+        // A short log range labels 2x and 5x; crowded, the powers of ten stay.
+        const AxisScale shortRange = logAxis(5e-5, 3e-4);
+        QCOMPARE(shownValues(shortRange, 20, 14), (std::vector<double>{1e-4}));
+    }
+
     void seedAggregateIsPerStepMeanMinMax() {
         // Three seeds; the third is shorter and has a NaN: each step averages
         // the runs that have a finite value there.
