@@ -29,10 +29,11 @@ void ChartTraces::setSmoothing(double weight) {
 ChartTraces::RunChanges ChartTraces::syncRuns(RunDataStore& data, const QString& metric, const QList<RunMeta>& metas) {
     RunChanges changes;
     QSet<qint64> wanted;
-    QStringList names;
+    QList<qint64> shownIds;
+    QStringList shownNames;
     for (const RunMeta& meta : metas)
-        if (!visibleFilter_ || visibleFilter_->contains(meta.id)) names << meta.name;
-    const QSet<QString> shared = sharedWords(names);
+        if (!visibleFilter_ || visibleFilter_->contains(meta.id)) shownIds << meta.id, shownNames << meta.name;
+    const QStringList legend = legendLabels(shownIds, shownNames);
     for (const RunMeta& meta : metas) {
         if (visibleFilter_ && !visibleFilter_->contains(meta.id)) continue;
         wanted.insert(meta.id);
@@ -43,7 +44,7 @@ ChartTraces::RunChanges ChartTraces::syncRuns(RunDataStore& data, const QString&
             resetDerived(trace);
         }
         const QString label = runLabel(meta.id, meta.name);
-        const QString legendLabel = runLabel(meta.id, withoutWords(meta.name, shared));
+        const QString legendLabel = legend[shownIds.indexOf(meta.id)];
         const bool restyle = trace.name != label || trace.legendName != legendLabel || trace.colour != meta.colour;
         trace.name = label;
         trace.legendName = legendLabel;

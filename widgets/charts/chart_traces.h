@@ -39,7 +39,7 @@ enum class ChartXAxis { step, wallTime };
 struct Trace {
     qint64 runId = 0;
     QString name;        // "#id name", as the tracker shows it
-    QString legendName;  // "#id" and the words of the name the chart's other runs lack
+    QString legendName;  // the words of the name the chart's other runs lack (legendLabels)
     QColor colour;
     SeriesCursor cursor;
     std::size_t processed = 0;  // points folded into the caches below

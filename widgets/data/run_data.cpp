@@ -62,21 +62,31 @@ QString seedGroupOf(const std::string& configJson) {
 
 QString runLabel(qint64 id, const QString& name) { return QStringLiteral("#%1 %2").arg(id).arg(name); }
 
-QSet<QString> sharedWords(const QStringList& names) {
-    if (names.size() < 2) return {};
-    const auto words = [](const QString& name) {
-        const QStringList list = name.split(QLatin1Char(' '), Qt::SkipEmptyParts);
-        return QSet<QString>(list.begin(), list.end());
-    };
-    QSet<QString> shared = words(names.front());
-    for (qsizetype i = 1; i < names.size() && !shared.isEmpty(); ++i) shared.intersect(words(names[i]));
-    return shared;
-}
-
-QString withoutWords(const QString& name, const QSet<QString>& words) {
-    QStringList kept = name.split(QLatin1Char(' '), Qt::SkipEmptyParts);
-    kept.removeIf([&](const QString& word) { return words.contains(word); });
-    return kept.isEmpty() ? name : kept.join(QLatin1Char(' '));
+QStringList legendLabels(const QList<qint64>& ids, const QStringList& names) {
+    const auto words = [](const QString& name) { return name.split(QLatin1Char(' '), Qt::SkipEmptyParts); };
+    QSet<QString> shared;
+    if (names.size() >= 2) {
+        const QStringList first = words(names.front());
+        shared = QSet<QString>(first.begin(), first.end());
+        for (qsizetype i = 1; i < names.size() && !shared.isEmpty(); ++i) {
+            const QStringList other = words(names[i]);
+            shared.intersect(QSet<QString>(other.begin(), other.end()));
+        }
+    }
+    QStringList labels;
+    for (const QString& name : names) {
+        QStringList kept = words(name);
+        kept.removeIf([&](const QString& word) { return shared.contains(word); });
+        labels << (kept.isEmpty() ? name : kept.join(QLatin1Char(' ')));
+    }
+    if (ids.size() != names.size()) return labels;
+    QSet<QString> seen, repeated;
+    for (const QString& label : labels)
+        if (label.isEmpty() || seen.contains(label)) repeated.insert(label);
+        else seen.insert(label);
+    for (qsizetype i = 0; i < labels.size(); ++i)
+        if (repeated.contains(labels[i])) labels[i] = runLabel(ids[i], names[i]);
+    return labels;
 }
 
 QString seedGroupLabel(const QString& firstRunLabel, int seeds) {

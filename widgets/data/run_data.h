@@ -40,12 +40,12 @@ struct RunMeta {
 // How a run is named wherever it is shown (legends, tables, hover, reports):
 // "#12 r3-grpo", the id first, since names repeat (three "r3-grpo" runs).
 QString runLabel(qint64 id, const QString& name);
-// For legends, where a long name is cut: the words (space-separated) that
-// every one of `names` has, e.g. a sweep's preset and fixed settings; none
-// for fewer than two names. withoutWords drops them from a name, which stays
-// whole when nothing would be left.
-QSet<QString> sharedWords(const QStringList& names);
-QString withoutWords(const QString& name, const QSet<QString>& words);
+// The labels of runs (or, without ids, of a sweep's configurations) in one
+// legend, where a long label is cut: each name without the words (space-
+// separated) every one of them has, such as a sweep's preset and fixed
+// settings; a name that would be left empty stays whole; "#id " goes first
+// only where two labels would otherwise read the same. One name stays whole.
+QStringList legendLabels(const QList<qint64>& ids, const QStringList& names);
 // A group of seeds drawn as one line: "#3 r3-grpo · 5 seeds", named after
 // its first run's label.
 QString seedGroupLabel(const QString& firstRunLabel, int seeds);

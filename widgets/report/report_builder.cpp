@@ -117,10 +117,11 @@ void Builder::resolve() {
         for (auto& n : store.metric_names(info->id)) stored.insert(n);
         runs.push_back(std::move(r));
     }
+    QList<qint64> runIds;
     QStringList names;
-    for (const RunData& r : runs) names << qs(r.info.name);
-    const QSet<QString> shared = sharedWords(names);
-    for (RunData& r : runs) r.legend_label = runLabel(r.info.id, withoutWords(qs(r.info.name), shared));
+    for (const RunData& r : runs) runIds << r.info.id, names << qs(r.info.name);
+    const QStringList legend = legendLabels(runIds, names);
+    for (size_t i = 0; i < runs.size(); ++i) runs[i].legend_label = legend[qsizetype(i)];
     metrics = key_metric_names();
     for (const auto& m : req.metrics) {
         if (!stored.count(m)) {

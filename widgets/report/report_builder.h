@@ -58,8 +58,8 @@ struct RunData {
     QColor color;   // the colour the GUI gives the run (ReportView::colours, else palette::runColour)
     QString label;  // runLabel: "#id name"
     // For chart legends and the per-metric table, where a long name is cut
-    // or wraps: "#id" and the words of the name the other runs lack
-    // (sharedWords); the runs table names each run whole.
+    // or wraps: the words of the name the other runs lack (legendLabels); the
+    // runs table names each run whole, with its id.
     QString legend_label;
     QString seed_group;   // seedGroupOf(config): runs that differ in the seed only share it
     QString group_label;  // what a seed group is named after (seedGroupLabel); empty: its first run's label

@@ -248,13 +248,13 @@ Report build_sweep_report(Store& store, const SweepReportRequest& req) {
     // Legends name a configuration by what the others lack, as run legends do.
     QStringList names;
     for (const auto& c : sum.configs) names << qs(c.name);
-    const QSet<QString> shared = sharedWords(names);
+    const QStringList legend = legendLabels({}, names);
     for (size_t k = 0; k < b.runs.size(); ++k) {
         report_detail::RunData& r = b.runs[k];
         const size_t c = config_of.at(r.info.id);
         // One group per configuration, whatever else its runs' settings say.
         r.seed_group = QStringLiteral("sweep configuration %1").arg(c);
-        r.group_label = withoutWords(qs(sum.configs[c].name), shared);
+        r.group_label = legend[qsizetype(c)];
         if (views[c].members.empty()) views[c].colour = r.color;
         views[c].members.push_back(k);
     }

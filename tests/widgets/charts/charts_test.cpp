@@ -385,13 +385,13 @@ private slots:
         chart.redrawNow();
         QCOMPARE(pixelsOf(QColor(0, 150, 0)), 0);
 
-        // The legend names each run "#id name"; a name cut for room shows whole
-        // in the marker's tooltip.
+        // The legend names each run by its name (legendLabels); a name cut
+        // for room shows whole in the marker's tooltip.
         QVERIFY(chart.chart()->legend()->showToolTips());
         QStringList labels;
         for (QLegendMarker* m : chart.chart()->legend()->markers())
             if (m->isVisible()) labels << m->label();
-        QVERIFY2(labels.contains(QStringLiteral("#2 sparse")), qPrintable(labels.join(", ")));
+        QVERIFY2(labels.contains(QStringLiteral("sparse")), qPrintable(labels.join(", ")));
     }
 
     // A sweep's runs share their preset and fixed settings, so a legend that
@@ -416,12 +416,19 @@ private slots:
             out.sort();
             return out;
         };
-        QCOMPARE(labels(), QStringList({"#1 is_level=token", "#2 is_level=token seed=2", "#3 is_level=sequence"}));
+        QCOMPARE(labels(), QStringList({"is_level=sequence", "is_level=token", "is_level=token seed=2"}));
         QCOMPARE(chart.smoothedSeries(2)->name(), QStringLiteral("#2 ") + second);  // as the hover names it
         // One run alone: nothing to tell apart, its whole name.
         chart.setVisibleRuns({2});
         chart.redrawNow();
-        QCOMPARE(labels(), QStringList({QStringLiteral("#2 ") + second}));
+        QCOMPARE(labels(), QStringList({second}));
+        // Two runs of one name (the same configuration run twice): the ids
+        // tell them apart.
+        data.addRun({4, first, QStringLiteral("finished"), QStringLiteral("default"), {}, {}});
+        data.appendSteps(4, {stepOf(0, {{"reward_mean", 0.5}}), stepOf(1, {{"reward_mean", 0.6}})});
+        chart.setVisibleRuns({1, 3, 4});
+        chart.redrawNow();
+        QCOMPARE(labels(), QStringList({"#1 " + first, "#4 " + first, "is_level=sequence"}));
     }
 
     void plotAreaMakesRoomForLabelsWithinTheRedraw() {
