@@ -47,10 +47,11 @@ std::string command_usage(const std::string& command) {
     bool in_command = false, in_notes = false;
     std::istringstream lines(kUsage);
     for (std::string line; std::getline(lines, line);) {
-        const bool indented = line.rfind("  ", 0) == 0;
-        const bool starts_command = indented && line.size() > 2 && line[2] != ' ';
+        // "  cmd ..." starts a command, deeper indents continue it, and an
+        // unindented line ("presets: ...") ends the list of commands.
+        const bool starts_command = line.rfind("  ", 0) == 0 && line.size() > 2 && line[2] != ' ';
         if (starts_command) in_command = line.substr(2) == command || line.rfind("  " + command + " ", 0) == 0;
-        else if (!indented && line.rfind(" ", 0) != 0) in_command = false;
+        else if (line.empty() || line[0] != ' ') in_command = false;
         in_notes = in_notes || line.rfind("presets:", 0) == 0;
         if (in_command && starts_command)
             out += (out.empty() ? "usage: mismatch-lab-cli " : "       mismatch-lab-cli ") + line.substr(2) + "\n";
