@@ -526,11 +526,14 @@ void DrillDown::explainToken(const TokenPick& pick) {
     tabs_->setCurrentWidget(why_);
 }
 
-// Rings around the step's worst tokens in the scatter, the explained one filled.
+// Rings around the step's worst tokens in the scatter, the explained one
+// filled. A "worst" token whose two log-probs are equal is no mismatch: in a
+// bitwise-equal step all sixteen are, and rings on them read as a finding.
 void DrillDown::markWorst() {
     QList<QPointF> rings, picked;
     for (const WorstToken& t : why_->worst().tokens)
-        rings << QPointF(std::exp(static_cast<double>(t.lp_roll)), std::exp(static_cast<double>(t.lp_train)));
+        if (t.lp_roll != t.lp_train)
+            rings << QPointF(std::exp(static_cast<double>(t.lp_roll)), std::exp(static_cast<double>(t.lp_train)));
     const TokenPick shown = why_->shown();
     if (shown.seq >= 0 && std::isfinite(shown.lp_roll) && std::isfinite(shown.lp_train))
         picked << QPointF(std::exp(shown.lp_roll), std::exp(shown.lp_train));

@@ -89,6 +89,7 @@ public:
     QWidget* bucketsView() const { return bucketsPage_; }
     TokenWhy* whyView() const { return why_; }
     QScatterSeries* scatterSeries() const { return scatter_; }  // its clicked() picks a token
+    QScatterSeries* worstMarks() const { return worstMarks_; }  // rings: the worst tokens that differ
     QTextBrowser* samplesBrowser() const { return samples_; }   // its anchorClicked() picks a token
     // Shows `pick` in "Why this token?" and brings that tab forward.
     void explainToken(const TokenPick& pick);

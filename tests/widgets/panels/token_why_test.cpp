@@ -57,6 +57,7 @@ private slots:
     void choosingAWorstTokenShowsItsStoredNumbers();
     void scatterAndSamplesSelectTokens();
     void aTokenWithoutDetailSaysWhereDetailIsKept();
+    void onlyWorstTokensThatDifferAreRinged();
     void screenshotsAtTheF2Spike();
 
 private:
@@ -135,6 +136,31 @@ void TokenWhyTest::scatterAndSamplesSelectTokens() {
     emit dd.samplesBrowser()->anchorClicked(QUrl(QStringLiteral("tok:0")));
     const QString text = dd.whyView()->summaryText();
     QVERIFY2(text.contains(QStringLiteral("sequence 0, response position 0")), qPrintable(text));
+}
+
+// In a bitwise-equal step the sixteen "worst" tokens all have |delta| = 0:
+// the scatter rang them as if they were a finding.
+void TokenWhyTest::onlyWorstTokensThatDifferAreRinged() {
+    DrillDown dd;
+    dd.setRunStep(*store_, run_, spike_);
+    WorstTokens stored = dd.whyView()->worst();
+    const auto differing = [](const WorstTokens& w) {
+        return std::count_if(w.tokens.begin(), w.tokens.end(),
+                             [](const WorstToken& t) { return t.lp_roll != t.lp_train; });
+    };
+    QVERIFY(differing(stored) > 0);
+    QCOMPARE(dd.worstMarks()->count(), qsizetype(differing(stored)));
+    // The same tokens, all but the first agreeing bit for bit.
+    for (size_t i = 1; i < stored.tokens.size(); ++i) stored.tokens[i].lp_train = stored.tokens[i].lp_roll;
+    const int64_t equal = store_->create_run("agreeing", "", store_->run_info(run_)->config_json, 1);
+    StepRecord r;
+    r.step = 0;
+    r.metrics = {{"k3_kl", 0.0}};
+    r.worst_tokens_json = worst_tokens_json(stored);
+    store_->append_step(equal, r);
+    dd.setRunStep(*store_, equal, 0);
+    QCOMPARE(dd.whyView()->worst().tokens.size(), stored.tokens.size());  // all still listed
+    QCOMPARE(dd.worstMarks()->count(), qsizetype(1));
 }
 
 void TokenWhyTest::aTokenWithoutDetailSaysWhereDetailIsKept() {
