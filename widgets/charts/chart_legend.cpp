@@ -1,6 +1,7 @@
 #include "widgets/charts/chart_legend.h"
 
 #include <QChart>
+#include <QFontMetricsF>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
@@ -94,7 +95,7 @@ void ChartLegend::style(Trace& trace) {
     trace.smooth->setPen(smoothPen);
     trace.smooth->setName(trace.name);
     trace.legend->setPen(smoothPen);
-    trace.legend->setName(trace.legendName);
+    trace.legend->setName(nameOf(trace));
     trace.raw->setName(trace.name + tr(" (raw)"));
     for (QScatterSeries* markers : {trace.nan, trace.inf}) {
         markers->setColor(trace.colour);
@@ -137,7 +138,7 @@ void ChartLegend::syncGroups(ChartTraces::GroupChanges& changes) {
             for (QLegendMarker* marker : chart_->legend()->markers(group.legend))
                 connect(marker, &QLegendMarker::clicked, this, [this, key = key] { emit groupClicked(key); });
         }
-        group.legend->setName(group.legendName);
+        group.legend->setName(nameOf(group));
         group.legend->setPen(QPen(group.colour, kLineWidth * ChartStyle::instance().lineScale()));
         QColor label = view_->palette().color(QPalette::WindowText);
         if (traces_.allHidden(group)) label.setAlpha(90);
@@ -147,6 +148,24 @@ void ChartLegend::syncGroups(ChartTraces::GroupChanges& changes) {
     if (changes.groupingChanged)
         for (auto& [id, trace] : traces_.traces())
             if (trace.plotted()) applyLegend(trace);
+}
+
+void ChartLegend::fitTo(double width) {
+    const QFontMetricsF metrics(chart_->legend()->font());
+    // An entry: its marker (about a line high), the gaps around it, its label.
+    const double chrome = metrics.height() + 14;
+    double needed = 0;
+    for (const auto& [id, trace] : traces_.traces())
+        if (trace.plotted() && !traces_.isGrouped(id)) needed += chrome + metrics.horizontalAdvance(trace.legendName);
+    for (const auto& [key, group] : traces_.groups())
+        if (group.legend) needed += chrome + metrics.horizontalAdvance(group.legendName);
+    const bool idsFirst = needed > width;
+    if (idsFirst == idsFirst_) return;
+    idsFirst_ = idsFirst;
+    for (auto& [id, trace] : traces_.traces())
+        if (trace.plotted()) trace.legend->setName(nameOf(trace));
+    for (auto& [key, group] : traces_.groups())
+        if (group.legend) group.legend->setName(nameOf(group));
 }
 
 }  // namespace mlk

@@ -48,6 +48,12 @@ public:
     // Legends of new groups, removed ones gone, every group's name, colour and
     // dimming, and the runs' own entries when who is grouped changed.
     void syncGroups(ChartTraces::GroupChanges& changes);
+    // Qt gives a bottom legend's entries equal shares of its width and cuts
+    // each label at the right: eight runs of one sweep all read "is_l...".
+    // Where the labels do not fit `width` whole, each starts with its run's
+    // "#id", which then survives the cut.
+    void fitTo(double width);
+    bool idsFirst() const { return idsFirst_; }
 
 signals:
     void runClicked(qint64 runId);
@@ -56,12 +62,17 @@ signals:
 private:
     void attach(QXYSeries* series);
     void applyLegend(Trace& trace);
+    const QString& nameOf(const Trace& trace) const { return idsFirst_ ? trace.legendNameWithId : trace.legendName; }
+    const QString& nameOf(const SeedGroup& group) const {
+        return idsFirst_ ? group.legendNameWithId : group.legendName;
+    }
 
     QChart* chart_;
     ChartTraces& traces_;
     const QWidget* view_;
     QAbstractAxis* x_ = nullptr;
     QAbstractAxis* y_ = nullptr;
+    bool idsFirst_ = false;
 };
 
 }  // namespace mlk

@@ -48,6 +48,8 @@ ChartTraces::RunChanges ChartTraces::syncRuns(RunDataStore& data, const QString&
         const bool restyle = trace.name != label || trace.legendName != legendLabel || trace.colour != meta.colour;
         trace.name = label;
         trace.legendName = legendLabel;
+        const QString idFirst = runLabel(meta.id, QString());  // "#id ", which legendLabels adds to a repeated name
+        trace.legendNameWithId = legendLabel.startsWith(idFirst) ? legendLabel : idFirst + legendLabel;
         trace.colour = meta.colour;
         updateData(data, metric, trace);
         // Series only for runs that have this metric: no empty legend entries.
@@ -92,6 +94,7 @@ ChartTraces::GroupChanges ChartTraces::syncGroups(const QList<RunMeta>& metas) {
         group.colour = first.colour;
         group.name = seedGroupLabel(first.name, int(members.size()));
         group.legendName = seedGroupLabel(first.legendName, int(members.size()));
+        group.legendNameWithId = seedGroupLabel(first.legendNameWithId, int(members.size()));
         for (qint64 id : members) groupOf_.insert(id, key);
     }
     changes.groupingChanged = groupOf_ != before;

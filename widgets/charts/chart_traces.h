@@ -38,8 +38,9 @@ enum class ChartXAxis { step, wallTime };
 // One run's data as one chart sees it.
 struct Trace {
     qint64 runId = 0;
-    QString name;        // "#id name", as the tracker shows it
-    QString legendName;  // the words of the name the chart's other runs lack (legendLabels)
+    QString name;              // "#id name", as the tracker shows it
+    QString legendName;        // the words of the name the chart's other runs lack (legendLabels)
+    QString legendNameWithId;  // the same, "#id " first (a legend too narrow for whole labels)
     QColor colour;
     SeriesCursor cursor;
     std::size_t processed = 0;  // points folded into the caches below
@@ -80,6 +81,7 @@ struct Trace {
 struct SeedGroup {
     QString name;
     QString legendName;  // from its first member's legend name
+    QString legendNameWithId;
     QColor colour;
     QList<qint64> members;               // in this chart, hidden ones included
     QList<qint64> aggregated;            // the members not hidden

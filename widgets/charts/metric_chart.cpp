@@ -156,6 +156,7 @@ void MetricChart::syncTraces() {
     for (Trace& trace : runs.removed) legend_->destroy(trace);
     ChartTraces::GroupChanges groups = traces_.syncGroups(metas);
     legend_->syncGroups(groups);
+    legend_->fitTo(legendWidth());
 }
 
 void MetricChart::toggleGroupHidden(const QString& key) {
@@ -576,8 +577,15 @@ void MetricChart::contextMenuEvent(QContextMenuEvent* event) {
     menu->exec(event->globalPos());
 }
 
+// A bottom legend spans the chart less its margins.
+double MetricChart::legendWidth() const {
+    const QMargins m = chart()->margins();
+    return double(width() - m.left() - m.right()) - 8;
+}
+
 void MetricChart::resizeEvent(QResizeEvent* event) {
     QChartView::resizeEvent(event);
+    legend_->fitTo(legendWidth());
     scheduleRedraw();  // the pixel width changed: re-thin
 }
 

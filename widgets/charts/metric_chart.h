@@ -162,6 +162,7 @@ protected:
     void leaveEvent(QEvent* event) override;
     void contextMenuEvent(QContextMenuEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
+    double legendWidth() const;
     void showEvent(QShowEvent* event) override;
 
 private:
