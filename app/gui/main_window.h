@@ -117,6 +117,7 @@ public:
     void runLesson(int index);
     void probeLesson(int index);
     void tryLessonChange(int index, const QString& change);
+    void showProbeNumbers();
     // The current lesson's runs: those loaded and those started so far.
     QList<qint64> lessonRuns() const { return lessonRuns_; }
 

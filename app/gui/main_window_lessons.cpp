@@ -9,6 +9,7 @@
 #include <QMenuBar>
 #include <QScrollArea>
 #include <QTabWidget>
+#include <QTimer>
 
 #include "app/gui/main_window.h"
 #include "app/gui/run_worker.h"
@@ -157,6 +158,7 @@ void MainWindow::probeLesson(int index) {
     lessonProbe_ = index;
     lessons_->setStatus(
         tr("Probing %1's settings: the numbers are in the Probe dock.").arg(QString::fromStdString(l.probe->preset)));
+    showProbeNumbers();
 }
 
 void MainWindow::tryLessonChange(int index, const QString& change) {
@@ -170,6 +172,17 @@ void MainWindow::tryLessonChange(int index, const QString& change) {
     }
     probe_->setConfig(c);
     lessons_->setStatus(tr("Probing with %1: compare each number with the previous probe beside it.").arg(change));
+    showProbeNumbers();
+}
+
+// On a laptop the probe's numbers sit below its editors, out of view; a
+// lesson's changes are clicked in the Lessons dock and read in the numbers.
+// After the dock has laid out (it may just have been shown).
+void MainWindow::showProbeNumbers() {
+    QTimer::singleShot(0, this, [this] {
+        if (auto* scroll = qobject_cast<QScrollArea*>(probeDock_->widget()))
+            scroll->ensureWidgetVisible(probe_->numbersTable(), 0, 0);
+    });
 }
 
 }  // namespace mlk

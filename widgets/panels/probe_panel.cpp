@@ -251,6 +251,8 @@ void ProbePanel::fillTable() {
     }
 }
 
+QWidget* ProbePanel::numbersTable() const { return table_; }
+
 QString ProbePanel::valueText(const QString& metric) const { return table_->item(row(metric), ColNow)->text(); }
 QString ProbePanel::previousText(const QString& metric) const { return table_->item(row(metric), ColBefore)->text(); }
 QString ProbePanel::changeText(const QString& metric) const { return table_->item(row(metric), ColChange)->text(); }

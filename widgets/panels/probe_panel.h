@@ -53,6 +53,7 @@ public:
     const ProbeOutcome& current() const { return now_; }
     const ProbeOutcome& previous() const { return before_; }
     LogProbabilityScatter* scatter() const { return scatter_.get(); }
+    QWidget* numbersTable() const;
     ProbeRunner* runner() const { return runner_; }
 
 signals:

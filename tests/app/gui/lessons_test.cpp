@@ -21,6 +21,8 @@
 #include <QMenuBar>
 #include <QPushButton>
 #include <QSettings>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -149,6 +151,34 @@ private slots:
         QCOMPARE(probe_cli::panelMismatch(*w.probePanel()), QString());
         QVERIFY(!w.probePanel()->previousText("k3_kl").isEmpty());  // the lesson's probe beside it
         testing_shots::save(&w, "lesson1_probe");
+    }
+
+    // On a laptop (1366 x 768) the probe's numbers sit below its editors: a
+    // lesson's probe and each change bring them into view.
+    void lessonChangesBringTheProbesNumbersIntoView() {
+        MainWindow w(dir_.path() + "/short.sqlite");
+        w.resize(1340, 640);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        w.lessonsDock()->show();
+        LessonsPanel* p = w.lessonsPanel();
+        p->selectLesson(0);
+        QSignalSpy probed(w.probePanel(), &ProbePanel::probed);
+        auto* scroll = qobject_cast<QScrollArea*>(w.probeDock()->widget());
+        QVERIFY(scroll);
+        const auto numbersInView = [&] {
+            const QWidget* table = w.probePanel()->numbersTable();
+            const QRect shown(table->mapTo(scroll->viewport(), QPoint(0, 0)), table->size());
+            return scroll->viewport()->rect().contains(shown.topLeft() + QPoint(0, 40));  // header and first rows
+        };
+        p->probeButton()->click();
+        QTRY_VERIFY(numbersInView());
+        QVERIFY(waitProbed(probed, 1));
+        scroll->verticalScrollBar()->setValue(0);  // the user scrolls back to the editors
+        QVERIFY2(!numbersInView(), "premise: at this height the editors push the numbers out of view");
+        p->changeButtons().front()->click();
+        QTRY_VERIFY(numbersInView());
+        QTRY_VERIFY_WITH_TIMEOUT(!w.probePanel()->runner()->busy(), 60000);
     }
 
     void aFinishedRunIsLoadedNotRunAgain() {
