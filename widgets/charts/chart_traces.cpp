@@ -33,9 +33,12 @@ ChartTraces::RunChanges ChartTraces::syncRuns(RunDataStore& data, const QString&
     QStringList shownNames;
     for (const RunMeta& meta : metas)
         if (!visibleFilter_ || visibleFilter_->contains(meta.id)) shownIds << meta.id, shownNames << meta.name;
-    const QStringList legend = legendLabels(shownIds, shownNames);
+    const QStringList legend = legendLabels(shownIds, shownNames),
+                      legendWithIds = legendLabels(shownIds, shownNames, true);
+    qsizetype shown = 0;  // the run's place in shownIds: the loop below walks the same runs in order
     for (const RunMeta& meta : metas) {
         if (visibleFilter_ && !visibleFilter_->contains(meta.id)) continue;
+        const qsizetype at = shown++;
         wanted.insert(meta.id);
         auto [it, inserted] = traces_.try_emplace(meta.id);
         Trace& trace = it->second;
@@ -44,12 +47,10 @@ ChartTraces::RunChanges ChartTraces::syncRuns(RunDataStore& data, const QString&
             resetDerived(trace);
         }
         const QString label = runLabel(meta.id, meta.name);
-        const QString legendLabel = legend[shownIds.indexOf(meta.id)];
-        const bool restyle = trace.name != label || trace.legendName != legendLabel || trace.colour != meta.colour;
+        const bool restyle = trace.name != label || trace.legendName != legend[at] || trace.colour != meta.colour;
         trace.name = label;
-        trace.legendName = legendLabel;
-        const QString idFirst = runLabel(meta.id, QString());  // "#id ", which legendLabels adds to a repeated name
-        trace.legendNameWithId = legendLabel.startsWith(idFirst) ? legendLabel : idFirst + legendLabel;
+        trace.legendName = legend[at];
+        trace.legendNameWithId = legendWithIds[at];
         trace.colour = meta.colour;
         updateData(data, metric, trace);
         // Series only for runs that have this metric: no empty legend entries.

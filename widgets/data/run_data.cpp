@@ -62,7 +62,7 @@ QString seedGroupOf(const std::string& configJson) {
 
 QString runLabel(qint64 id, const QString& name) { return QStringLiteral("#%1 %2").arg(id).arg(name); }
 
-QStringList legendLabels(const QList<qint64>& ids, const QStringList& names) {
+QStringList legendLabels(const QList<qint64>& ids, const QStringList& names, bool idsFirst) {
     const auto words = [](const QString& name) { return name.split(QLatin1Char(' '), Qt::SkipEmptyParts); };
     QSet<QString> shared;
     if (names.size() >= 2) {
@@ -86,6 +86,7 @@ QStringList legendLabels(const QList<qint64>& ids, const QStringList& names) {
         else seen.insert(label);
     for (qsizetype i = 0; i < labels.size(); ++i)
         if (repeated.contains(labels[i])) labels[i] = runLabel(ids[i], names[i]);
+        else if (idsFirst) labels[i] = runLabel(ids[i], labels[i]);
     return labels;
 }
 

@@ -44,8 +44,10 @@ QString runLabel(qint64 id, const QString& name);
 // legend, where a long label is cut: each name without the words (space-
 // separated) every one of them has, such as a sweep's preset and fixed
 // settings; a name that would be left empty stays whole; "#id " goes first
-// only where two labels would otherwise read the same. One name stays whole.
-QStringList legendLabels(const QList<qint64>& ids, const QStringList& names);
+// where two labels would otherwise read the same (their whole names), or on
+// every label with `idsFirst` (a legend too narrow for the labels whole).
+// One name stays whole.
+QStringList legendLabels(const QList<qint64>& ids, const QStringList& names, bool idsFirst = false);
 // A group of seeds drawn as one line: "#3 r3-grpo · 5 seeds", named after
 // its first run's label.
 QString seedGroupLabel(const QString& firstRunLabel, int seeds);
