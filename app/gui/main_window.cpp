@@ -241,6 +241,8 @@ void MainWindow::buildUi() {
     progress_->setMinimumWidth(420);
     progress_->setTextVisible(true);
     progress_->setFormat(tr("idle"));
+    // A bar without a value shows no text: an empty box, not "idle".
+    progress_->setValue(0);
     queueLabel_ = new QLabel(this);
     dbLabel_ = new QLabel(this);
     statusBar()->addPermanentWidget(dbLabel_);

@@ -32,6 +32,17 @@ namespace mlk {
 
 namespace {
 
+// The settings' own scroll area asks only for its minimum height. The form
+// wraps its preset description, so the dock's scroll area sizes the form by
+// height-for-width, which adds every item's preferred height: with this
+// area's preferred height (all the settings) a short dock scrolled the whole
+// form as well as the settings, two scroll bars side by side.
+class SettingsScrollArea : public QScrollArea {
+public:
+    using QScrollArea::QScrollArea;
+    QSize sizeHint() const override { return {QScrollArea::sizeHint().width(), minimumSizeHint().height()}; }
+};
+
 QStringList splitMessages(const std::string& what) {
     QStringList out;
     for (const QString& part : qs(what).split(QStringLiteral("; "), Qt::SkipEmptyParts)) out << part.trimmed();
@@ -153,7 +164,7 @@ QToolButton#mlkSectionHeader { font-weight: bold; border: none; border-bottom: 1
     outer->addWidget(status_);
 
     // ---- sections ------------------------------------------------------------
-    auto* scroll = new QScrollArea(this);
+    auto* scroll = new SettingsScrollArea(this);
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);

@@ -4,6 +4,7 @@
 // harm and every panel reads the one database the window opened. Screenshots go to
 // $MLK_SCREENSHOT_DIR when it is set.
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -21,6 +22,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QXYSeries>
@@ -75,6 +77,7 @@ private slots:
         QCOMPARE(w.databasePath(), MainWindow::defaultDatabasePath());
         QVERIFY(w.databasePath().endsWith("runs.sqlite"));
         QCOMPARE(w.windowTitle(), QDir::toNativeSeparators(MainWindow::defaultDatabasePath()));
+        QCOMPARE(w.progressText(), QString("idle"));  // said, not an empty box
         w.configForm()->setPreset("default");
         makeQuick(w, 6);
         w.show();
@@ -216,6 +219,31 @@ private slots:
         w.probeDock()->close();
         w.resize(1600, 800);
         QTRY_COMPARE(w.charts()->columns(), 2);
+    }
+
+    // A laptop at 150 % scaling gives the window 1280 x 720 points: the
+    // form's settings scroll, and only they (not the whole form as well).
+    void aShortWindowScrollsTheFormsSettingsOnly() {
+        QTemporaryDir d;
+        MainWindow w(d.path() + "/short.sqlite");
+        w.resize(1280, 690);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        auto* dockArea = qobject_cast<QScrollArea*>(w.findChild<QDockWidget*>("configurationDock")->widget());
+        QVERIFY(dockArea);
+        QScrollArea* settings = nullptr;
+        for (QScrollArea* area : dockArea->widget()->findChildren<QScrollArea*>())
+            if (area != dockArea) settings = area;
+        QVERIFY(settings);
+        // The settings get the height the header leaves: four rows or more.
+        const int row = w.configForm()->findChild<QComboBox*>("presetCombo")->height();
+        QTRY_VERIFY2(
+            settings->height() >= 4 * row,
+            qPrintable(QString("settings %1 px of %2").arg(settings->height()).arg(dockArea->viewport()->height())));
+        QTRY_VERIFY(settings->verticalScrollBar()->isVisible());
+        QVERIFY2(!dockArea->verticalScrollBar()->isVisible(), qPrintable(QString("form %1 px high in a %2 px area")
+                                                                             .arg(dockArea->widget()->height())
+                                                                             .arg(dockArea->viewport()->height())));
     }
 
     void pauseSingleStepAndStop() {
