@@ -168,7 +168,9 @@ void AxisFrame::paintAxes(QPainter* painter, const QRectF& plot) {
             QPointF(left - kTickLength - kLabelGap - label.size().width(), y - label.size().height() / 2), label);
     }
     if (!yTitle_.isEmpty()) {
-        const QStaticText& title = text(yTitle_);
+        // Cut with an ellipsis where the plot is shorter than the title: a
+        // short drill-down plot otherwise ran it past the chart's top edge.
+        const QStaticText& title = text(metrics.elidedText(yTitle_, Qt::ElideRight, int(plot.height())));
         painter->save();
         painter->translate(plot.left() - yTitleOffset_, (plot.top() + plot.bottom() + title.size().width()) / 2);
         painter->rotate(-90);
@@ -197,7 +199,7 @@ void AxisFrame::paintAxes(QPainter* painter, const QRectF& plot) {
             painter->drawStaticText(QPointF(x - label.size().width() / 2, bottom + kTickLength + kLabelGap), label);
         }
         if (!xTitle_.isEmpty()) {
-            const QStaticText& title = text(xTitle_);
+            const QStaticText& title = text(metrics.elidedText(xTitle_, Qt::ElideRight, int(plot.width())));
             painter->setPen(labelColour);
             painter->drawStaticText(QPointF((plot.left() + plot.right() - title.size().width()) / 2,
                                             bottom + kTickLength + kLabelGap + metrics.height() + 1),

@@ -4,9 +4,11 @@
 #include <QFile>
 #include <QFontMetrics>
 #include <QImage>
+#include <QChart>
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QMenu>
+#include <QPainter>
 #include <QScatterSeries>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -33,6 +35,7 @@
 #include "widgets/data/run_data.h"
 #include "widgets/data/series_math.h"
 #include "tests/widgets/charts/chart_test_util.h"
+#include "widgets/charts/axis_frame.h"
 #include "widgets/charts/axis_rules.h"
 
 using namespace mlk;
@@ -293,6 +296,41 @@ private slots:
         // A short log range labels 2x and 5x; crowded, the powers of ten stay.
         const AxisScale shortRange = logAxis(5e-5, 3e-4);
         QCOMPARE(shownValues(shortRange, 20, 14), (std::vector<double>{1e-4}));
+    }
+
+    // The drill-down's probability plot at a laptop's height is shorter than
+    // its y title: the title ran past the chart's top edge, cut mid-word.
+    // Titles longer than their side of the plot end in an ellipsis inside it.
+    void axisTitlesStayBesideThePlot() {
+        AxisFrame frame;
+        const QString title = QStringLiteral("training probability of the sampled token  exp(lp_train)");
+        frame.setX(linearAxis(0, 1, 5), title);
+        frame.setY(linearAxis(0, 1, 5), title);
+        QChart chart;
+        frame.fitMargins(&chart);
+        const QFontMetrics metrics(frame.font());
+        QVERIFY(metrics.horizontalAdvance(title) > 2 * 150);
+        QImage image(700, 500, QImage::Format_RGB32);
+        image.fill(Qt::white);
+        const QRectF plot(250, 200, 150, 100);
+        {
+            QPainter painter(&image);
+            frame.paintAxes(&painter, plot);
+        }
+        const auto inked = [&](int x, int y) { return image.pixel(x, y) != qRgb(255, 255, 255); };
+        int titleInk = 0;  // the y title's column, within the plot's height
+        for (int y = 0; y < image.height(); ++y)
+            for (int x = 0; x < int(plot.left()) - 30; ++x) {
+                if (!inked(x, y)) continue;
+                const bool besidePlot = y >= plot.top() - metrics.height() && y <= plot.bottom() + metrics.height();
+                const bool belowPlot = y > plot.bottom() + 5;  // the x title's row
+                QVERIFY2(besidePlot && !belowPlot, qPrintable(QString("ink at %1, %2").arg(x).arg(y)));
+                ++titleInk;
+            }
+        QVERIFY(titleInk > 0);  // cut, not dropped
+        for (int y = int(plot.bottom()) + 5; y < image.height(); ++y)
+            for (int x = int(plot.right()) + 30; x < image.width(); ++x)
+                QVERIFY2(!inked(x, y), qPrintable(QString("x title ink at %1, %2").arg(x).arg(y)));
     }
 
     void seedAggregateIsPerStepMeanMinMax() {
