@@ -17,6 +17,7 @@
 #include <QLineSeries>
 #include <QPushButton>
 #include <QScatterSeries>
+#include <QScrollArea>
 #include <QScrollBar>
 #include <QSlider>
 #include <QSpinBox>
@@ -259,8 +260,15 @@ void DrillDown::buildUi() {
     }
 
     // ---- (f) why this token ----------------------------------------------------------
-    why_ = new TokenWhy(tabs_);
-    tabs_->addTab(why_, tr("Why this token?"));
+    // In a scroll area: its tables show every row (twelve layers of routes
+    // on a deep MoE), which without one held the window taller than a
+    // laptop's screen while this tab was open.
+    whyPage_ = new QScrollArea(tabs_);
+    whyPage_->setWidgetResizable(true);
+    whyPage_->setFrameShape(QFrame::NoFrame);
+    why_ = new TokenWhy(whyPage_);
+    whyPage_->setWidget(why_);
+    tabs_->addTab(whyPage_, tr("Why this token?"));
     connect(why_, &TokenWhy::shownChanged, this, &DrillDown::markWorst);
     // Each tab's tooltip: the catalogue's word on the metric it draws.
     tabs_->setTabToolTip(0, metricToolTip("logp_abs_diff_mean", tr("Each dot a sampled token, off the diagonal by:")));
@@ -285,12 +293,17 @@ void DrillDown::clear() {
     steps_.clear();
     header_->setText(tr("No run selected"));
     setStepControls();
+    // Every tab says how to get a run here (the fills below read store_).
     fillScatter({});
     fillFt({});
     fillRouter({});
     fillBuckets({});
     fillSamples({});
-    why_->setStep({}, tr("No run selected."));
+    why_->setStep({}, noRunHint());
+}
+
+QString DrillDown::noRunHint() const {
+    return tr("No run selected: select one in the Runs list, or double-click it to open it here.");
 }
 
 void DrillDown::setRunStep(Store& store, int64_t runId, int64_t step) {
@@ -400,7 +413,7 @@ void DrillDown::fillScatter(const std::vector<TokenSample>& ts) {
     scatter_->replace(pts);
     QString note;
     if (ts.empty()) {
-        note = tr("No token samples stored for this step.");
+        note = store_ ? tr("No token samples stored for this step.") : noRunHint();
     } else {
         const int n = static_cast<int>(pts.size());
         note = tr("%1 tokens \u00B7 mean |\u0394 log p| = %2 \u00B7 max = %3 \u00B7 %4 bitwise identical")
@@ -434,7 +447,7 @@ void DrillDown::redrawFt() {
     ftClamped_ = plot.atFloor;
 
     QStringList notes;
-    if (ftRaw_.empty()) notes << tr("No F(t) curve stored for this step.");
+    if (ftRaw_.empty()) notes << (store_ ? tr("No F(t) curve stored for this step.") : noRunHint());
     if (ftClamped_)
         notes << QStringLiteral("<span style='color:%1'>%2</span>")
                      .arg(palette::floorMarker().name(),
@@ -465,7 +478,7 @@ void DrillDown::fillRouter(const std::vector<RouterBin>& rh) {
             store_ ? tr("Dense model: no router.\n\nThis step has no router-diff histogram; a MoE model "
                         "(model.kind = moe) records how many of the rollout's top-k experts the training "
                         "engine did not pick.")
-                   : tr("No run selected."));
+                   : noRunHint());
         routerStack_->setCurrentWidget(routerEmptyLabel_);
         routerNote_->setText(store_ ? tr("Dense model: no router.") : QString());
         return;
@@ -511,7 +524,8 @@ void DrillDown::fillBuckets(const std::vector<std::pair<std::string, double>>& s
 
 // ---- (d) -------------------------------------------------------------------------
 void DrillDown::fillSamples(const std::vector<TextSample>& ts) {
-    const QString h = mlk::samplesHtml(ts, samplesPerPrompt_, samplePicks_);
+    const QString h = mlk::samplesHtml(ts, samplesPerPrompt_, samplePicks_,
+                                       store_ ? tr("No text samples stored for this step.") : noRunHint());
     samplesHtml_ = h;
     const int scroll = samples_->verticalScrollBar()->value();
     samples_->setHtml(h);
@@ -523,7 +537,7 @@ void DrillDown::explainToken(const TokenPick& pick) {
     for (const TokenPick& s : samplePicks_)  // a dot of the scatter: its flips, if the samples hold it
         if (p.flips < 0 && s.seq == p.seq && s.pos == p.pos) p.flips = s.flips;
     why_->showToken(p);
-    tabs_->setCurrentWidget(why_);
+    tabs_->setCurrentWidget(whyPage_);
 }
 
 // Rings around the step's worst tokens in the scatter, the explained one

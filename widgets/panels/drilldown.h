@@ -43,6 +43,7 @@ class QStackedWidget;
 class QTabWidget;
 class QTextBrowser;
 class QScatterSeries;
+class QScrollArea;
 class QLineSeries;
 class QBarSet;
 class QCheckBox;
@@ -88,6 +89,7 @@ public:
     QWidget* samplesView() const;
     QWidget* bucketsView() const { return bucketsPage_; }
     TokenWhy* whyView() const { return why_; }
+    QWidget* whyPage() const { return whyPage_; }               // its tab: why_ in a scroll area
     QScatterSeries* scatterSeries() const { return scatter_; }  // its clicked() picks a token
     QScatterSeries* worstMarks() const { return worstMarks_; }  // rings: the worst tokens that differ
     QTextBrowser* samplesBrowser() const { return samples_; }   // its anchorClicked() picks a token
@@ -98,6 +100,7 @@ signals:
     void stepChanged(int64_t step);
 
 private:
+    QString noRunHint() const;
     void buildUi();
     void loadStep(int64_t step);
     void fillScatter(const std::vector<TokenSample>& ts);
@@ -159,6 +162,7 @@ private:
     int samplesPerPrompt_ = 1;            // the run's: a sample's sequence in the batch
 
     TokenWhy* why_ = nullptr;
+    QScrollArea* whyPage_ = nullptr;
 };
 
 }  // namespace mlk

@@ -30,7 +30,8 @@ QString tr(const char* s) { return QObject::tr(s); }
 
 }  // namespace
 
-QString samplesHtml(const std::vector<TextSample>& ts, int samplesPerPrompt, std::vector<TokenPick>& picks) {
+QString samplesHtml(const std::vector<TextSample>& ts, int samplesPerPrompt, std::vector<TokenPick>& picks,
+                    const QString& noneNote) {
     picks.clear();
     QString h;
     h += QStringLiteral("<html><body style='font-family:sans-serif'>");
@@ -50,8 +51,8 @@ QString samplesHtml(const std::vector<TextSample>& ts, int samplesPerPrompt, std
     h += QStringLiteral("<hr/>");
 
     if (ts.empty())
-        h += QStringLiteral("<p style='color:%2'>%1</p>")
-                 .arg(tr("No text samples stored for this step."), palette::secondaryText().name());
+        h +=
+            QStringLiteral("<p style='color:%2'>%1</p>").arg(noneNote.toHtmlEscaped(), palette::secondaryText().name());
 
     for (const TextSample& s : ts) {
         h += QStringLiteral("<p style='margin-top:8px; margin-bottom:2px'><b>%1</b> &nbsp; %2 <b>%3</b></p>")

@@ -15,7 +15,8 @@
 namespace mlk {
 
 // samplesPerPrompt: the run's rl.samples_per_prompt (sample i is sequence
-// i * samplesPerPrompt of the batch).
-QString samplesHtml(const std::vector<TextSample>& ts, int samplesPerPrompt, std::vector<TokenPick>& picks);
+// i * samplesPerPrompt of the batch); noneNote: what to say when ts is empty.
+QString samplesHtml(const std::vector<TextSample>& ts, int samplesPerPrompt, std::vector<TokenPick>& picks,
+                    const QString& noneNote);
 
 }  // namespace mlk

@@ -51,8 +51,10 @@ QTableWidget* makeTable(const QStringList& headers, QWidget* parent) {
     return t;
 }
 
-// Shows every row and nothing more, so the path stays in view below.
+// Shows every row and nothing more, so the path stays in view below; a
+// table without rows (no token shown, a dense model's routes) not at all.
 void fitRows(QTableWidget* t) {
+    t->setVisible(t->rowCount() > 0);
     int h = t->horizontalHeader()->sizeHint().height() + 2 * t->frameWidth();
     for (int r = 0; r < t->rowCount(); ++r) h += t->rowHeight(r);
     t->setFixedHeight(h);
@@ -89,7 +91,9 @@ TokenWhy::TokenWhy(QWidget* parent) : QWidget(parent) {
     altsTitle_->setText(tr("<b>Most likely tokens</b> under each engine (the sampled one in bold)"));
     alts_ = makeTable({tr("#"), tr("rollout"), tr("log p"), tr("p"), tr("training"), tr("log p"), tr("p")}, this);
     alts_->setObjectName(QStringLiteral("whyAlternatives"));
-    alts_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    // The numbers whole ("-0.0538060" was cut in an equal share); the
+    // tokens' columns take what is left.
+    for (int c : {0, 2, 3, 5, 6}) alts_->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
     left->addWidget(altsTitle_);
     left->addWidget(alts_);
     left->addStretch(1);
@@ -134,9 +138,7 @@ void TokenWhy::setStep(WorstTokens worst, const QString& note) {
     flippedShown_ = 0;
     shown_ = {};
     summary_->setText(QString());
-    alts_->setRowCount(0);
-    routes_->setRowCount(0);
-    routesTitle_->setText(QString());
+    clearTables();
     path_->setText(QString());
     note_->setText(note.isEmpty() ? tr("No worst tokens stored for this step (runs recorded before "
                                        "\u201CWhy this token?\u201D existed keep none).")
@@ -237,6 +239,7 @@ void TokenWhy::showDetail(const WorstToken& t) {
                                                 : (!inRoll ? tr("rollout's") : tr("training's")))
                        .arg(kTopAlternatives);
     altsTitle_->setText(altNote);
+    altsTitle_->show();
     fitRows(alts_);
 
     // ---- routes, per MoE layer ----
@@ -348,14 +351,22 @@ void TokenWhy::showKnown(const TokenPick& pick) {
     note_->setText(tr("Alternatives, routes and path are kept for the step's %1 largest-|\u0394 log p| tokens "
                       "(the list above); this token is not one of them.")
                        .arg(worst_.tokens.empty() ? kWorstTokens : static_cast<int>(worst_.tokens.size())));
-    alts_->setRowCount(0);
-    routes_->setRowCount(0);
-    routesTitle_->setText(QString());
+    clearTables();
     path_->setText(QString());
     emit shownChanged();
 }
 
 QString TokenWhy::summaryText() const { return plain(summary_->text() + QStringLiteral("<br>") + note_->text()); }
 QString TokenWhy::pathText() const { return plain(path_->text()); }
+void TokenWhy::clearTables() {
+    alts_->setRowCount(0);
+    routes_->setRowCount(0);
+    fitRows(alts_);
+    fitRows(routes_);
+    altsTitle_->hide();
+    routesTitle_->setText(QString());
+}
+
+QString TokenWhy::noteText() const { return plain(note_->text()); }
 
 }  // namespace mlk

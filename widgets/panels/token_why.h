@@ -59,6 +59,7 @@ public:
     QTableWidget* routerTable() const { return routes_; }
     QString summaryText() const;                          // plain text of the numbers shown
     QString pathText() const;                             // plain text of the path
+    QString noteText() const;                             // why no token is shown
     int flippedExperts() const { return flippedShown_; }  // experts marked as flipped
 
 signals:
@@ -67,6 +68,7 @@ signals:
 private:
     void showDetail(const WorstToken& t);
     void showKnown(const TokenPick& pick);
+    void clearTables();
 
     WorstTokens worst_;
     TokenPick shown_;

@@ -56,6 +56,7 @@ private slots:
     void samplesShowEveryTokenAndFlips();
     void bucketsShowTheStepsStoredShares();
     void stepSelectorAndDenseStep();
+    void withoutARunEveryTabSaysHowToGetOne();
     void colourScale();
     void screenshots();
 
@@ -274,6 +275,22 @@ void DrillDownTest::stepSelectorAndDenseStep() {
     QCOMPARE(spy.count(), 1);
     QCOMPARE(dd.scatterPointCount(), 300);
     QCOMPARE(dd.histogramValues().size(), 4);
+}
+
+// A new user opening the tab before selecting a run learns what to do, not
+// that "no token samples are stored".
+void DrillDownTest::withoutARunEveryTabSaysHowToGetOne() {
+    DrillDown dd;
+    const QString how = QStringLiteral("select one in the Runs list");
+    const QStringList notes = dd.noteText().split(QLatin1Char('\n'));
+    QVERIFY2(notes.size() == 4 && notes[0].contains(how) && notes[1].contains(how), qPrintable(dd.noteText()));
+    QVERIFY2(dd.samplesText().contains(how), qPrintable(dd.samplesText()));
+    QVERIFY2(dd.whyView()->noteText().contains(how), qPrintable(dd.whyView()->noteText()));
+    QVERIFY(!dd.samplesText().contains(QStringLiteral("stored")));
+    // With a run, a step without samples says so instead.
+    dd.setRunStep(*store_, run_, 3);
+    QVERIFY(dd.samplesText().contains(QStringLiteral("No text samples stored")));
+    QVERIFY(!dd.noteText().contains(how));
 }
 
 void DrillDownTest::colourScale() {

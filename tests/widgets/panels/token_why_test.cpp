@@ -14,6 +14,8 @@
 
 #include <QComboBox>
 #include <QScatterSeries>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -59,6 +61,7 @@ private slots:
     void aTokenWithoutDetailSaysWhereDetailIsKept();
     void onlyWorstTokensThatDifferAreRinged();
     void screenshotsAtTheF2Spike();
+    void theWhyTabScrollsRatherThanGrowTheWindow();
 
 private:
     std::unique_ptr<QTemporaryDir> dir_;
@@ -126,7 +129,7 @@ void TokenWhyTest::scatterAndSamplesSelectTokens() {
     const WorstToken& t = stored.tokens[2];
     dd.tabs()->setCurrentIndex(0);
     emit dd.scatterSeries()->clicked(QPointF(std::exp(double(t.lp_roll)), std::exp(double(t.lp_train))));
-    QCOMPARE(dd.tabs()->currentWidget(), static_cast<QWidget*>(dd.whyView()));
+    QCOMPARE(dd.tabs()->currentWidget(), dd.whyPage());
     // (or a worst token drawn on the same spot: the same log-probs)
     const int shown = dd.whyView()->shownRank();
     QVERIFY(shown >= 0);
@@ -180,6 +183,24 @@ void TokenWhyTest::aTokenWithoutDetailSaysWhereDetailIsKept() {
     QCOMPARE(dd.whyView()->alternativesTable()->rowCount(), 0);
 }
 
+// Its tables show every row; on a laptop the tab scrolls them instead of
+// holding the window (its central drill-down) taller than the screen.
+void TokenWhyTest::theWhyTabScrollsRatherThanGrowTheWindow() {
+    const int emptyMinimum = DrillDown().minimumSizeHint().height();
+    DrillDown dd;
+    dd.setRunStep(*store_, run_, spike_);
+    dd.whyView()->showWorst(0);
+    dd.tabs()->setCurrentWidget(dd.whyPage());
+    dd.resize(900, emptyMinimum);
+    dd.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dd));
+    // Taller than the other tabs need, and yet it does not raise the minimum.
+    QTRY_VERIFY(dd.whyView()->minimumSizeHint().height() > emptyMinimum);
+    QVERIFY2(dd.minimumSizeHint().height() <= emptyMinimum,
+             qPrintable(QString("%1 px against %2").arg(dd.minimumSizeHint().height()).arg(emptyMinimum)));
+    QTRY_VERIFY(qobject_cast<QScrollArea*>(dd.whyPage())->verticalScrollBar()->isVisible());
+}
+
 void TokenWhyTest::screenshotsAtTheF2Spike() {
     DrillDown dd;
     dd.setRunStep(*store_, run_, spike_);
@@ -188,7 +209,7 @@ void TokenWhyTest::screenshotsAtTheF2Spike() {
     // The step's worst token, then the worst one with a router flip.
     const WorstTokens& w = dd.whyView()->worst();
     dd.whyView()->showWorst(0);
-    dd.tabs()->setCurrentWidget(dd.whyView());
+    dd.tabs()->setCurrentWidget(dd.whyPage());
     QTest::qWait(100);
     QVERIFY(testing_shots::save(&dd, QStringLiteral("why_token_f2_spike")));
     const auto flipped =
