@@ -195,6 +195,10 @@ void MainWindow::buildUi() {
         data_->setColour(id, c);
         browser_->refresh();
     });
+    connect(charts_, &ChartGrid::drillDownRequested, this, [this](qint64 id, qint64 step) {
+        showDrillDown(id, step);
+        centre_->setCurrentWidget(drill_);
+    });
     connect(browser_, &RunBrowser::runActivated, this, [this](int64_t id) {
         showDrillDown(id);
         centre_->setCurrentWidget(drill_);

@@ -171,6 +171,7 @@ MetricChart* ChartGrid::addChart(const QString& metric) {
     for (qint64 id : hiddenRuns_) chart->setRunHidden(id, true);
     zoomLink_->add(chart);
     connect(chart, &MetricChart::runLegendClicked, this, &ChartGrid::toggleRunHidden);
+    connect(chart, &MetricChart::drillDownRequested, this, &ChartGrid::drillDownRequested);
     connect(chart, &MetricChart::removeRequested, this, [this, chart] { removeChart(chart); });
     charts_.append(chart);
     relayout();

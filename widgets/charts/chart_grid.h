@@ -83,6 +83,7 @@ public:
 
 signals:
     void chartsChanged();
+    void drillDownRequested(qint64 runId, qint64 step);  // from any chart's menu
 
 protected:
     void resizeEvent(QResizeEvent* event) override;

@@ -93,8 +93,18 @@ void askSave(MetricChart& chart, bool svg) {
 
 }  // namespace
 
-QMenu* createChartMenu(MetricChart& chart, QWidget* parent) {
+QMenu* createChartMenu(MetricChart& chart, QWidget* parent, std::optional<RunStep> at) {
     auto* menu = new QMenu(parent);
+    // A spike on a chart and the tokens behind it, one click apart.
+    if (at) {
+        QAction* drill =
+            menu->addAction(QObject::tr("Drill down: %1, step %2").arg(at->runName).arg(at->step), &chart,
+                            [&chart, run = at->runId, step = at->step] { emit chart.drillDownRequested(run, step); });
+        drill->setToolTip(
+            QObject::tr("This step's sampled tokens, F(t), router flips and worst tokens "
+                        "(the nearest step that stored them)"));
+        menu->addSeparator();
+    }
     QAction* log = menu->addAction(QObject::tr("Log scale"));
     log->setCheckable(true);
     log->setChecked(chart.logScale());

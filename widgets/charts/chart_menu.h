@@ -1,9 +1,13 @@
-// A metric chart's context menu (log scale, smoothing, reset zoom, save as
-// PNG or SVG, remove) and the exports behind it: PNG as shown on screen, SVG
+// A metric chart's context menu (the clicked run's step in the drill-down,
+// log scale, smoothing, reset zoom, save as PNG or SVG, remove) and the exports behind it: PNG as shown on screen, SVG
 // with the lines as vector polylines.
 #pragma once
 
 #include <QString>
+
+#include <optional>
+
+#include "widgets/charts/chart_tracker.h"
 
 QT_BEGIN_NAMESPACE
 class QGraphicsView;
@@ -15,8 +19,9 @@ namespace mlk {
 
 class MetricChart;
 
-// The menu's actions act on `chart`; the caller owns the menu.
-QMenu* createChartMenu(MetricChart& chart, QWidget* parent);
+// The menu's actions act on `chart`; the caller owns the menu. at: the run's
+// point right-clicked, which the first action opens in the drill-down.
+QMenu* createChartMenu(MetricChart& chart, QWidget* parent, std::optional<RunStep> at = std::nullopt);
 
 // The view as it is on screen. Both return why the file could not be
 // written (the path and the system's reason), empty when it was.

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "core/metrics/run_stats.h"
+#include "widgets/data/palette.h"
 #include "widgets/data/series_math.h"
 
 namespace mlk {
@@ -101,9 +102,18 @@ QString ChartTracker::describe(const Nearest& nearest) const {
     if (traces_.xAxis() == ChartXAxis::wallTime)
         where += QObject::tr(" at %1 s")
                      .arg(trace.elapsed[nearest.index], 0, 'f', trace.elapsed[nearest.index] < 100 ? 2 : 0);
-    return QObject::tr("<b>%1</b><br>%2<br>raw: %3<br>smoothed: %4")
+    return QObject::tr(
+               "<b>%1</b><br>%2<br>raw: %3<br>smoothed: %4<br><span style='color:%5'>right-click to drill down"
+               "</span>")
         .arg(trace.name.toHtmlEscaped(), where, rawText,
-             std::isfinite(raw) ? formatValue(smoothed) : QObject::tr("n/a"));
+             std::isfinite(raw) ? formatValue(smoothed) : QObject::tr("n/a"), palette::secondaryText().name());
+}
+
+std::optional<RunStep> ChartTracker::runStepAt(const QPoint& viewPos) const {
+    const auto found = nearest(viewPos);
+    if (!found || !found->trace) return std::nullopt;
+    const Trace& trace = *found->trace;
+    return RunStep{trace.runId, static_cast<qint64>(trace.cursor.data.steps[found->index]), trace.name};
 }
 
 QString ChartTracker::textAt(const QPoint& viewPos) const {

@@ -21,12 +21,22 @@ QT_END_NAMESPACE
 
 namespace mlk {
 
+// A run's point on a chart: what its drill-down opens.
+struct RunStep {
+    qint64 runId = 0;
+    qint64 step = 0;
+    QString runName;  // "#id name"
+};
+
 class ChartTracker {
 public:
     ChartTracker(QChartView* view, const ChartTraces& traces, const AxisFrame& frame);
 
     QString textAt(const QPoint& viewPos) const;  // "" away from every point
-    void show(const QPoint& viewPos);             // dot and tooltip, or clear()
+    // The run's point nearest viewPos; none away from every point and on a
+    // seed group's mean line (no one run's step).
+    std::optional<RunStep> runStepAt(const QPoint& viewPos) const;
+    void show(const QPoint& viewPos);  // dot and tooltip, or clear()
     void clear();
     bool shown() const;  // the dot is on the plot
     // Scene position of a point of `trace` as drawn: NaN/Inf at their marker,

@@ -493,7 +493,10 @@ QString MetricChart::saveSvg(const QString& path) {
     return saveViewAsSvg(*this, path, metric_, tr("Mismatch Lab chart of %1").arg(metric_));
 }
 
-QMenu* MetricChart::createContextMenu(QWidget* parent) { return createChartMenu(*this, parent); }
+QMenu* MetricChart::createContextMenu(QWidget* parent, std::optional<RunStep> at) {
+    return createChartMenu(*this, parent, std::move(at));
+}
+std::optional<RunStep> MetricChart::runStepAt(const QPoint& viewPos) const { return tracker_->runStepAt(viewPos); }
 
 // --- Read-outs ---------------------------------------------------------------
 
@@ -572,8 +575,9 @@ bool MetricChart::viewportEvent(QEvent* event) {
 }
 
 void MetricChart::contextMenuEvent(QContextMenuEvent* event) {
+    const std::optional<RunStep> at = tracker_->runStepAt(event->pos());
     tracker_->clear();
-    std::unique_ptr<QMenu> menu(createContextMenu(this));
+    std::unique_ptr<QMenu> menu(createContextMenu(this, at));
     menu->exec(event->globalPos());
 }
 

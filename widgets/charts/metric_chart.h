@@ -143,14 +143,17 @@ public:
     QStringList tickLabels(Qt::Orientation axis) const;  // the labels painted on that axis now
     // Scene position of a data point (step, value) as the lines are drawn.
     QPointF toScene(double x, double y) const;
-    QString hoverTextAt(const QPoint& viewPos) const;  // what the tooltip would say there
-    QMenu* createContextMenu(QWidget* parent);
+    QString hoverTextAt(const QPoint& viewPos) const;               // what the tooltip would say there
+    std::optional<RunStep> runStepAt(const QPoint& viewPos) const;  // the run's point there, if any
+    // at: the run's point right-clicked, whose step the menu can open.
+    QMenu* createContextMenu(QWidget* parent, std::optional<RunStep> at = std::nullopt);
 
 signals:
     void xRangeChanged(double lo, double hi);
     void xRangeReset();
     void removeRequested();
     void runLegendClicked(qint64 runId);
+    void drillDownRequested(qint64 runId, qint64 step);  // "Open ... in the drill-down" of the menu
     void redrawn();
 
 protected:

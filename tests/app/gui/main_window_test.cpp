@@ -143,9 +143,18 @@ private slots:
         QVERIFY(k3->shownXRange().lo == 0 && k3->shownXRange().hi > 0);
         shot(&w, "comparison_walltime");
         w.charts()->setXAxis(MetricChart::XAxis::step);
-        w.showDrillDown(ids.front());
+        // A chart's "Drill down" brings the drill-down forward at that run and step.
         auto* centre = qobject_cast<QTabWidget*>(w.centralWidget());
         QVERIFY(centre);
+        w.showDrillDown(ids.back());
+        const std::vector<int64_t> stored = w.drillDown()->availableSteps();  // steps with tokens stored
+        QVERIFY(stored.size() >= 2);
+        QCOMPARE(centre->currentWidget(), static_cast<QWidget*>(w.charts()));
+        emit w.charts()->drillDownRequested(ids.back(), stored[1]);
+        QCOMPARE(centre->currentWidget(), static_cast<QWidget*>(w.drillDown()));
+        QCOMPARE(w.drillDown()->runId(), (int64_t)ids.back());
+        QCOMPARE(w.drillDown()->step(), stored[1]);
+        w.showDrillDown(ids.front());
         centre->setCurrentWidget(w.drillDown());
         QCOMPARE(w.drillDown()->runId(), (int64_t)ids.front());
         QVERIFY(w.drillDown()->scatterPointCount() > 0);

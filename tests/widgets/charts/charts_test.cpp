@@ -664,6 +664,57 @@ private slots:
             }
     }
 
+    // A spike and the tokens behind it: the right-clicked run's step opens in
+    // the drill-down (through the grid, which the window listens to); away
+    // from every point, and on a seed group's mean, there is no such item.
+    void rightClickingAPointOffersItsStepInTheDrillDown() {
+        RunDataStore data;
+        feed(data, 3, "reward_mean", {0.1, 0.5, 0.2, 0.9, 0.4, 0.6});
+        feed(data, 4, "reward_mean", {0.3, 0.3, 0.3, 0.3, 0.3, 0.3});
+        ChartGrid grid(&data);
+        grid.resize(900, 700);
+        grid.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&grid));
+        MetricChart* chart = grid.chartFor(QStringLiteral("reward_mean"));
+        QVERIFY(chart);
+        chart->redrawNow();
+        const QPoint spike = chart->mapFromScene(chart->toScene(3, 0.9));
+        const std::optional<RunStep> at = chart->runStepAt(spike);
+        QVERIFY(at);
+        QCOMPARE(at->runId, qint64(3));
+        QCOMPARE(at->step, qint64(3));
+        QVERIFY(chart->hoverTextAt(spike).contains(QStringLiteral("right-click to drill down")));
+        QVERIFY(!chart->runStepAt(QPoint(1, 1)));
+        std::unique_ptr<QMenu> menu(chart->createContextMenu(nullptr, at));
+        QAction* drill = menu->actions().front();
+        QVERIFY2(drill->text().startsWith(QStringLiteral("Drill down: #3")) &&
+                     drill->text().endsWith(QStringLiteral("step 3")),
+                 qPrintable(drill->text()));
+        QSignalSpy opened(&grid, &ChartGrid::drillDownRequested);
+        drill->trigger();
+        QCOMPARE(opened.count(), 1);
+        QCOMPARE(opened.first().at(0).toLongLong(), 3LL);
+        QCOMPARE(opened.first().at(1).toLongLong(), 3LL);
+        std::unique_ptr<QMenu> plain(chart->createContextMenu(nullptr));
+        QCOMPARE(plain->actions().front()->text(), QStringLiteral("Log scale"));
+        // Two seeds grouped: the mean line is no one run's step.
+        RunDataStore seeds;
+        for (qint64 run : {5, 6}) {
+            seeds.addRun({run, QStringLiteral("seed"), QStringLiteral("finished"), QString(), {}, QStringLiteral("g")});
+            std::vector<StepRecord> records;
+            for (int i = 0; i < 6; ++i) records.push_back(stepOf(i, {{"reward_mean", run == 5 ? 0.9 : 0.3}}));
+            seeds.appendSteps(run, records);
+        }
+        MetricChart grouped(&seeds, QStringLiteral("reward_mean"));
+        grouped.setGroupSeeds(true);
+        showAndSettle(grouped, QSize(700, 400));
+        grouped.redrawNow();
+        QCOMPARE(grouped.seedBands().size(), qsizetype(1));
+        const QPoint mean = grouped.mapFromScene(grouped.toScene(3, 0.6));
+        QVERIFY(grouped.hoverTextAt(mean).contains(QStringLiteral("mean of 2 runs")));
+        QVERIFY(!grouped.runStepAt(mean));
+    }
+
     void contextMenuOffersTheActions() {
         RunDataStore data;
         feed(data, 1, "k3_kl", {0.0, 1e-3, 2e-3});
