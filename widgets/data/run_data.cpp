@@ -62,6 +62,31 @@ QString seedGroupOf(const std::string& configJson) {
 
 QString runLabel(qint64 id, const QString& name) { return QStringLiteral("#%1 %2").arg(id).arg(name); }
 
+namespace {
+
+// A family's presets share the start of their names ("collapse-demo-fp8-
+// bypass", "collapse-demo-on-policy"): the labels keep what follows the last
+// hyphen of that shared start, when each label starts with such a name (not
+// a key=value setting) that goes on past it.
+void dropSharedNamePrefix(QStringList& labels) {
+    if (labels.size() < 2) return;
+    QString prefix = labels.front().section(QLatin1Char(' '), 0, 0);
+    for (const QString& label : labels) {
+        const QString name = label.section(QLatin1Char(' '), 0, 0);
+        if (name.contains(QLatin1Char('='))) return;
+        qsizetype same = 0;
+        while (same < prefix.size() && same < name.size() && prefix[same] == name[same]) ++same;
+        prefix.truncate(same);
+    }
+    prefix.truncate(prefix.lastIndexOf(QLatin1Char('-')) + 1);
+    if (prefix.isEmpty()) return;
+    for (const QString& label : labels)
+        if (label.section(QLatin1Char(' '), 0, 0).size() == prefix.size()) return;
+    for (QString& label : labels) label.remove(0, prefix.size());
+}
+
+}  // namespace
+
 QStringList legendLabels(const QList<qint64>& ids, const QStringList& names, bool idsFirst) {
     const auto words = [](const QString& name) { return name.split(QLatin1Char(' '), Qt::SkipEmptyParts); };
     QSet<QString> shared;
@@ -79,6 +104,7 @@ QStringList legendLabels(const QList<qint64>& ids, const QStringList& names, boo
         kept.removeIf([&](const QString& word) { return shared.contains(word); });
         labels << (kept.isEmpty() ? name : kept.join(QLatin1Char(' ')));
     }
+    dropSharedNamePrefix(labels);
     if (ids.size() != names.size()) return labels;
     QSet<QString> seen, repeated;
     for (const QString& label : labels)

@@ -43,7 +43,10 @@ QString runLabel(qint64 id, const QString& name);
 // The labels of runs (or, without ids, of a sweep's configurations) in one
 // legend, where a long label is cut: each name without the words (space-
 // separated) every one of them has, such as a sweep's preset and fixed
-// settings; a name that would be left empty stays whole; "#id " goes first
+// settings, and without the start their first words share up to a hyphen (a
+// family's presets: "fp8-bypass", "on-policy" for "collapse-demo-fp8-bypass"
+// and "collapse-demo-on-policy"); a name that would be left empty stays
+// whole; "#id " goes first
 // where two labels would otherwise read the same (their whole names), or on
 // every label with `idsFirst` (a legend too narrow for the labels whole).
 // One name stays whole.

@@ -80,6 +80,27 @@ private slots:
                 }
     }
 
+    // A sweep of a family's presets: every legend entry read "#1 col..."
+    // ("collapse-demo-fp8-bypass seed=2" in a sixth of a chart's width).
+    void legendLabelsDropAFamilysSharedNameStart() {
+        QCOMPARE(legendLabels({}, {"collapse-demo-fp8-bypass", "collapse-demo-fp8-bypass seed=2",
+                                   "collapse-demo-on-policy seed=2"}),
+                 QStringList({"fp8-bypass", "fp8-bypass seed=2", "on-policy seed=2"}));
+        QCOMPARE(legendLabels({}, {"r3-grpo", "r3-grpo-r3", "r3-gspo"}), QStringList({"grpo", "grpo-r3", "gspo"}));
+        QCOMPARE(legendLabels({}, {"miles-moe-tis1.5", "miles-moe-tis1.5-mis"}), QStringList({"tis1.5", "tis1.5-mis"}));
+        // Not where a name is the shared start itself, nor a key=value
+        // setting's value, nor a lone name.
+        QCOMPARE(legendLabels({}, {"r3-grpo", "r3"}), QStringList({"r3-grpo", "r3"}));
+        QCOMPARE(legendLabels({}, {"profile=megatron-bf16", "profile=megatron-fp16"}),
+                 QStringList({"profile=megatron-bf16", "profile=megatron-fp16"}));
+        QCOMPARE(legendLabels({}, {"collapse-demo-on-policy"}), QStringList({"collapse-demo-on-policy"}));
+        // Two seeds of one configuration keep only their seed words.
+        QCOMPARE(legendLabels({}, {"collapse-demo-on-policy seed=2", "collapse-demo-on-policy seed=3"}),
+                 QStringList({"seed=2", "seed=3"}));
+        // With ids: two runs whose labels read the same keep their whole names.
+        QCOMPARE(legendLabels({1, 2, 3}, {"fam-a", "fam-a", "fam-b"}), QStringList({"#1 fam-a", "#2 fam-a", "b"}));
+    }
+
     void init() {
         QVERIFY(dir_.isValid());
         path_ = dir_.filePath(QStringLiteral("runs-%1.db").arg(QTest::currentTestFunction())).toStdString();
