@@ -200,19 +200,7 @@ std::string output_file_option(const Args& a, const std::string& name) {
     return path;
 }
 
-Config preset_named(const std::string& p) {
-    if (is_model_preset(p)) {
-        Config c;
-        c.model = preset_settings(p);
-        return c;
-    }
-    if (find_preset(p)) return preset_config(p);
-    std::string allowed;
-    for (const auto& name : model_preset_names()) allowed += name + ", ";
-    for (const auto& pr : presets()) allowed += pr.name + ", ";
-    allowed.resize(allowed.size() - 2);
-    throw ConfigError("--preset: '" + p + "' is unknown; allowed: " + allowed);
-}
+Config preset_named(const std::string& p) { return any_preset_config(p, "--preset"); }
 
 Config preset_base(const Args& a) { return a.has("--preset") ? preset_named(a.get("--preset")) : Config{}; }
 

@@ -4,6 +4,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/config/model_builder.h"
+
 namespace mlk {
 
 // Generated at configure time from resources/presets/*.json.
@@ -72,6 +74,21 @@ std::string default_run_name(const std::string& preset, const Config& base, cons
     // one configuration apart.
     if (!seed.empty()) name += " " + seed;
     return name;
+}
+
+Config any_preset_config(const std::string& name, const std::string& field) {
+    const auto& models = model_preset_names();
+    if (std::find(models.begin(), models.end(), name) != models.end()) {
+        Config c;
+        c.model = preset_settings(name);
+        return c;
+    }
+    if (find_preset(name)) return preset_config(name);
+    std::string allowed;
+    for (const auto& m : models) allowed += m + ", ";
+    for (const auto& p : presets()) allowed += p.name + ", ";
+    allowed.resize(allowed.size() - 2);
+    throw ConfigError(field + ": '" + name + "' is unknown; allowed: " + allowed);
 }
 
 Config preset_config(const std::string& name) {

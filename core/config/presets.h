@@ -40,6 +40,10 @@ const Preset* find_preset(const std::string& name);  // nullptr when unknown
 // The full configuration of a preset (defaults filled in); throws ConfigError
 // naming the allowed presets when unknown.
 Config preset_config(const std::string& name);
+// What a sweep's (or `--preset`'s) preset names: a model preset ("dense-tiny",
+// ...: the defaults with that model) or an RL preset; ConfigError led by
+// `field`, naming every preset, when unknown.
+Config any_preset_config(const std::string& name, const std::string& field);
 
 // A run's default name: its preset and what distinguishes it from the
 // preset, e.g. "r3-grpo is_upper=1.5 seed=3" (settings by their last key

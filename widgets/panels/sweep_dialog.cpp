@@ -12,8 +12,10 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cstring>
 
+#include "core/config/presets.h"
 #include "widgets/data/palette.h"
 #include "widgets/data/qt_text.h"
 
@@ -38,24 +40,39 @@ SweepDialog::SweepDialog(const Config& base, const QString& preset, QWidget* par
     setWindowTitle(tr("Queue sweep"));
     setObjectName(QStringLiteral("sweepDialog"));
     auto* outer = new QVBoxLayout(this);
-    auto* intro = new QLabel(tr("A sweep over the current configuration (<b>%1</b>): every combination of the "
-                                "values below, each run with seeds 1 to N. Values are comma-separated, checked "
-                                "as <tt>sweep --grid key=v1,v2</tt> checks them.")
-                                 .arg(qs(preset_).toHtmlEscaped()),
-                             this);
-    intro->setWordWrap(true);
-    outer->addWidget(intro);
+    // The families are the product's curated comparisons (the sources'
+    // results, reproduced in kind): queued from here as the CLI runs them.
+    auto* sourceRow = new QHBoxLayout;
+    sourceRow->addWidget(new QLabel(tr("Sweep over:"), this));
+    source_ = new QComboBox(this);
+    source_->setObjectName(QStringLiteral("sweepSource"));
+    source_->addItem(tr("the current configuration (%1)").arg(qs(preset_)));
+    for (const SweepFamily& f : sweep_families()) {
+        source_->addItem(tr("family %1").arg(qs(f.name)), qs(f.name));
+        source_->setItemData(source_->count() - 1, qs(f.description), Qt::ToolTipRole);
+    }
+    sourceRow->addWidget(source_, 1);
+    outer->addLayout(sourceRow);
+    intro_ = new QLabel(this);
+    intro_->setObjectName(QStringLiteral("sweepIntro"));
+    intro_->setWordWrap(true);
+    intro_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    outer->addWidget(intro_);
 
+    settings_ = new QWidget(this);
+    auto* settingsLayout = new QVBoxLayout(settings_);
+    settingsLayout->setContentsMargins(0, 0, 0, 0);
     rowsLayout_ = new QVBoxLayout;
     rowsLayout_->setSpacing(4);
-    outer->addLayout(rowsLayout_);
-    auto* add = new QPushButton(tr("Add setting"), this);
+    settingsLayout->addLayout(rowsLayout_);
+    auto* add = new QPushButton(tr("Add setting"), settings_);
     add->setObjectName(QStringLiteral("addSetting"));
     connect(add, &QPushButton::clicked, this, [this] { addSetting(); });
     auto* addRow = new QHBoxLayout;
     addRow->addWidget(add);
     addRow->addStretch(1);
-    outer->addLayout(addRow);
+    settingsLayout->addLayout(addRow);
+    outer->addWidget(settings_);
 
     auto* form = new QFormLayout;
     seeds_ = new QSpinBox(this);
@@ -104,8 +121,50 @@ SweepDialog::SweepDialog(const Config& base, const QString& preset, QWidget* par
     connect(buttons_, &QDialogButtonBox::rejected, this, &QDialog::reject);
     outer->addWidget(buttons_);
 
+    connect(source_, &QComboBox::currentIndexChanged, this, [this] { setFamily(source_->currentData().toString()); });
     addSetting();
+    showSource();
     resize(640, sizeHint().height());
+}
+
+void SweepDialog::setFamily(const QString& name) {
+    const SweepFamily* family = name.isEmpty() ? nullptr : &sweep_family(name.toStdString());
+    if (family == family_) return;
+    family_ = family;
+    source_->setCurrentIndex(std::max(0, source_->findData(name)));
+    seeds_->setValue(family_ ? family_->spec.seeds : 3);
+    showSource();
+    recheck();
+}
+
+QString SweepDialog::family() const { return family_ ? qs(family_->name) : QString(); }
+
+void SweepDialog::showSource() {
+    settings_->setVisible(!family_);
+    if (!family_) {
+        intro_->setText(tr("A sweep over the current configuration (<b>%1</b>): every combination of the "
+                           "values below, each run with seeds 1 to N. Values are comma-separated, checked "
+                           "as <tt>sweep --grid key=v1,v2</tt> checks them.")
+                            .arg(qs(preset_).toHtmlEscaped()));
+        steps_->setSpecialValueText(tr("as configured (%1)").arg(base_.rl.steps));
+        return;
+    }
+    QStringList grid;
+    for (const auto& [key, values] : family_->spec.grid) {
+        QStringList v;
+        for (const std::string& value : values) v << qs(value);
+        grid << QStringLiteral("%1=%2").arg(qs(key), v.join(QLatin1Char(',')));
+    }
+    QStringList presets;
+    for (const std::string& p : family_->spec.presets) presets << qs(p);
+    intro_->setText(
+        tr("%1<br><br>Presets: %2%3. The same sweep as <tt>sweep --family %4</tt> with these seeds "
+           "and steps: runs it has already finished in this database are kept, not run again.")
+            .arg(qs(family_->description).toHtmlEscaped(), presets.join(QStringLiteral(", ")).toHtmlEscaped(),
+                 grid.isEmpty() ? QString() : tr("; grid: %1").arg(grid.join(QStringLiteral(" ")).toHtmlEscaped()),
+                 qs(family_->name)));
+    steps_->setSpecialValueText(family_->spec.steps > 0 ? tr("as the family has it (%1)").arg(family_->spec.steps)
+                                                        : tr("as each preset has it"));
 }
 
 void SweepDialog::addSetting(const QString& key, const QString& values) {
@@ -188,7 +247,13 @@ void SweepDialog::recheck() {
     spec.steps = steps_->value();
     std::vector<SweepConfig> configs;
     try {
-        for (const SettingRow& r : rows_) {
+        if (family_) {
+            spec = family_->spec;
+            spec.seeds = seeds_->value();
+            if (steps_->value() > 0) spec.steps = steps_->value();
+            configs = expand_sweep(spec, [](const std::string& p) { return any_preset_config(p, "preset"); });
+        }
+        for (const SettingRow& r : family_ ? QList<SettingRow>() : rows_) {
             const QString key = r.key->currentText().trimmed(), values = r.values->text().trimmed();
             if (key.isEmpty() && values.isEmpty()) continue;  // a row not filled in yet
             if (key.isEmpty())
@@ -201,7 +266,7 @@ void SweepDialog::recheck() {
             }
             add_grid_option(spec, (key + QLatin1Char('=') + values).toStdString());
         }
-        configs = expand_sweep(spec, preset_, base_);
+        if (!family_) configs = expand_sweep(spec, preset_, base_);
     } catch (const ConfigError& e) {
         error = fieldMessage(e.what());
         configs.clear();

@@ -1,11 +1,10 @@
-// "Queue sweep…": a sweep built from the workbench's current configuration.
-// The user picks setting keys (the schema's, searchable, each shown with its
-// current value and what it allows), types values for each, and the seeds
-// (and optionally the steps); the dialog checks all of it as `sweep --grid`
-// does (add_grid_option, then expand_sweep over the configuration), shows the
-// first error naming the key and what it allows, and keeps OK disabled until
-// the sweep expands. It queues nothing itself: the window turns spec() and
-// configs() into runs.
+// "Queue sweep…": a sweep built from the workbench's current configuration,
+// or one of the shipped families as `sweep --family NAME` runs it (the same
+// sweep: runs the CLI has finished are kept). The user picks setting keys (the schema's, searchable, each shown with
+// its current value and what it allows), types values for each, and the seeds (and optionally the steps); the dialog
+// checks all of it as `sweep --grid` does (add_grid_option, then expand_sweep over the configuration), shows the first
+// error naming the key and what it allows, and keeps OK disabled until the sweep expands. It queues nothing itself: the
+// window turns spec() and configs() into runs.
 #pragma once
 
 #include <QDialog>
@@ -33,6 +32,10 @@ public:
 
     // A row for one setting; empty key: the user picks it.
     void addSetting(const QString& key = {}, const QString& values = {});
+    // A shipped family (sweep_families()) instead of the current
+    // configuration; "" goes back to it. Seeds become the family's.
+    void setFamily(const QString& name);
+    QString family() const;  // "" while sweeping the current configuration
     void setSeeds(int seeds);
     void setSteps(int steps);  // 0: the configuration's own
 
@@ -55,9 +58,14 @@ private:
 
     void recheck();
     void describeKey(SettingRow& row);
+    void showSource();
 
     Config base_;
     std::string preset_;
+    const SweepFamily* family_ = nullptr;
+    QComboBox* source_ = nullptr;
+    QLabel* intro_ = nullptr;
+    QWidget* settings_ = nullptr;  // the setting rows and Add setting: the current configuration's
     SweepSpec spec_;
     std::vector<SweepConfig> configs_;
     QList<SettingRow> rows_;

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "core/config/model_builder.h"
 #include "core/config/presets.h"
 #include "core/config/sweep.h"
 
@@ -189,6 +190,18 @@ TEST(Sweep, ShippedFamiliesExpandToTheirPresets) {
     EXPECT_NE(
         error_of([] { sweep_family("nope"); }).find("is-does-no-harm, long-horizon-corrections, miles-moe, r3-paper"),
         std::string::npos);
+}
+
+TEST(Sweep, APresetNameIsAModelOrAnRlPreset) {
+    // A sweep's (and --preset's) names: a model preset is the defaults with
+    // that model; an RL preset its whole configuration; anything else names
+    // the field and every preset.
+    const Config moe = any_preset_config("moe-small", "preset");
+    EXPECT_EQ(moe.model, preset_settings("moe-small"));
+    EXPECT_EQ(config_to_json(any_preset_config("r3-tis", "preset")), config_to_json(preset_config("r3-tis")));
+    const std::string e = error_of([] { any_preset_config("r3-tiss", "--preset"); });
+    EXPECT_EQ(e.rfind("--preset: 'r3-tiss' is unknown; allowed: dense-tiny, ", 0), 0u) << e;
+    EXPECT_NE(e.find(", r3-tis, "), std::string::npos) << e;
 }
 
 TEST(Sweep, FromABaseConfigurationIsThePresetsExpansionOverThatBase) {

@@ -107,6 +107,53 @@ private slots:
         QCOMPARE(d.result(), int(QDialog::Accepted));
     }
 
+    // A shipped family from the window: the sweep `sweep --family NAME` runs
+    // (same configurations, names and hash, so the CLI's finished runs are
+    // kept), with the family's seeds unless changed; the form's settings rows
+    // are not part of it.
+    void aFamilyIsTheSweepTheCliRuns() {
+        Config base = preset_config("r3-tis");
+        SweepDialog d(base, "r3-tis");
+        d.resize(700, 330);
+        d.show();
+        typeFirstRow(d, "correction.is_upper", "1.5,2");
+        auto* source = d.findChild<QComboBox*>("sweepSource");
+        QVERIFY(source);
+        QCOMPARE(source->count(), 1 + int(sweep_families().size()));
+        source->setCurrentIndex(source->findData(QStringLiteral("collapse-demo")));
+        QCOMPARE(d.family(), QStringLiteral("collapse-demo"));
+        const SweepFamily& family = sweep_family("collapse-demo");
+        QVERIFY(!d.findChild<QWidget*>("addSetting")->isVisible());
+        QVERIFY(d.findChild<QLabel*>("sweepIntro")->text().contains("sweep --family collapse-demo"));
+        QVERIFY2(d.errorText().isEmpty(), qPrintable(d.errorText()));
+        QCOMPARE(d.spec().seeds, family.spec.seeds);
+        const auto cliConfigs = [](const SweepSpec& spec) {
+            return expand_sweep(spec, [](const std::string& p) { return any_preset_config(p, "--preset"); });
+        };
+        const auto expected = cliConfigs(family.spec);
+        QCOMPARE(d.configs().size(), expected.size());
+        for (size_t i = 0; i < expected.size(); ++i) QCOMPARE(d.configs()[i].name, expected[i].name);
+        QCOMPARE(sweep_hash(sweep_identity(d.configs(), d.spec())), sweep_hash(sweep_identity(expected, family.spec)));
+        QCOMPARE(d.runCount(), int(expected.size()) * family.spec.seeds);
+        testing_shots::save(&d, "sweep_dialog_family");
+        // --seeds 2 --steps 30.
+        d.setSeeds(2);
+        d.setSteps(30);
+        SweepSpec changed = family.spec;
+        changed.seeds = 2;
+        changed.steps = 30;
+        QCOMPARE(sweep_hash(sweep_identity(d.configs(), d.spec())),
+                 sweep_hash(sweep_identity(cliConfigs(changed), changed)));
+        QCOMPARE(d.configs().front().config.rl.steps, 30);
+        QVERIFY(queueButton(d)->isEnabled());
+        // Back to the current configuration: its rows as they were.
+        source->setCurrentIndex(0);
+        QCOMPARE(d.family(), QString());
+        QVERIFY(d.findChild<QWidget*>("addSetting")->isVisible());
+        QCOMPARE(d.configs().size(), size_t(2));
+        QCOMPARE(d.configs().front().preset, std::string("r3-tis"));
+    }
+
     // The defaults recompute the old policy: an IS bound's values would give
     // the same runs. Said in place, and queued anyway (a lesson may show it).
     void aKeyNoConfigurationReadsIsAWarningNotAnError() {
