@@ -173,6 +173,10 @@ void MainWindow::buildUi() {
     connect(db_, &RunDatabase::opened, drill_, &DrillDown::clear);
     connect(db_, &RunDatabase::closed, drill_, &DrillDown::clear);
 
+    // The right docks (lessons, probe, glossary) run down to the status bar:
+    // on a short laptop screen a lesson's text kept three lines beside the
+    // charts, above a run list as wide as the window.
+    setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
     browser_ = new RunBrowser(this);
     browser_->setDatabase(db_);
     browser_->setColourProvider([this](int64_t id) { return data_->colour(id); });

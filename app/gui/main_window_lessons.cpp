@@ -35,7 +35,8 @@ void MainWindow::buildLessons() {
     splitDockWidget(probeDock_, lessonsDock_, Qt::Horizontal);
     lessonsDock_->hide();
     connect(lessonsDock_, &QDockWidget::visibilityChanged, this, [this](bool visible) {
-        if (visible && lessonsDock_->width() < 400) resizeDocks({lessonsDock_}, {420}, Qt::Horizontal);
+        if (visible && lessonsDock_->width() < LessonsPanel::kPreferredWidth - 20)
+            resizeDocks({lessonsDock_}, {LessonsPanel::kPreferredWidth}, Qt::Horizontal);
     });
     connect(lessons_, &LessonsPanel::runRequested, this, &MainWindow::runLesson);
     connect(lessons_, &LessonsPanel::probeRequested, this, &MainWindow::probeLesson);

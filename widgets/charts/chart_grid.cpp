@@ -5,7 +5,6 @@
 #include <QScrollBar>
 #include <QComboBox>
 #include <QGridLayout>
-#include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalBlocker>
@@ -135,24 +134,14 @@ QWidget* ChartGrid::buildToolbar() {
 
     // Groups that stay together; the toolbar wraps between them when the
     // charts area is narrow, and the display settings keep to the right.
-    const auto group = [bar](std::initializer_list<QWidget*> widgets) {
-        auto* g = new QWidget(bar);
-        auto* line = new QHBoxLayout(g);
-        line->setContentsMargins(0, 0, 0, 0);
-        for (QWidget* w : widgets) {
-            w->setParent(g);
-            line->addWidget(w);
-        }
-        return g;
-    };
     auto* row = new FlowLayout(bar);
     row->setContentsMargins(0, 0, 0, 0);
-    row->addWidget(group({new QLabel(tr("Metric:")), metricChoice_, add}));
+    row->addWidget(keptTogether(bar, {new QLabel(tr("Metric:")), metricChoice_, add}));
     row->setStretchBefore(row->count());
     row->addWidget(groupSeedsBox_);
     row->addWidget(outliersBox_);
-    row->addWidget(group({new QLabel(tr("x:")), xAxisChoice_}));
-    row->addWidget(group({new QLabel(tr("Smoothing:")), smoothingSlider_, smoothingLabel_}));
+    row->addWidget(keptTogether(bar, {new QLabel(tr("x:")), xAxisChoice_}));
+    row->addWidget(keptTogether(bar, {new QLabel(tr("Smoothing:")), smoothingSlider_, smoothingLabel_}));
     row->addWidget(reset);
     return bar;
 }

@@ -1,10 +1,22 @@
 #include "widgets/charts/flow_layout.h"
 
+#include <QHBoxLayout>
 #include <QWidget>
 
 #include <algorithm>
 
 namespace mlk {
+
+QWidget* keptTogether(QWidget* parent, std::initializer_list<QWidget*> widgets) {
+    auto* group = new QWidget(parent);
+    auto* line = new QHBoxLayout(group);
+    line->setContentsMargins(0, 0, 0, 0);
+    for (QWidget* w : widgets) {
+        w->setParent(group);
+        line->addWidget(w);
+    }
+    return group;
+}
 
 FlowLayout::FlowLayout(QWidget* parent) : QLayout(parent) {}
 

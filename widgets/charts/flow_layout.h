@@ -9,6 +9,8 @@
 #include <QLayout>
 #include <QList>
 
+#include <initializer_list>
+
 namespace mlk {
 
 class FlowLayout : public QLayout {
@@ -40,5 +42,9 @@ private:
     QList<QLayoutItem*> items_;
     int stretchBefore_ = -1;
 };
+
+// Widgets a flow must not part (a label and its field), in one row-widget
+// under `parent`, for a FlowLayout to place as one item.
+QWidget* keptTogether(QWidget* parent, std::initializer_list<QWidget*> widgets);
 
 }  // namespace mlk

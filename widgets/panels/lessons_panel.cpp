@@ -1,6 +1,5 @@
 #include "widgets/panels/lessons_panel.h"
 
-#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
@@ -9,6 +8,7 @@
 #include <QVBoxLayout>
 
 #include "core/config/lessons.h"
+#include "widgets/charts/flow_layout.h"
 #include "widgets/data/metric_help.h"
 #include "widgets/data/palette.h"
 
@@ -72,9 +72,13 @@ LessonsPanel::LessonsPanel(QWidget* parent) : QWidget(parent) {
     layout->addLayout(buttons);
 
     changes_ = new QWidget(this);
-    changesLayout_ = new QGridLayout(changes_);
-    changesLayout_->setContentsMargins(0, 0, 0, 0);
-    changesLayout_->addWidget(new QLabel(tr("Then, in the probe, one click each:"), changes_), 0, 0);
+    auto* changesColumn = new QVBoxLayout(changes_);
+    changesColumn->setContentsMargins(0, 0, 0, 0);
+    changesColumn->addWidget(new QLabel(tr("Then, in the probe, one click each:"), changes_));
+    // As many a row as fit, in order: the lesson's text keeps the height on
+    // a short laptop screen (one a row took four rows of it).
+    changesLayout_ = new FlowLayout;
+    changesColumn->addLayout(changesLayout_);
     layout->addWidget(changes_);
 
     status_ = new QLabel(this);
@@ -94,6 +98,8 @@ LessonsPanel::LessonsPanel(QWidget* parent) : QWidget(parent) {
     });
     selectLesson(0);
 }
+
+QSize LessonsPanel::sizeHint() const { return {kPreferredWidth, QWidget::sizeHint().height()}; }
 
 int LessonsPanel::count() const { return list_->count(); }
 int LessonsPanel::currentLesson() const { return list_->currentRow(); }
@@ -133,8 +139,7 @@ void LessonsPanel::showLesson(int index) {
         b->setToolTip(
             tr("Change %1 in the probe and probe again; the previous numbers stay beside the new ones").arg(c));
         connect(b, &QPushButton::clicked, this, [this, index, c] { emit changeRequested(index, c); });
-        // One a row, in order: two a row were cut off at the dock's minimum width.
-        changesLayout_->addWidget(b, 1 + int(changeButtons_.size()), 0);
+        changesLayout_->addWidget(b);
         changeButtons_.append(b);
     }
 }

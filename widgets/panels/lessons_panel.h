@@ -14,7 +14,9 @@ class QLabel;
 class QListWidget;
 class QPushButton;
 class QTextBrowser;
-class QGridLayout;
+namespace mlk {
+class FlowLayout;
+}
 
 namespace mlk {
 
@@ -24,6 +26,10 @@ class LessonsPanel : public QWidget {
     Q_OBJECT
 public:
     explicit LessonsPanel(QWidget* parent = nullptr);
+    static constexpr int kPreferredWidth = 420;
+    // kPreferredWidth wide: the change buttons' flow would ask for all of
+    // them on one row, and the dock took that from the charts.
+    QSize sizeHint() const override;
 
     int count() const;
     int currentLesson() const;  // -1 when none is selected
@@ -60,7 +66,7 @@ private:
     QPushButton* run_ = nullptr;
     QPushButton* probe_ = nullptr;
     QWidget* changes_ = nullptr;
-    QGridLayout* changesLayout_ = nullptr;
+    FlowLayout* changesLayout_ = nullptr;
     QList<QPushButton*> changeButtons_;
 };
 

@@ -1,7 +1,6 @@
 #include "widgets/panels/sweep_table.h"
 
 #include <QComboBox>
-#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPixmap>
@@ -18,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "widgets/charts/flow_layout.h"
 #include "widgets/data/palette.h"
 #include "widgets/data/run_database.h"
 #include "widgets/panels/verdict_thresholds.h"
@@ -93,7 +93,6 @@ void SweepTable::buildUi() {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(2);
-    auto* row = new QHBoxLayout;
     sweepChoice_ = new QComboBox(this);
     sweepChoice_->setObjectName(QStringLiteral("sweepChoice"));
     sweepChoice_->setMinimumContentsLength(36);
@@ -110,10 +109,11 @@ void SweepTable::buildUi() {
     exportButton_ = new QPushButton(tr("Export sweep report\u2026"), this);
     exportButton_->setObjectName(QStringLiteral("exportSweepReport"));
     exportButton_->setToolTip(tr("HTML or PDF, drawn as the charts are (colours, smoothing, seed bands)"));
-    row->addWidget(new QLabel(tr("Sweep:"), this));
-    row->addWidget(sweepChoice_, 1);
-    row->addWidget(new QLabel(tr("Baseline:"), this));
-    row->addWidget(baselineChoice_);
+    // Wraps where the dock is narrow (beside the lessons and the probe on a
+    // laptop), rather than hold the window wider than the screen.
+    auto* row = new FlowLayout;
+    row->addWidget(keptTogether(this, {new QLabel(tr("Sweep:")), sweepChoice_}));
+    row->addWidget(keptTogether(this, {new QLabel(tr("Baseline:")), baselineChoice_}));
     row->addWidget(thresholdsButton_);
     row->addWidget(showButton_);
     row->addWidget(exportButton_);

@@ -153,14 +153,18 @@ private slots:
         testing_shots::save(&w, "lesson1_probe");
     }
 
-    // On a laptop (1366 x 768) the probe's numbers sit below its editors: a
-    // lesson's probe and each change bring them into view.
+    // Where the probe is short (a small screen, or floated beside the
+    // window as here) its numbers sit below its editors: a lesson's probe
+    // and each change bring them into view.
     void lessonChangesBringTheProbesNumbersIntoView() {
         MainWindow w(dir_.path() + "/short.sqlite");
-        w.resize(1340, 640);
+        w.resize(1340, 720);
         w.show();
         QVERIFY(QTest::qWaitForWindowExposed(&w));
         w.lessonsDock()->show();
+        w.probeDock()->show();
+        w.probeDock()->setFloating(true);
+        w.probeDock()->resize(340, 420);
         LessonsPanel* p = w.lessonsPanel();
         p->selectLesson(0);
         QSignalSpy probed(w.probePanel(), &ProbePanel::probed);
