@@ -496,7 +496,6 @@ QString MetricChart::saveSvg(const QString& path) {
 QMenu* MetricChart::createContextMenu(QWidget* parent, std::optional<RunStep> at) {
     return createChartMenu(*this, parent, std::move(at));
 }
-std::optional<RunStep> MetricChart::runStepAt(const QPoint& viewPos) const { return tracker_->runStepAt(viewPos); }
 
 // --- Read-outs ---------------------------------------------------------------
 
@@ -505,9 +504,6 @@ QStringList MetricChart::tickLabels(Qt::Orientation axis) const {
 }
 
 QPointF MetricChart::toScene(double x, double y) const { return frame_.toScene(chart()->plotArea(), x, y); }
-
-QString MetricChart::hoverTextAt(const QPoint& viewPos) const { return tracker_->textAt(viewPos); }
-bool MetricChart::hoverMarkerShown() const { return tracker_->shown(); }
 
 QLineSeries* MetricChart::rawSeries(qint64 runId) const {
     const Trace* trace = traces_.find(runId);

@@ -138,13 +138,14 @@ public:
     double logFloor() const { return floor_; }            // where values <= 0 are drawn (log scale)
     int valuesAtFloor() const { return valuesAtFloor_; }  // shown run values <= 0 (log scale only)
     int nonFiniteCount() const { return nonFiniteCount_; }
-    QString noteText() const { return noteText_; }       // "" when there is nothing to note
-    bool hoverMarkerShown() const;                       // the hover dot is on the plot
-    QStringList tickLabels(Qt::Orientation axis) const;  // the labels painted on that axis now
+    QString noteText() const { return noteText_; }               // "" when there is nothing to note
+    bool hoverMarkerShown() const { return tracker_->shown(); }  // the hover dot is on the plot
+    QStringList tickLabels(Qt::Orientation axis) const;          // the labels painted on that axis now
     // Scene position of a data point (step, value) as the lines are drawn.
     QPointF toScene(double x, double y) const;
-    QString hoverTextAt(const QPoint& viewPos) const;               // what the tooltip would say there
-    std::optional<RunStep> runStepAt(const QPoint& viewPos) const;  // the run's point there, if any
+    // What the tooltip would say there, and the run's point there (if any).
+    QString hoverTextAt(const QPoint& viewPos) const { return tracker_->textAt(viewPos); }
+    std::optional<RunStep> runStepAt(const QPoint& viewPos) const { return tracker_->runStepAt(viewPos); }
     // at: the run's point right-clicked, whose step the menu can open.
     QMenu* createContextMenu(QWidget* parent, std::optional<RunStep> at = std::nullopt);
 
