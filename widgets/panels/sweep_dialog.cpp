@@ -33,6 +33,13 @@ QString fieldMessage(const std::string& what) {
     return s;
 }
 
+// A sweep's preset names, as `sweep --preset` resolves them.
+Config sweepPreset(const std::string& name) { return any_preset_config(name, "preset"); }
+
+// The row key that sweeps presets (`sweep --preset A --preset B`) rather than
+// a setting: each configuration starts from its preset, not the form's.
+const QString kPresetKey = QStringLiteral("preset");
+
 }  // namespace
 
 SweepDialog::SweepDialog(const Config& base, const QString& preset, QWidget* parent)
@@ -144,7 +151,8 @@ void SweepDialog::showSource() {
     if (!family_) {
         intro_->setText(tr("A sweep over the current configuration (<b>%1</b>): every combination of the "
                            "values below, each run with seeds 1 to N. Values are comma-separated, checked "
-                           "as <tt>sweep --grid key=v1,v2</tt> checks them.")
+                           "as <tt>sweep --grid key=v1,v2</tt> checks them; the key <tt>preset</tt> compares "
+                           "presets instead, as <tt>sweep --preset</tt> does.")
                             .arg(qs(preset_).toHtmlEscaped()));
         steps_->setSpecialValueText(tr("as configured (%1)").arg(base_.rl.steps));
         return;
@@ -177,6 +185,11 @@ void SweepDialog::addSetting(const QString& key, const QString& values) {
     row.key->setEditable(true);
     row.key->setInsertPolicy(QComboBox::NoInsert);
     row.key->setMinimumContentsLength(26);
+    row.key->addItem(kPresetKey);
+    row.key->setItemData(0,
+                         tr("Presets to compare, as sweep --preset A --preset B: each configuration starts from "
+                            "its preset instead of the current configuration, the other rows set on top"),
+                         Qt::ToolTipRole);
     for (const ConfigKey& k : config_schema()) {
         if (k.key == "seed") continue;  // the seeds are their own field
         row.key->addItem(qs(k.key));
@@ -226,6 +239,12 @@ void SweepDialog::setSteps(int steps) { steps_->setValue(steps); }
 
 void SweepDialog::describeKey(SettingRow& row) {
     const std::string key = row.key->currentText().trimmed().toStdString();
+    if (qs(key) == kPresetKey) {
+        row.current->setText(tr("now %1 · presets replace it").arg(qs(preset_)));
+        row.current->setToolTip(row.key->itemData(0, Qt::ToolTipRole).toString());
+        row.values->setPlaceholderText(tr("e.g. verl-icepop,verl-seq-mis"));
+        return;
+    }
     const ConfigKey* k = find_config_key(key);
     if (!k) {
         row.current->clear();
@@ -251,7 +270,7 @@ void SweepDialog::recheck() {
             spec = family_->spec;
             spec.seeds = seeds_->value();
             if (steps_->value() > 0) spec.steps = steps_->value();
-            configs = expand_sweep(spec, [](const std::string& p) { return any_preset_config(p, "preset"); });
+            configs = expand_sweep(spec, sweepPreset);
         }
         for (const SettingRow& r : family_ ? QList<SettingRow>() : rows_) {
             const QString key = r.key->currentText().trimmed(), values = r.values->text().trimmed();
@@ -259,6 +278,16 @@ void SweepDialog::recheck() {
             if (key.isEmpty())
                 throw ConfigError(
                     tr("values '%1' have no setting key; allowed: a key from the list").arg(values).toStdString());
+            if (key == kPresetKey) {
+                // Checked as a grid's values are (none empty, none twice); the
+                // names themselves by the expansion.
+                SweepSpec presets;
+                add_grid_option(presets, (key + QLatin1Char('=') + values).toStdString());
+                if (!spec.presets.empty())
+                    throw ConfigError("preset is given twice; allowed: one row of presets, joined by ','");
+                spec.presets = presets.grid.front().second;
+                continue;
+            }
             if (!find_config_key(key.toStdString()) && key != QLatin1String("seed")) {
                 // apply_set names the key and suggests the nearest ones.
                 Config probe = base_;
@@ -266,7 +295,8 @@ void SweepDialog::recheck() {
             }
             add_grid_option(spec, (key + QLatin1Char('=') + values).toStdString());
         }
-        if (!family_) configs = expand_sweep(spec, preset_, base_);
+        if (!family_)
+            configs = spec.presets.empty() ? expand_sweep(spec, preset_, base_) : expand_sweep(spec, sweepPreset);
     } catch (const ConfigError& e) {
         error = fieldMessage(e.what());
         configs.clear();

@@ -1,6 +1,8 @@
 // "Queue sweep…": a sweep built from the workbench's current configuration,
 // or one of the shipped families as `sweep --family NAME` runs it (the same
-// sweep: runs the CLI has finished are kept). The user picks setting keys (the schema's, searchable, each shown with
+// sweep: runs the CLI has finished are kept). The key "preset" lists presets
+// to compare (`sweep --preset A --preset B`) in place of the current
+// configuration. The user picks setting keys (the schema's, searchable, each shown with
 // its current value and what it allows), types values for each, and the seeds (and optionally the steps); the dialog
 // checks all of it as `sweep --grid` does (add_grid_option, then expand_sweep over the configuration), shows the first
 // error naming the key and what it allows, and keeps OK disabled until the sweep expands. It queues nothing itself: the

@@ -154,6 +154,40 @@ private slots:
         QCOMPARE(d.configs().front().preset, std::string("r3-tis"));
     }
 
+    // The key "preset" compares presets, as `sweep --preset A --preset B
+    // --grid ...` does: each configuration from its preset, the other rows
+    // on top; a misspelt preset is refused naming every preset.
+    void aPresetRowComparesPresetsAsTheCliDoes() {
+        SweepDialog d(Config{}, "default");
+        d.resize(700, 330);
+        d.show();
+        typeFirstRow(d, "preset", "verl-icepop,verl-seq-mis");
+        d.addSetting("optim.lr", "0.001,0.002");
+        d.setSeeds(2);
+        QVERIFY2(d.errorText().isEmpty(), qPrintable(d.errorText()));
+        SweepSpec cli;
+        cli.presets = {"verl-icepop", "verl-seq-mis"};
+        add_grid_option(cli, "optim.lr=0.001,0.002");
+        cli.seeds = 2;
+        const auto expected = expand_sweep(cli, preset_config);
+        QCOMPARE(d.configs().size(), size_t(4));
+        for (size_t i = 0; i < expected.size(); ++i) {
+            QCOMPARE(d.configs()[i].name, expected[i].name);
+            QCOMPARE(d.configs()[i].preset, expected[i].preset);
+        }
+        QCOMPARE(sweep_hash(sweep_identity(d.configs(), d.spec())), sweep_hash(sweep_identity(expected, cli)));
+        QCOMPARE(d.runCount(), 8);
+        typeFirstRow(d, "preset", "verl-icepop,verl-icepopp");
+        QVERIFY2(d.errorText().startsWith("preset: 'verl-icepopp' is unknown; allowed: dense-tiny"),
+                 qPrintable(d.errorText()));
+        QVERIFY(!queueButton(d)->isEnabled());
+        typeFirstRow(d, "preset", "verl-icepop,verl-icepop");
+        QVERIFY2(d.errorText().contains("lists 'verl-icepop' twice"), qPrintable(d.errorText()));
+        typeFirstRow(d, "preset", "verl-icepop");
+        d.addSetting("preset", "verl-seq-mis");
+        QVERIFY2(d.errorText().startsWith("preset is given twice"), qPrintable(d.errorText()));
+    }
+
     // The defaults recompute the old policy: an IS bound's values would give
     // the same runs. Said in place, and queued anyway (a lesson may show it).
     void aKeyNoConfigurationReadsIsAWarningNotAnError() {
