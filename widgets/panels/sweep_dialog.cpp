@@ -154,7 +154,6 @@ void SweepDialog::showSource() {
                            "as <tt>sweep --grid key=v1,v2</tt> checks them; the key <tt>preset</tt> compares "
                            "presets instead, as <tt>sweep --preset</tt> does.")
                             .arg(qs(preset_).toHtmlEscaped()));
-        steps_->setSpecialValueText(tr("as configured (%1)").arg(base_.rl.steps));
         return;
     }
     QStringList grid;
@@ -240,7 +239,7 @@ void SweepDialog::setSteps(int steps) { steps_->setValue(steps); }
 void SweepDialog::describeKey(SettingRow& row) {
     const std::string key = row.key->currentText().trimmed().toStdString();
     if (qs(key) == kPresetKey) {
-        row.current->setText(tr("now %1 · presets replace it").arg(qs(preset_)));
+        row.current->setText(tr("in place of %1").arg(qs(preset_)));
         row.current->setToolTip(row.key->itemData(0, Qt::ToolTipRole).toString());
         row.values->setPlaceholderText(tr("e.g. verl-icepop,verl-seq-mis"));
         return;
@@ -301,6 +300,9 @@ void SweepDialog::recheck() {
         error = fieldMessage(e.what());
         configs.clear();
     }
+    if (!family_)
+        steps_->setSpecialValueText(spec.presets.empty() ? tr("as configured (%1)").arg(base_.rl.steps)
+                                                         : tr("as each preset has it"));
     spec_ = spec;
     configs_ = std::move(configs);
     error_->setText(error);

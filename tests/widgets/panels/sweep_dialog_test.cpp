@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QTest>
 
 #include "core/config/presets.h"
@@ -177,6 +178,9 @@ private slots:
         }
         QCOMPARE(sweep_hash(sweep_identity(d.configs(), d.spec())), sweep_hash(sweep_identity(expected, cli)));
         QCOMPARE(d.runCount(), 8);
+        // Steps left alone are each preset's own.
+        QCOMPARE(d.findChild<QSpinBox*>("sweepSteps")->specialValueText(), QString("as each preset has it"));
+        QCOMPARE(d.configs().front().config.rl.steps, preset_config("verl-icepop").rl.steps);
         typeFirstRow(d, "preset", "verl-icepop,verl-icepopp");
         QVERIFY2(d.errorText().startsWith("preset: 'verl-icepopp' is unknown; allowed: dense-tiny"),
                  qPrintable(d.errorText()));
