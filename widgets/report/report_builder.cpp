@@ -297,24 +297,25 @@ QString Builder::summary_section() {
 
     h += table_open() +
          QStringLiteral(
-             "<thead><tr><th>metric</th><th>run</th><th class=\"key\">final</th><th class=\"key\">step</th>"
+             "<thead><tr><th>run</th><th class=\"key\">final</th><th class=\"key\">step</th>"
              "<th class=\"key\">best</th><th class=\"key\">step</th><th class=\"key\">mean of last %1</th>"
              "<th class=\"key\">NaN/Inf</th></tr></thead>\n")
              .arg(kLastN);
-    // The metric and run cells may wrap (a title, a sweep run's name); the
-    // numbers may not. An unwrapped long run name squeezed the metric column
-    // to a letter a line and pushed the last columns off the page.
+    // Each metric heads its own rows, across the table: the run cells may
+    // wrap (a sweep run's name), the numbers may not. A metric cell spanning
+    // its runs' rows ran taller than them and a page break split it, its last
+    // line alone on the next page under a repeated header.
     for (const auto& m : metrics) {
         const MetricInfo* info = find_metric(m);
+        h += QStringLiteral(
+                 "<tr class=\"section\"><td colspan=\"7\">%1&#160; <span style=\"font-weight: normal\">"
+                 "%2 &#183;</span> <span class=\"na\" style=\"font-weight: normal\">%3</span></td></tr>\n")
+                 .arg(esc(m), info ? esc(QString::fromUtf8(info->title.data(), info->title.size())) : QString(),
+                      direction_text(info));
         for (size_t i = 0; i < runs.size(); ++i) {
             RunData& r = runs[i];
             const std::vector<MetricPoint>& s = series_of(r, m);
             h += QStringLiteral("<tr>");
-            if (i == 0)
-                h += QStringLiteral("<td rowspan=\"%1\"><b>%2</b><br/>%3<br/><span class=\"na\">%4</span></td>")
-                         .arg(runs.size())
-                         .arg(esc(m), info ? esc(QString::fromUtf8(info->title.data(), info->title.size())) : QString(),
-                              direction_text(info));
             if (s.empty()) {
                 h += QStringLiteral(
                          "<td>%1</td><td colspan=\"6\"><span class=\"na\">not stored for this "

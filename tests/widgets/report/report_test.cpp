@@ -520,6 +520,11 @@ void ReportTest::perMetricRowsNameRunsByWhatDiffers() {
     QVERIFY2(rep.html.contains(row(QStringLiteral("is_upper=5.0"))), qPrintable(rep.html));
     QVERIFY(rep.html.contains(row(QStringLiteral("seed=2"))));
     QVERIFY(rep.html.contains(QString::fromStdString(fixed + " seed=2")));  // the runs table
+    // Each metric heads its runs' rows across the table; a metric cell that
+    // spanned them could run taller than they are, and a page break split it.
+    QVERIFY2(rep.html.contains(QStringLiteral("<tr class=\"section\"><td colspan=\"7\">reward_mean&#160;")),
+             qPrintable(rep.html));
+    QVERIFY(!rep.html.contains(QStringLiteral("rowspan")));
 }
 
 void ReportTest::appVersionIsAColumnOnlyWhenRunsDiffer() {
