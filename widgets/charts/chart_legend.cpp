@@ -8,6 +8,7 @@
 #include <QScatterSeries>
 #include <QWidget>
 
+#include <algorithm>
 #include <array>
 
 #include "widgets/charts/chart_style.h"
@@ -150,18 +151,36 @@ void ChartLegend::syncGroups(ChartTraces::GroupChanges& changes) {
             if (trace.plotted()) applyLegend(trace);
 }
 
+QString ChartLegend::nameOf(const Trace& trace) const {
+    switch (names_) {
+        case Names::whole: return trace.legendName;
+        case Names::idsFirst: return trace.legendNameWithId;
+        case Names::idsOnly: break;
+    }
+    return runLabel(trace.runId, {}).trimmed();
+}
+
 void ChartLegend::fitTo(double width) {
     const QFontMetricsF metrics(chart_->legend()->font());
     // An entry: its marker (about a line high), the gaps around it, its label.
     const double chrome = metrics.height() + 14;
-    double needed = 0;
+    double needed = 0, idAndMore = 0;
+    int entries = 0;
     for (const auto& [id, trace] : traces_.traces())
-        if (trace.plotted() && !traces_.isGrouped(id)) needed += chrome + metrics.horizontalAdvance(trace.legendName);
+        if (trace.plotted() && !traces_.isGrouped(id)) {
+            ++entries;
+            needed += chrome + metrics.horizontalAdvance(trace.legendName);
+            idAndMore = std::max(idAndMore, metrics.horizontalAdvance(runLabel(id, QStringLiteral("abcd"))));
+        }
     for (const auto& [key, group] : traces_.groups())
-        if (group.legend) needed += chrome + metrics.horizontalAdvance(group.legendName);
-    const bool idsFirst = needed > width;
-    if (idsFirst == idsFirst_) return;
-    idsFirst_ = idsFirst;
+        if (group.legend) {
+            ++entries;
+            needed += chrome + metrics.horizontalAdvance(group.legendName);
+        }
+    Names names = Names::whole;
+    if (needed > width) names = entries && width / entries - chrome < idAndMore ? Names::idsOnly : Names::idsFirst;
+    if (names == names_) return;
+    names_ = names;
     for (auto& [id, trace] : traces_.traces())
         if (trace.plotted()) trace.legend->setName(nameOf(trace));
     for (auto& [key, group] : traces_.groups())

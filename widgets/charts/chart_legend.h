@@ -51,9 +51,12 @@ public:
     // Qt gives a bottom legend's entries equal shares of its width and cuts
     // each label at the right: eight runs of one sweep all read "is_l...".
     // Where the labels do not fit `width` whole, each starts with its run's
-    // "#id", which then survives the cut.
+    // "#id", which then survives the cut; where a share cannot hold the id
+    // and a few letters more (six runs in half a laptop's chart area showed
+    // bare colour boxes), a run's entry is its "#id" alone.
+    enum class Names { whole, idsFirst, idsOnly };
     void fitTo(double width);
-    bool idsFirst() const { return idsFirst_; }
+    Names names() const { return names_; }
 
 signals:
     void runClicked(qint64 runId);
@@ -62,9 +65,9 @@ signals:
 private:
     void attach(QXYSeries* series);
     void applyLegend(Trace& trace);
-    const QString& nameOf(const Trace& trace) const { return idsFirst_ ? trace.legendNameWithId : trace.legendName; }
+    QString nameOf(const Trace& trace) const;
     const QString& nameOf(const SeedGroup& group) const {
-        return idsFirst_ ? group.legendNameWithId : group.legendName;
+        return names_ == Names::whole ? group.legendName : group.legendNameWithId;
     }
 
     QChart* chart_;
@@ -72,7 +75,7 @@ private:
     const QWidget* view_;
     QAbstractAxis* x_ = nullptr;
     QAbstractAxis* y_ = nullptr;
-    bool idsFirst_ = false;
+    Names names_ = Names::whole;
 };
 
 }  // namespace mlk

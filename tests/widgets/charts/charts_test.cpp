@@ -436,6 +436,27 @@ private slots:
         chart.redrawNow();
         // (too long for 600 px with their whole names: every label starts with its id)
         QCOMPARE(labels(), QStringList({"#1 " + first, "#3 is_level=sequence", "#4 " + first}));
+        // Ten runs in 600 px: a share cannot hold an id and a few letters, so
+        // the ids alone (cut, they left colour boxes with no text).
+        QList<qint64> ten;
+        for (qint64 run = 1; run <= 10; ++run) {
+            if (run > 4) {
+                data.addRun({run,
+                             third + QStringLiteral(" seed=%1").arg(run),
+                             QStringLiteral("finished"),
+                             QStringLiteral("default"),
+                             {},
+                             {}});
+                data.appendSteps(run, {stepOf(0, {{"reward_mean", 0.5}}), stepOf(1, {{"reward_mean", 0.6}})});
+            }
+            ten << run;
+        }
+        chart.setVisibleRuns(ten);
+        chart.redrawNow();
+        QStringList ids;
+        for (qint64 run : ten) ids << QStringLiteral("#%1").arg(run);
+        ids.sort();
+        QTRY_COMPARE(labels(), ids);
     }
 
     void plotAreaMakesRoomForLabelsWithinTheRedraw() {
