@@ -184,9 +184,6 @@ void MainWindow::buildUi() {
     runsDock_->setObjectName("runsDock");
     runsDock_->setWidget(browser_);
     addDockWidget(Qt::BottomDockWidgetArea, runsDock_);
-    // The charts get most of the height; the run list about eight rows
-    // above its diff / summary tabs.
-    resizeDocks({runsDock_}, {340}, Qt::Vertical);
     connect(browser_, &RunBrowser::selectionChanged, this, [this](const QList<int64_t>& ids) {
         if (ids.isEmpty()) {
             charts_->showAllRuns();
@@ -507,7 +504,8 @@ void MainWindow::rebuildRecentMenu() {
 void MainWindow::restoreSettings() {
     QSettings s;
     restoreGeometry(s.value("geometry").toByteArray());
-    restoreState(s.value("windowState").toByteArray());
+    // A layout of the user's own is kept; the first one fits the screen.
+    fitDocksOnShow_ = !restoreState(s.value("windowState").toByteArray());
     // A size remembered on a larger screen (or grown before charts scrolled)
     // never puts the window past this one.
     if (const QScreen* screen = this->screen()) {
@@ -553,6 +551,20 @@ void MainWindow::saveSettings() {
     s.setValue("view/ignoreOutliers", charts_->ignoreOutliers());
     s.setValue("view/xAxis",
                charts_->xAxis() == MetricChart::XAxis::wallTime ? QStringLiteral("wallTime") : QStringLiteral("step"));
+}
+
+// The charts get most of the height; the run list about eight rows above
+// its diff / summary tabs and the Runs / Sweeps tabs. On a short screen the
+// run list gives way first, down to its minimum, so that the menus, the
+// charts' toolbar and a row of charts keep kTopAtLeast: at a fixed height the
+// window's shrinking all came out of the charts (and the form beside them).
+void MainWindow::fitRunsDock() {
+    resizeDocks({runsDock_}, {std::min(kRunsDockHeight, height() - kTopAtLeast)}, Qt::Vertical);
+}
+
+void MainWindow::showEvent(QShowEvent* e) {
+    QMainWindow::showEvent(e);
+    if (std::exchange(fitDocksOnShow_, false)) fitRunsDock();
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {

@@ -126,9 +126,13 @@ signals:
     void reportWritten(const QString& path);  // by writeReport
 
 protected:
+    void showEvent(QShowEvent* e) override;
     void closeEvent(QCloseEvent* e) override;
 
 private:
+    static constexpr int kRunsDockHeight = 370;
+    static constexpr int kTopAtLeast = 420;
+    void fitRunsDock();
     void buildUi();
     void buildMenus();
     void buildSweepsDock();
@@ -165,6 +169,7 @@ private:
     QList<QThread*> reportJobs_;  // writeReport's, until they finish
     RunWorker* worker_ = nullptr;
     bool busy_ = false;
+    bool fitDocksOnShow_ = false;  // no layout was restored: fitRunsDock() once shown
 
     Glossary* glossary_ = nullptr;
     ProbePanel* probe_ = nullptr;

@@ -26,8 +26,7 @@ void MainWindow::buildSweepsDock() {
     addDockWidget(Qt::BottomDockWidgetArea, sweepsDock_);
     tabifyDockWidget(runsDock_, sweepsDock_);
     runsDock_->raise();
-    // The tabs take a row of the run list's height: give it back.
-    resizeDocks({runsDock_}, {370}, Qt::Vertical);
+    fitRunsDock();
     connect(sweeps_, &SweepTable::showRunsRequested, this, [this](const QList<int64_t>& ids) {
         charts_->setGroupSeeds(true);
         charts_->setVisibleRuns(QList<qint64>(ids.begin(), ids.end()));

@@ -76,7 +76,10 @@ QChartView* makeView(QChart* chart, QWidget* parent) {
     chart->legend()->setAlignment(Qt::AlignBottom);
     auto* v = new QChartView(chart, parent);
     v->setRenderHint(QPainter::Antialiasing);
-    v->setMinimumSize(280, 220);
+    // Its minimum is the window's too (the drill-down is the central
+    // widget's other tab): 220 held a 1024 x 768 projector's window taller
+    // than the screen in presentation mode.
+    v->setMinimumSize(280, 170);
     return v;
 }
 
@@ -250,7 +253,7 @@ void DrillDown::buildUi() {
         l->setContentsMargins(0, 0, 0, 0);
         QChartView* shares = makeView(new QChart, bucketsPage_);
         QChartView* diffs = makeView(new QChart, bucketsPage_);
-        for (QChartView* v : {shares, diffs}) v->setMinimumHeight(110);  // two charts in one tab's usual height
+        for (QChartView* v : {shares, diffs}) v->setMinimumHeight(85);  // two charts in one tab's usual height
         bucketsPlotter_ = std::make_unique<ProbBucketPlotter>(shares->chart(), diffs->chart());
         bucketsNote_ = makeNote(bucketsPage_);
         l->addWidget(shares, 3);
