@@ -26,7 +26,8 @@ void MainWindow::buildSweepsDock() {
     addDockWidget(Qt::BottomDockWidgetArea, sweepsDock_);
     tabifyDockWidget(runsDock_, sweepsDock_);
     runsDock_->raise();
-    fitRunsDock();
+    // (Before the window has its size; fitRunsDock() once it is shown.)
+    resizeDocks({runsDock_}, {kRunsDockHeight}, Qt::Vertical);
     connect(sweeps_, &SweepTable::showRunsRequested, this, [this](const QList<int64_t>& ids) {
         charts_->setGroupSeeds(true);
         charts_->setVisibleRuns(QList<qint64>(ids.begin(), ids.end()));

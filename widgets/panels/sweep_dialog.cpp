@@ -40,6 +40,9 @@ Config sweepPreset(const std::string& name) { return any_preset_config(name, "pr
 // a setting: each configuration starts from its preset, not the form's.
 const QString kPresetKey = QStringLiteral("preset");
 
+// Seeds over the current configuration unless changed (a family brings its own).
+constexpr int kDefaultSeeds = 3;
+
 }  // namespace
 
 SweepDialog::SweepDialog(const Config& base, const QString& preset, QWidget* parent)
@@ -85,7 +88,7 @@ SweepDialog::SweepDialog(const Config& base, const QString& preset, QWidget* par
     seeds_ = new QSpinBox(this);
     seeds_->setObjectName(QStringLiteral("sweepSeeds"));
     seeds_->setRange(1, kMaxSweepSeeds);
-    seeds_->setValue(3);
+    seeds_->setValue(kDefaultSeeds);
     seeds_->setToolTip(tr("Each configuration runs with seeds 1 to N (1 to %1)").arg(kMaxSweepSeeds));
     steps_ = new QSpinBox(this);
     steps_->setObjectName(QStringLiteral("sweepSteps"));
@@ -139,7 +142,7 @@ void SweepDialog::setFamily(const QString& name) {
     if (family == family_) return;
     family_ = family;
     source_->setCurrentIndex(std::max(0, source_->findData(name)));
-    seeds_->setValue(family_ ? family_->spec.seeds : 3);
+    seeds_->setValue(family_ ? family_->spec.seeds : kDefaultSeeds);
     showSource();
     recheck();
 }
