@@ -97,6 +97,9 @@ ConfigDiffView::ConfigDiffView(QWidget* parent) : QWidget(parent) {
     layout->addLayout(head);
     table_ = new QTableWidget(0, 2, this);
     table_->setObjectName(QStringLiteral("configDiff"));
+    // Down to a row under its header: on a 720-point screen its scroll
+    // area's own minimum kept the run list above it at two rows.
+    table_->setMinimumHeight(2 * table_->fontMetrics().height() + 16);
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table_->setHorizontalHeader(new run_browser::MiddleElidingHeader(Qt::Horizontal, table_));
     table_->horizontalHeader()->setSectionsClickable(true);

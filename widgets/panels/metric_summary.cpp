@@ -43,6 +43,7 @@ MetricSummary::MetricSummary(QWidget* parent) : QWidget(parent) {
 
     table_ = new QTableWidget(0, ColumnCount, this);
     table_->setObjectName(QStringLiteral("metricSummary"));
+    table_->setMinimumHeight(2 * table_->fontMetrics().height() + 16);  // as the config diff's
     table_->setHorizontalHeaderLabels({tr("Run"), tr("Final"), tr("at step"), tr("Best"), tr("at step"),
                                        tr("Mean of last %1").arg(kLastN), tr("NaN/Inf")});
     table_->horizontalHeaderItem(ColBest)->setToolTip(

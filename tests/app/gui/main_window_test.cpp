@@ -263,6 +263,12 @@ private slots:
         QVERIFY2(!dockArea->verticalScrollBar()->isVisible(), qPrintable(QString("form %1 px high in a %2 px area")
                                                                              .arg(dockArea->widget()->height())
                                                                              .arg(dockArea->viewport()->height())));
+        // The run list shows three rows or more above the config diff, which
+        // gives way to one row (its own scroll area's minimum kept two runs).
+        QTableWidget* runs = w.runBrowser()->table();
+        QVERIFY2(
+            runs->height() >= 3 * runs->verticalHeader()->defaultSectionSize() + runs->horizontalHeader()->height(),
+            qPrintable(QString("%1 px").arg(runs->height())));
     }
 
     // The same laptop with the lessons open: the window keeps to the screen,
