@@ -30,6 +30,7 @@
 
 #include <QThread>
 
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -64,12 +65,17 @@ class MainWindowTest : public QObject {
         w.configForm()->setConfig(c);
     }
 
-    // The first start's layout, not the one an earlier test's window left.
-    static void freshLayout() {
+    // A window in the first start's layout (not the one an earlier test's
+    // window left), `size` and shown.
+    static std::unique_ptr<MainWindow> freshWindow(const QTemporaryDir& d, const char* name, QSize size) {
         QSettings s;
         s.remove("windowState");
         s.remove("geometry");
         s.remove("view/presentation");
+        auto w = std::make_unique<MainWindow>(d.path() + "/" + name + ".sqlite");
+        w->resize(size);
+        w->show();
+        return w;
     }
 
 private slots:
@@ -243,19 +249,16 @@ private slots:
     // form's settings scroll, and only they (not the whole form as well).
     void aShortWindowScrollsTheFormsSettingsOnly() {
         QTemporaryDir d;
-        freshLayout();
-        MainWindow w(d.path() + "/short.sqlite");
-        w.resize(1280, 720);
-        w.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&w));
-        auto* dockArea = qobject_cast<QScrollArea*>(w.findChild<QDockWidget*>("configurationDock")->widget());
+        const auto w = freshWindow(d, "short", {1280, 720});
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        auto* dockArea = qobject_cast<QScrollArea*>(w->findChild<QDockWidget*>("configurationDock")->widget());
         QVERIFY(dockArea);
         QScrollArea* settings = nullptr;
         for (QScrollArea* area : dockArea->widget()->findChildren<QScrollArea*>())
             if (area != dockArea) settings = area;
         QVERIFY(settings);
         // The settings get the height the header leaves: three rows or more.
-        const int row = w.configForm()->findChild<QComboBox*>("presetCombo")->height();
+        const int row = w->configForm()->findChild<QComboBox*>("presetCombo")->height();
         QTRY_VERIFY2(
             settings->height() >= 3 * row,
             qPrintable(QString("settings %1 px of %2").arg(settings->height()).arg(dockArea->viewport()->height())));
@@ -265,7 +268,7 @@ private slots:
                                                                              .arg(dockArea->viewport()->height())));
         // The run list shows three rows or more above the config diff, which
         // gives way to one row (its own scroll area's minimum kept two runs).
-        QTableWidget* runs = w.runBrowser()->table();
+        QTableWidget* runs = w->runBrowser()->table();
         QVERIFY2(
             runs->height() >= 3 * runs->verticalHeader()->defaultSectionSize() + runs->horizontalHeader()->height(),
             qPrintable(QString("%1 px").arg(runs->height())));
@@ -277,19 +280,17 @@ private slots:
     // window to 751 points).
     void aLaptopKeepsTheLessonsTextTall() {
         QTemporaryDir d;
-        freshLayout();
-        MainWindow w(d.path() + "/lessons.sqlite");
-        w.resize(1280, 720);
-        w.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&w));
-        w.lessonsDock()->show();
-        QTRY_VERIFY(w.lessonsDock()->isVisible());
+        const auto w = freshWindow(d, "lessons", {1280, 720});
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        w->lessonsDock()->show();
+        QTRY_VERIFY(w->lessonsDock()->isVisible());
         QTest::qWait(50);
-        QVERIFY2(w.width() <= 1280 && w.height() <= 720, qPrintable(QString("%1 x %2").arg(w.width()).arg(w.height())));
-        auto* page = w.lessonsDock()->findChild<QTextBrowser*>();
+        QVERIFY2(w->width() <= 1280 && w->height() <= 720,
+                 qPrintable(QString("%1 x %2").arg(w->width()).arg(w->height())));
+        auto* page = w->lessonsDock()->findChild<QTextBrowser*>();
         QVERIFY(page);
-        QVERIFY2(page->height() >= w.height() / 2, qPrintable(QString("%1 px").arg(page->height())));
-        QVERIFY(w.lessonsDock()->width() <= LessonsPanel::kPreferredWidth + 20);  // the charts keep the rest
+        QVERIFY2(page->height() >= w->height() / 2, qPrintable(QString("%1 px").arg(page->height())));
+        QVERIFY(w->lessonsDock()->width() <= LessonsPanel::kPreferredWidth + 20);  // the charts keep the rest
     }
 
     // A classroom projector: 1024 x 768 in presentation mode (larger text),
@@ -298,18 +299,15 @@ private slots:
     // status bar and its progress off the bottom).
     void aProjectorFitsPresentationMode() {
         QTemporaryDir d;
-        freshLayout();
-        MainWindow w(d.path() + "/projector.sqlite");
-        w.resize(1024, 768);
-        w.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&w));
-        w.setPresentationMode(true);
-        QVERIFY(w.presentationMode());
-        const QSize minimum = w.minimumSizeHint();
+        const auto w = freshWindow(d, "projector", {1024, 768});
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        w->setPresentationMode(true);
+        QVERIFY(w->presentationMode());
+        const QSize minimum = w->minimumSizeHint();
         QVERIFY2(minimum.width() <= 1024 && minimum.height() <= 768,
                  qPrintable(QString("%1 x %2").arg(minimum.width()).arg(minimum.height())));
-        QTRY_VERIFY(w.height() <= 768);
-        w.setPresentationMode(false);
+        QTRY_VERIFY(w->height() <= 768);
+        w->setPresentationMode(false);
     }
 
     void pauseSingleStepAndStop() {
