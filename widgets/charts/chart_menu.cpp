@@ -93,16 +93,23 @@ void askSave(MetricChart& chart, bool svg) {
 
 }  // namespace
 
-QMenu* createChartMenu(MetricChart& chart, QWidget* parent, std::optional<RunStep> at) {
+QMenu* createChartMenu(MetricChart& chart, QWidget* parent, std::vector<RunStep> at) {
     auto* menu = new QMenu(parent);
     // A spike on a chart and the tokens behind it, one click apart.
-    if (at) {
-        QAction* drill =
-            menu->addAction(QObject::tr("Drill down: %1, step %2").arg(at->runName).arg(at->step), &chart,
-                            [&chart, run = at->runId, step = at->step] { emit chart.drillDownRequested(run, step); });
-        drill->setToolTip(
-            QObject::tr("This step's sampled tokens, F(t), router flips and worst tokens "
-                        "(the nearest step that stored them)"));
+    const QString drillTip = QObject::tr(
+        "This step's sampled tokens, F(t), router flips and worst tokens "
+        "(the nearest step that stored them)");
+    const auto addDrill = [&chart, &drillTip](QMenu* into, const RunStep& r, const QString& text) {
+        into->addAction(text, &chart, [&chart, r] { emit chart.drillDownRequested(r.runId, r.step); })
+            ->setToolTip(drillTip);
+    };
+    if (at.size() == 1) {
+        addDrill(menu, at.front(), QObject::tr("Drill down: %1, step %2").arg(at.front().runName).arg(at.front().step));
+        menu->addSeparator();
+    } else if (at.size() > 1) {
+        QMenu* runs = menu->addMenu(QObject::tr("Drill down at step %1").arg(at.front().step));
+        runs->setToolTipsVisible(true);
+        for (const RunStep& r : at) addDrill(runs, r, r.runName);
         menu->addSeparator();
     }
     QAction* log = menu->addAction(QObject::tr("Log scale"));

@@ -5,7 +5,7 @@
 
 #include <QString>
 
-#include <optional>
+#include <vector>
 
 #include "widgets/charts/chart_tracker.h"
 
@@ -19,9 +19,10 @@ namespace mlk {
 
 class MetricChart;
 
-// The menu's actions act on `chart`; the caller owns the menu. at: the run's
-// point right-clicked, which the first action opens in the drill-down.
-QMenu* createChartMenu(MetricChart& chart, QWidget* parent, std::optional<RunStep> at = std::nullopt);
+// The menu's actions act on `chart`; the caller owns the menu. at: the runs
+// of the point right-clicked (one, or a seed group's), whose step the first
+// item opens in the drill-down (a submenu picks one of a group's runs).
+QMenu* createChartMenu(MetricChart& chart, QWidget* parent, std::vector<RunStep> at = {});
 
 // The view as it is on screen. Both return why the file could not be
 // written (the path and the system's reason), empty when it was.

@@ -87,11 +87,12 @@ QString ChartTracker::describe(const Nearest& nearest) const {
         const SeedAggregate& a = group->aggregate;
         const std::size_t i = nearest.index;
         return QObject::tr(
-                   "<b>%1</b><br>step %2<br>mean of %3 runs: %4<br>min \u2013 max: %5 \u2013 %6<br>(smoothed values)")
+                   "<b>%1</b><br>step %2<br>mean of %3 runs: %4<br>min \u2013 max: %5 \u2013 %6<br>(smoothed "
+                   "values)<br><span style='color:%7'>right-click to drill down into one of them</span>")
             .arg(group->name.toHtmlEscaped())
             .arg(static_cast<qint64>(a.steps[i]))
             .arg(a.runs[i])
-            .arg(formatValue(a.mean[i]), formatValue(a.lo[i]), formatValue(a.hi[i]));
+            .arg(formatValue(a.mean[i]), formatValue(a.lo[i]), formatValue(a.hi[i]), palette::secondaryText().name());
     }
     const Trace& trace = *nearest.trace;
     const double raw = trace.cursor.data.values[nearest.index];
@@ -109,11 +110,19 @@ QString ChartTracker::describe(const Nearest& nearest) const {
              std::isfinite(raw) ? formatValue(smoothed) : QObject::tr("n/a"), palette::secondaryText().name());
 }
 
-std::optional<RunStep> ChartTracker::runStepAt(const QPoint& viewPos) const {
+std::vector<RunStep> ChartTracker::runStepsAt(const QPoint& viewPos) const {
     const auto found = nearest(viewPos);
-    if (!found || !found->trace) return std::nullopt;
-    const Trace& trace = *found->trace;
-    return RunStep{trace.runId, static_cast<qint64>(trace.cursor.data.steps[found->index]), trace.name};
+    if (!found) return {};
+    if (const Trace* trace = found->trace)
+        return {RunStep{trace->runId, static_cast<qint64>(trace->cursor.data.steps[found->index]), trace->name}};
+    std::vector<RunStep> runs;
+    const qint64 step = static_cast<qint64>(found->group->aggregate.steps[found->index]);
+    QList<qint64> ids = found->group->aggregated;
+    std::sort(ids.begin(), ids.end());
+    for (qint64 id : ids)
+        if (const auto it = traces_.traces().find(id); it != traces_.traces().end())
+            runs.push_back(RunStep{id, step, it->second.name});
+    return runs;
 }
 
 QString ChartTracker::textAt(const QPoint& viewPos) const {

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <vector>
 
 #include "widgets/charts/axis_frame.h"
 #include "widgets/charts/chart_traces.h"
@@ -33,9 +34,10 @@ public:
     ChartTracker(QChartView* view, const ChartTraces& traces, const AxisFrame& frame);
 
     QString textAt(const QPoint& viewPos) const;  // "" away from every point
-    // The run's point nearest viewPos; none away from every point and on a
-    // seed group's mean line (no one run's step).
-    std::optional<RunStep> runStepAt(const QPoint& viewPos) const;
+    // What the point nearest viewPos is the step of: its run, or on a seed
+    // group's mean line each run averaged there (by id); none away from
+    // every point.
+    std::vector<RunStep> runStepsAt(const QPoint& viewPos) const;
     void show(const QPoint& viewPos);  // dot and tooltip, or clear()
     void clear();
     bool shown() const;  // the dot is on the plot

@@ -493,7 +493,7 @@ QString MetricChart::saveSvg(const QString& path) {
     return saveViewAsSvg(*this, path, metric_, tr("Mismatch Lab chart of %1").arg(metric_));
 }
 
-QMenu* MetricChart::createContextMenu(QWidget* parent, std::optional<RunStep> at) {
+QMenu* MetricChart::createContextMenu(QWidget* parent, std::vector<RunStep> at) {
     return createChartMenu(*this, parent, std::move(at));
 }
 
@@ -571,9 +571,9 @@ bool MetricChart::viewportEvent(QEvent* event) {
 }
 
 void MetricChart::contextMenuEvent(QContextMenuEvent* event) {
-    const std::optional<RunStep> at = tracker_->runStepAt(event->pos());
+    std::vector<RunStep> at = tracker_->runStepsAt(event->pos());
     tracker_->clear();
-    std::unique_ptr<QMenu> menu(createContextMenu(this, at));
+    std::unique_ptr<QMenu> menu(createContextMenu(this, std::move(at)));
     menu->exec(event->globalPos());
 }
 

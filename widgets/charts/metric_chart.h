@@ -145,9 +145,9 @@ public:
     QPointF toScene(double x, double y) const;
     // What the tooltip would say there, and the run's point there (if any).
     QString hoverTextAt(const QPoint& viewPos) const { return tracker_->textAt(viewPos); }
-    std::optional<RunStep> runStepAt(const QPoint& viewPos) const { return tracker_->runStepAt(viewPos); }
-    // at: the run's point right-clicked, whose step the menu can open.
-    QMenu* createContextMenu(QWidget* parent, std::optional<RunStep> at = std::nullopt);
+    std::vector<RunStep> runStepsAt(const QPoint& viewPos) const { return tracker_->runStepsAt(viewPos); }
+    // at: the runs of the point right-clicked, whose step the menu can open.
+    QMenu* createContextMenu(QWidget* parent, std::vector<RunStep> at = {});
 
 signals:
     void xRangeChanged(double lo, double hi);

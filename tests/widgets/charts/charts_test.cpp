@@ -700,12 +700,12 @@ private slots:
         QVERIFY(chart);
         chart->redrawNow();
         const QPoint spike = chart->mapFromScene(chart->toScene(3, 0.9));
-        const std::optional<RunStep> at = chart->runStepAt(spike);
-        QVERIFY(at);
-        QCOMPARE(at->runId, qint64(3));
-        QCOMPARE(at->step, qint64(3));
+        const std::vector<RunStep> at = chart->runStepsAt(spike);
+        QCOMPARE(at.size(), size_t(1));
+        QCOMPARE(at.front().runId, qint64(3));
+        QCOMPARE(at.front().step, qint64(3));
         QVERIFY(chart->hoverTextAt(spike).contains(QStringLiteral("right-click to drill down")));
-        QVERIFY(!chart->runStepAt(QPoint(1, 1)));
+        QVERIFY(chart->runStepsAt(QPoint(1, 1)).empty());
         std::unique_ptr<QMenu> menu(chart->createContextMenu(nullptr, at));
         QAction* drill = menu->actions().front();
         QVERIFY2(drill->text().startsWith(QStringLiteral("Drill down: #3")) &&
@@ -718,7 +718,8 @@ private slots:
         QCOMPARE(opened.first().at(1).toLongLong(), 3LL);
         std::unique_ptr<QMenu> plain(chart->createContextMenu(nullptr));
         QCOMPARE(plain->actions().front()->text(), QStringLiteral("Log scale"));
-        // Two seeds grouped: the mean line is no one run's step.
+        // Two seeds grouped: the mean line is no one run's step, so a submenu
+        // picks one of the runs it averages there.
         RunDataStore seeds;
         for (qint64 run : {5, 6}) {
             seeds.addRun({run, QStringLiteral("seed"), QStringLiteral("finished"), QString(), {}, QStringLiteral("g")});
@@ -733,7 +734,22 @@ private slots:
         QCOMPARE(grouped.seedBands().size(), qsizetype(1));
         const QPoint mean = grouped.mapFromScene(grouped.toScene(3, 0.6));
         QVERIFY(grouped.hoverTextAt(mean).contains(QStringLiteral("mean of 2 runs")));
-        QVERIFY(!grouped.runStepAt(mean));
+        const std::vector<RunStep> seeds2 = grouped.runStepsAt(mean);
+        QCOMPARE(seeds2.size(), size_t(2));
+        QCOMPARE(seeds2[0].runId, qint64(5));
+        QCOMPARE(seeds2[1].runId, qint64(6));
+        QCOMPARE(seeds2[1].step, qint64(3));
+        std::unique_ptr<QMenu> groupMenu(grouped.createContextMenu(nullptr, seeds2));
+        QMenu* pick = groupMenu->actions().front()->menu();
+        QVERIFY(pick);
+        QCOMPARE(groupMenu->actions().front()->text(), QStringLiteral("Drill down at step 3"));
+        QCOMPARE(pick->actions().size(), qsizetype(2));
+        QCOMPARE(pick->actions()[1]->text(), QStringLiteral("#6 seed"));
+        QSignalSpy picked(&grouped, &MetricChart::drillDownRequested);
+        pick->actions()[1]->trigger();
+        QCOMPARE(picked.count(), 1);
+        QCOMPARE(picked.first().at(0).toLongLong(), 6LL);
+        QCOMPARE(picked.first().at(1).toLongLong(), 3LL);
     }
 
     void contextMenuOffersTheActions() {
