@@ -35,8 +35,8 @@ public:
 
     QString textAt(const QPoint& viewPos) const;  // "" away from every point
     // What the point nearest viewPos is the step of: its run, or on a seed
-    // group's mean line each run averaged there (by id); none away from
-    // every point.
+    // group's mean line each run the group averages (by id; one shorter than
+    // that step opens at its nearest); none away from every point.
     std::vector<RunStep> runStepsAt(const QPoint& viewPos) const;
     void show(const QPoint& viewPos);  // dot and tooltip, or clear()
     void clear();
