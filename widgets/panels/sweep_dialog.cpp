@@ -94,7 +94,6 @@ SweepDialog::SweepDialog(const Config& base, const QString& preset, QWidget* par
     steps_->setObjectName(QStringLiteral("sweepSteps"));
     const ConfigKey* stepsKey = find_config_key("rl.steps");
     steps_->setRange(0, stepsKey && stepsKey->max < 1e9 ? static_cast<int>(stepsKey->max) : 1000000);
-    steps_->setSpecialValueText(tr("as configured (%1)").arg(base_.rl.steps));
     steps_->setToolTip(tr("rl.steps of every run; 0 keeps the configuration's"));
     form->addRow(tr("Seeds"), seeds_);
     form->addRow(tr("Steps"), steps_);
@@ -173,8 +172,6 @@ void SweepDialog::showSource() {
             .arg(qs(family_->description).toHtmlEscaped(), presets.join(QStringLiteral(", ")).toHtmlEscaped(),
                  grid.isEmpty() ? QString() : tr("; grid: %1").arg(grid.join(QStringLiteral(" ")).toHtmlEscaped()),
                  qs(family_->name)));
-    steps_->setSpecialValueText(family_->spec.steps > 0 ? tr("as the family has it (%1)").arg(family_->spec.steps)
-                                                        : tr("as each preset has it"));
 }
 
 void SweepDialog::addSetting(const QString& key, const QString& values) {
@@ -303,9 +300,11 @@ void SweepDialog::recheck() {
         error = fieldMessage(e.what());
         configs.clear();
     }
-    if (!family_)
-        steps_->setSpecialValueText(spec.presets.empty() ? tr("as configured (%1)").arg(base_.rl.steps)
-                                                         : tr("as each preset has it"));
+    // What 0 steps means for this sweep (a family's spec names its presets).
+    steps_->setSpecialValueText(family_ && family_->spec.steps > 0
+                                    ? tr("as the family has it (%1)").arg(family_->spec.steps)
+                                : spec.presets.empty() ? tr("as configured (%1)").arg(base_.rl.steps)
+                                                       : tr("as each preset has it"));
     spec_ = spec;
     configs_ = std::move(configs);
     error_->setText(error);
