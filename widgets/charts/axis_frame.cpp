@@ -97,7 +97,7 @@ void AxisFrame::fitMargins(QChart* chart) {
     QLegend* legend = chart->legend();
     const bool legendUnder = legend->isVisible() && legend->alignment() == Qt::AlignBottom;
     const QMargins wanted(kOuterMargin + yTitleOffset_, kOuterMargin + metrics.height() / 2, kOuterMargin + lastX / 2,
-                          kOuterMargin + (legendUnder ? 0 : xLabelsHeight));
+                          kOuterMargin + (legendUnder ? 0 : xLabelsHeight) + spaceBelow_);
     bool changed = false;
     if (chart->margins() != wanted) {
         chart->setMargins(wanted);

@@ -63,9 +63,13 @@ public:
     QPointF toScene(const QRectF& plot, double x, double y) const;
     double xAtScene(const QRectF& plot, double sceneX) const;
 
-    // The chart's margins (and the legend's top margin when the legend sits
-    // under the plot: the chart's margins lie outside the legend) with room
-    // for the labels and titles. Lays the chart out at once when they change,
+    // Height kept free under the x axis' labels for a legend of our own
+    // (legend_item.h), which Qt Charts does not know about.
+    void setSpaceBelow(int pixels) { spaceBelow_ = pixels; }
+    int spaceBelow() const { return spaceBelow_; }
+    // The chart's margins (and the legend's top margin when Qt Charts' legend
+    // sits under the plot: the chart's margins lie outside the legend) with
+    // room for the labels, the titles and the space below. Lays the chart out at once when they change,
     // so a paint or an export right after sees the new plot area.
     void fitMargins(QChart* chart);
 
@@ -78,6 +82,7 @@ private:
     QFont font_;
     AxisScale x_, y_;
     QString xTitle_, yTitle_;
+    int spaceBelow_ = 0;
     bool drawsX_ = true;
     int yTitleOffset_ = 0;  // from the plot's left edge to the y title's top
     QHash<QString, QStaticText> texts_;

@@ -1,9 +1,7 @@
 #include "widgets/charts/chart_legend.h"
 
 #include <QChart>
-#include <QFontMetricsF>
 #include <QLegend>
-#include <QLegendMarker>
 #include <QLineSeries>
 #include <QScatterSeries>
 #include <QWidget>
@@ -11,6 +9,7 @@
 #include <algorithm>
 #include <array>
 
+#include "widgets/charts/axis_frame.h"
 #include "widgets/charts/chart_style.h"
 #include "widgets/data/palette.h"
 
@@ -18,17 +17,19 @@ namespace mlk {
 
 namespace {
 
-void setLegendEntryVisible(QChart* chart, QAbstractSeries* series, bool visible) {
-    for (QLegendMarker* marker : chart->legend()->markers(series)) marker->setVisible(visible);
-}
-
 // The series of a run that live in the chart (its drawn points do not).
-std::array<QXYSeries*, 3> chartSeriesOf(const Trace& trace) { return {trace.legend, trace.nan, trace.inf}; }
+std::array<QXYSeries*, 2> chartSeriesOf(const Trace& trace) { return {trace.nan, trace.inf}; }
 
 }  // namespace
 
 ChartLegend::ChartLegend(QChart* chart, ChartTraces& traces, const QWidget* view, QObject* parent)
-    : QObject(parent), chart_(chart), traces_(traces), view_(view) {}
+    : QObject(parent), chart_(chart), traces_(traces), view_(view), item_(new LegendItem(chart)) {
+    // Qt Charts' own legend stays empty and hidden: see legend_item.h.
+    chart_->legend()->hide();
+    item_->setZValue(ChartLayerItem::kOverSeries);
+    connect(item_, &LegendItem::runClicked, this, &ChartLegend::runClicked);
+    connect(item_, &LegendItem::groupClicked, this, &ChartLegend::groupClicked);
+}
 
 void ChartLegend::setAxes(QAbstractAxis* x, QAbstractAxis* y) {
     x_ = x;
@@ -50,14 +51,11 @@ void ChartLegend::replaceYAxis(QAbstractAxis* y) {
             s->attachAxis(y_);
         }
     }
-    for (auto& [key, group] : traces_.groups())
-        if (group.legend) group.legend->attachAxis(y_);
 }
 
 void ChartLegend::create(Trace& trace) {
     trace.raw = new QLineSeries(this);
     trace.smooth = new QLineSeries(this);
-    trace.legend = new QLineSeries;
     trace.nan = new QScatterSeries;
     trace.inf = new QScatterSeries;
     for (QXYSeries* s : chartSeriesOf(trace)) attach(s);
@@ -65,9 +63,6 @@ void ChartLegend::create(Trace& trace) {
     trace.nan->setMarkerSize(10);
     trace.inf->setMarkerShape(QScatterSeries::MarkerShapeTriangle);
     trace.inf->setMarkerSize(11);
-    const qint64 runId = trace.runId;
-    for (QLegendMarker* marker : chart_->legend()->markers(trace.legend))
-        connect(marker, &QLegendMarker::clicked, this, [this, runId] { emit runClicked(runId); });
     style(trace);
 }
 
@@ -79,7 +74,6 @@ void ChartLegend::destroy(Trace& trace) {
     }
     delete trace.raw;
     delete trace.smooth;
-    trace.legend = nullptr;
     trace.raw = trace.smooth = nullptr;
     trace.nan = trace.inf = nullptr;
 }
@@ -95,8 +89,6 @@ void ChartLegend::style(Trace& trace) {
     smoothPen.setWidthF(kLineWidth * ChartStyle::instance().lineScale());
     trace.smooth->setPen(smoothPen);
     trace.smooth->setName(trace.name);
-    trace.legend->setPen(smoothPen);
-    trace.legend->setName(nameOf(trace));
     trace.raw->setName(trace.name + tr(" (raw)"));
     for (QScatterSeries* markers : {trace.nan, trace.inf}) {
         markers->setColor(trace.colour);
@@ -108,83 +100,39 @@ void ChartLegend::style(Trace& trace) {
     trace.smooth->setVisible(shown);
     trace.nan->setVisible(shown);
     trace.inf->setVisible(shown);
-    applyLegend(trace);
 }
 
-void ChartLegend::applyLegend(Trace& trace) {
-    setLegendEntryVisible(chart_, trace.nan, false);
-    setLegendEntryVisible(chart_, trace.inf, false);
-    // Hiding a series also hides its legend entry; a hidden run keeps a dimmed
-    // one so the user can click it back.
-    QColor label = view_->palette().color(QPalette::WindowText);
-    if (traces_.isHidden(trace.runId)) label.setAlpha(90);
-    // A run drawn by its seed group has the group's legend entry instead.
-    const bool grouped = traces_.isGrouped(trace.runId);
-    for (QLegendMarker* marker : chart_->legend()->markers(trace.legend)) {
-        marker->setVisible(!grouped);
-        marker->setLabelBrush(label);
-    }
-}
-
-void ChartLegend::syncGroups(ChartTraces::GroupChanges& changes) {
-    for (SeedGroup& gone : changes.removed) {
-        chart_->removeSeries(gone.legend);
-        delete gone.legend;
-        gone.legend = nullptr;
-    }
-    for (auto& [key, group] : traces_.groups()) {
-        if (!group.legend) {
-            group.legend = new QLineSeries;
-            attach(group.legend);
-            for (QLegendMarker* marker : chart_->legend()->markers(group.legend))
-                connect(marker, &QLegendMarker::clicked, this, [this, key = key] { emit groupClicked(key); });
-        }
-        group.legend->setName(nameOf(group));
-        group.legend->setPen(QPen(group.colour, kLineWidth * ChartStyle::instance().lineScale()));
-        QColor label = view_->palette().color(QPalette::WindowText);
-        if (traces_.allHidden(group)) label.setAlpha(90);
-        for (QLegendMarker* marker : chart_->legend()->markers(group.legend)) marker->setLabelBrush(label);
-    }
-    // Runs' own legend entries change only when who is grouped changes.
-    if (changes.groupingChanged)
-        for (auto& [id, trace] : traces_.traces())
-            if (trace.plotted()) applyLegend(trace);
-}
-
-QString ChartLegend::nameOf(const Trace& trace) const {
-    switch (names_) {
-        case Names::whole: return trace.legendName;
-        case Names::idsFirst: return trace.legendNameWithId;
-        case Names::idsOnly: break;
-    }
-    return runLabel(trace.runId, {}).trimmed();
-}
-
-void ChartLegend::fitTo(double width) {
-    const QFontMetricsF metrics(chart_->legend()->font());
-    // An entry: its marker (about a line high), the gaps around it, its label.
-    const double chrome = metrics.height() + 14;
-    double needed = 0, idAndMore = 0;
-    int entries = 0;
+void ChartLegend::syncEntries() {
+    // In the runs' order, a seed group where its first run would be.
+    std::vector<std::pair<qint64, LegendEntry>> ordered;
     for (const auto& [id, trace] : traces_.traces())
-        if (trace.plotted() && !traces_.isGrouped(id)) {
-            ++entries;
-            needed += chrome + metrics.horizontalAdvance(trace.legendName);
-            idAndMore = std::max(idAndMore, metrics.horizontalAdvance(runLabel(id, QStringLiteral("abcd"))));
-        }
-    for (const auto& [key, group] : traces_.groups())
-        if (group.legend) {
-            ++entries;
-            needed += chrome + metrics.horizontalAdvance(group.legendName);
-        }
-    Names names = Names::whole;
-    if (needed > width) names = entries && width / entries - chrome < idAndMore ? Names::idsOnly : Names::idsFirst;
-    if (names == names_) return;
-    names_ = names;
-    for (auto& [id, trace] : traces_.traces())
-        if (trace.plotted()) trace.legend->setName(nameOf(trace));
-    for (auto& [key, group] : traces_.groups())
-        if (group.legend) group.legend->setName(nameOf(group));
+        if (trace.plotted() && !traces_.isGrouped(id))
+            ordered.push_back(
+                {id,
+                 {id, {}, trace.colour, trace.legendName, trace.legendNameWithId, trace.name, traces_.isHidden(id)}});
+    for (const auto& [key, group] : traces_.groups()) {
+        const qint64 first = *std::min_element(group.members.begin(), group.members.end());
+        ordered.push_back({first,
+                           {group.members.front(), key, group.colour, group.legendName, group.legendNameWithId,
+                            group.name, traces_.allHidden(group)}});
+    }
+    std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<LegendEntry> entries;
+    entries.reserve(ordered.size());
+    for (auto& [at, entry] : ordered) entries.push_back(std::move(entry));
+    item_->setTextColour(view_->palette().color(QPalette::WindowText));
+    item_->setEntries(std::move(entries));
 }
+
+double ChartLegend::place(const QRectF& area) {
+    // A fifth of a 200 px chart is two rows of the default font: a third row
+    // left the plot of a 200 px chart about 80 px.
+    const int maxRows = std::clamp(int(area.height() / 5 / item_->rowHeight()), 1, 4);
+    const double height = item_->layOut(area.width(), maxRows);
+    item_->setPos(area.left(), area.bottom() - height);
+    return height;
+}
+
+void ChartLegend::setFont(const QFont& font) { item_->setFont(font); }
 
 }  // namespace mlk

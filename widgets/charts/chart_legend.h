@@ -1,18 +1,20 @@
 // The Qt Charts side of a metric chart's runs and seed groups: per run, the
 // series holding its drawn points (painted by the line layer, line_layer.h,
-// not by Qt Charts), its NaN/Inf marker series and a legend entry that
-// toggles the run (dimmed while hidden); per seed group, one legend entry.
-// Each run in its own colour (palette::runColour(id) unless the user chose
-// another), NaN/Inf markers edged in the palette's marker colour.
+// not by Qt Charts) and its NaN/Inf marker series; and the chart's legend
+// (legend_item.h), an entry per run or seed group that toggles it (dimmed
+// while hidden). Each run in its own colour (palette::runColour(id) unless the
+// user chose another), NaN/Inf markers edged in the palette's marker colour.
 #pragma once
 
 #include <QObject>
 #include <QString>
 
 #include "widgets/charts/chart_traces.h"
+#include "widgets/charts/legend_item.h"
 
 QT_BEGIN_NAMESPACE
 class QAbstractAxis;
+class QFont;
 class QChart;
 class QWidget;
 class QXYSeries;
@@ -30,7 +32,8 @@ public:
     // (Qt 6.4, 2 cores). The smoothed line stands out by opacity, not width.
     static constexpr double kLineWidth = 1.0;
 
-    // `view` gives the legend's text colour.
+    // `view` gives the legend's text colour. The legend is an item of the
+    // chart, placed by the caller (place()).
     ChartLegend(QChart* chart, ChartTraces& traces, const QWidget* view, QObject* parent = nullptr);
 
     // The axes every marker and legend series is attached to.
@@ -45,18 +48,15 @@ public:
     // Colours, names and visibility of the run's series after a change of
     // colour, name, smoothing or hidden state.
     void style(Trace& trace);
-    // Legends of new groups, removed ones gone, every group's name, colour and
-    // dimming, and the runs' own entries when who is grouped changed.
-    void syncGroups(ChartTraces::GroupChanges& changes);
-    // Qt gives a bottom legend's entries equal shares of its width and cuts
-    // each label at the right: eight runs of one sweep all read "is_l...".
-    // Where the labels do not fit `width` whole, each starts with its run's
-    // "#id", which then survives the cut; where a share cannot hold the id
-    // and a few letters more (six runs in half a laptop's chart area showed
-    // bare colour boxes), a run's entry is its "#id" alone.
-    enum class Names { whole, idsFirst, idsOnly };
-    void fitTo(double width);
-    Names names() const { return names_; }
+    // The legend's entries as the traces and groups now are: a run drawn by
+    // its seed group has the group's entry instead of its own.
+    void syncEntries();
+    // The legend laid out across `area` (scene coordinates: the chart's width,
+    // its bottom at the bottom of the chart) in at most a fifth of the
+    // area's height; returns the height it takes.
+    double place(const QRectF& area);
+    void setFont(const QFont& font);
+    LegendItem* item() const { return item_; }
 
 signals:
     void runClicked(qint64 runId);
@@ -64,18 +64,13 @@ signals:
 
 private:
     void attach(QXYSeries* series);
-    void applyLegend(Trace& trace);
-    QString nameOf(const Trace& trace) const;
-    const QString& nameOf(const SeedGroup& group) const {
-        return names_ == Names::whole ? group.legendName : group.legendNameWithId;
-    }
 
     QChart* chart_;
     ChartTraces& traces_;
     const QWidget* view_;
+    LegendItem* item_;
     QAbstractAxis* x_ = nullptr;
     QAbstractAxis* y_ = nullptr;
-    Names names_ = Names::whole;
 };
 
 }  // namespace mlk

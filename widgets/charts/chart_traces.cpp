@@ -68,8 +68,7 @@ ChartTraces::RunChanges ChartTraces::syncRuns(RunDataStore& data, const QString&
     return changes;
 }
 
-ChartTraces::GroupChanges ChartTraces::syncGroups(const QList<RunMeta>& metas) {
-    GroupChanges changes;
+void ChartTraces::syncGroups(const QList<RunMeta>& metas) {
     std::map<QString, QList<qint64>> byKey;
     if (groupSeeds_)
         for (const RunMeta& meta : metas) {
@@ -77,14 +76,13 @@ ChartTraces::GroupChanges ChartTraces::syncGroups(const QList<RunMeta>& metas) {
             if (it == traces_.end() || !it->second.plotted() || meta.seedGroup.isEmpty()) continue;
             byKey[meta.seedGroup].append(meta.id);
         }
-    const QHash<qint64, QString> before = std::exchange(groupOf_, {});
+    groupOf_.clear();
     for (auto it = groups_.begin(); it != groups_.end();) {
         const auto wanted = byKey.find(it->first);
         if (wanted != byKey.end() && wanted->second.size() >= 2) {
             ++it;
             continue;
         }
-        changes.removed.push_back(std::move(it->second));
         it = groups_.erase(it);
     }
     for (const auto& [key, members] : byKey) {
@@ -98,8 +96,6 @@ ChartTraces::GroupChanges ChartTraces::syncGroups(const QList<RunMeta>& metas) {
         group.legendNameWithId = seedGroupLabel(first.legendNameWithId, int(members.size()));
         for (qint64 id : members) groupOf_.insert(id, key);
     }
-    changes.groupingChanged = groupOf_ != before;
-    return changes;
 }
 
 void ChartTraces::resetDerived(Trace& trace) {

@@ -54,12 +54,11 @@ struct Trace {
     double firstTime = std::numeric_limits<double>::quiet_NaN();
 
     // The Qt Charts side (chart_legend.h), null until the run has a value of
-    // this metric: the points as drawn, the markers and the legend entry.
+    // this metric: the points as drawn and the markers.
     QLineSeries* raw = nullptr;
     QLineSeries* smooth = nullptr;
     QScatterSeries* nan = nullptr;
     QScatterSeries* inf = nullptr;
-    QLineSeries* legend = nullptr;  // no points: the legend entry only
     bool plotted() const { return raw != nullptr; }
     int seriesVersion = 0;  // bumped whenever raw or smooth get other points
 
@@ -87,8 +86,7 @@ struct SeedGroup {
     QList<qint64> aggregated;            // the members not hidden
     std::vector<std::size_t> signature;  // what the aggregate was computed from
     SeedAggregate aggregate;
-    QList<QPointF> mean, lo, hi;    // thinned, in axis values
-    QLineSeries* legend = nullptr;  // the group's legend entry (chart_legend.h)
+    QList<QPointF> mean, lo, hi;  // thinned, in axis values
 };
 
 // A redraw's data: every shown run and group thinned to the plot's width.
@@ -132,13 +130,9 @@ public:
         std::vector<Trace> removed;    // no longer wanted: series to destroy
     };
     RunChanges syncRuns(RunDataStore& data, const QString& metric, const QList<RunMeta>& metas);
-    struct GroupChanges {
-        std::vector<SeedGroup> removed;  // legends to destroy
-        bool groupingChanged = false;    // which runs are grouped changed
-    };
     // Groups of two or more plotted runs with the same RunMeta::seedGroup
-    // (none unless groupSeeds()); a new group has no legend yet.
-    GroupChanges syncGroups(const QList<RunMeta>& metas);
+    // (none unless groupSeeds()).
+    void syncGroups(const QList<RunMeta>& metas);
 
     // --- Reading -------------------------------------------------------------------
     std::map<qint64, Trace>& traces() { return traces_; }

@@ -4,7 +4,6 @@
 #include <QContextMenuEvent>
 #include <QGraphicsLayout>
 #include <QGraphicsScene>
-#include <QLegend>
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QMenu>
@@ -100,11 +99,8 @@ void MetricChart::buildChart() {
     c->setMargins(
         QMargins(AxisFrame::kOuterMargin, AxisFrame::kOuterMargin, AxisFrame::kOuterMargin, AxisFrame::kOuterMargin));
     c->layout()->setContentsMargins(0, 0, 0, 0);
-    c->legend()->setAlignment(Qt::AlignBottom);
-    c->legend()->setShowToolTips(true);  // a name cut for room shows whole on hover
-    applyFonts();
-
     legend_ = new ChartLegend(c, traces_, this, this);
+    applyFonts();
     connect(legend_, &ChartLegend::runClicked, this, &MetricChart::runLegendClicked);
     connect(legend_, &ChartLegend::groupClicked, this, &MetricChart::toggleGroupHidden);
 
@@ -126,7 +122,7 @@ void MetricChart::applyFonts() {
     titleFont.setBold(true);
     c->setTitleFont(titleFont);
     frame_.setFont(smallerFont(c->font(), 8 * scale));
-    c->legend()->setFont(smallerFont(c->legend()->font(), 8 * scale));
+    legend_->setFont(smallerFont(c->font(), 8 * scale));
     updateTitle();
 }
 
@@ -154,9 +150,9 @@ void MetricChart::syncTraces() {
     for (Trace* trace : runs.gotData) legend_->create(*trace);
     for (Trace* trace : runs.restyled) legend_->style(*trace);
     for (Trace& trace : runs.removed) legend_->destroy(trace);
-    ChartTraces::GroupChanges groups = traces_.syncGroups(metas);
-    legend_->syncGroups(groups);
-    legend_->fitTo(legendWidth());
+    traces_.syncGroups(metas);
+    legend_->syncEntries();
+    placeLegend();
 }
 
 void MetricChart::toggleGroupHidden(const QString& key) {
@@ -577,15 +573,19 @@ void MetricChart::contextMenuEvent(QContextMenuEvent* event) {
     menu->exec(event->globalPos());
 }
 
-// A bottom legend spans the chart less its margins.
-double MetricChart::legendWidth() const {
-    const QMargins m = chart()->margins();
-    return double(width() - m.left() - m.right()) - 8;
+// Under the x axis' labels, across the chart; the plot gives up its height.
+void MetricChart::placeLegend() {
+    const double margin = AxisFrame::kOuterMargin;
+    const QRectF area = chart()->geometry().adjusted(margin, margin, -margin, -margin);
+    const int height = int(std::ceil(legend_->place(area)));
+    if (height == frame_.spaceBelow()) return;
+    frame_.setSpaceBelow(height);
+    frame_.fitMargins(chart());
 }
 
 void MetricChart::resizeEvent(QResizeEvent* event) {
     QChartView::resizeEvent(event);
-    legend_->fitTo(legendWidth());
+    placeLegend();
     scheduleRedraw();  // the pixel width changed: re-thin
 }
 

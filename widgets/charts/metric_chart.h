@@ -135,6 +135,7 @@ public:
     QScatterSeries* nanMarkers(qint64 runId) const;
     QScatterSeries* infMarkers(qint64 runId) const;
     QAbstractAxis* yAxis() const { return yAxis_; }
+    const LegendItem& legend() const { return *legend_->item(); }
     double logFloor() const { return floor_; }            // where values <= 0 are drawn (log scale)
     int valuesAtFloor() const { return valuesAtFloor_; }  // shown run values <= 0 (log scale only)
     int nonFiniteCount() const { return nonFiniteCount_; }
@@ -166,12 +167,12 @@ protected:
     void leaveEvent(QEvent* event) override;
     void contextMenuEvent(QContextMenuEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
-    double legendWidth() const;
     void showEvent(QShowEvent* event) override;
 
 private:
     void buildChart();
     void applyFonts();  // at ChartStyle's scale
+    void placeLegend();
     void installYAxis();
     void syncTraces();
     void toggleGroupHidden(const QString& key);

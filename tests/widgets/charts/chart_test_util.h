@@ -40,6 +40,22 @@ inline void feed(RunDataStore& data, qint64 run, const std::string& metric, cons
     data.appendSteps(run, records);
 }
 
+// A 1 px antialiased line through `at` puts at least half its ink into one of
+// the pixels from a row above to a row below (which ones depends on where the
+// plot's edges fall): the darkest of them.
+inline QColor inkNear(const QImage& image, QPoint at) {
+    QColor darkest = Qt::white;
+    for (int dy = -1; dy <= 1; ++dy) {
+        const QColor c = image.pixelColor(at + QPoint(0, dy));
+        if (c.lightness() < darkest.lightness()) darkest = c;
+    }
+    return darkest;
+}
+
+inline int colourDistance(const QColor& a, const QColor& b) {
+    return std::abs(a.red() - b.red()) + std::abs(a.green() - b.green()) + std::abs(a.blue() - b.blue());
+}
+
 // The automatic x range holds the data and ends within a tenth of its span.
 inline bool covers(XRange shown, double first, double last) {
     const double slack = 0.1 * (last - first) + 1;
