@@ -54,11 +54,13 @@ void LegendItem::setEntries(std::vector<LegendEntry> entries) {
     };
     if (std::equal(entries.begin(), entries.end(), entries_.begin(), entries_.end(), same)) return;
     entries_ = std::move(entries);
+    laidOut_.reset();
     update();
 }
 
 void LegendItem::setFont(const QFont& font) {
     font_ = font;
+    laidOut_.reset();
     update();
 }
 
@@ -70,10 +72,16 @@ void LegendItem::setTextColour(const QColor& colour) {
 double LegendItem::rowHeight() const { return std::ceil(QFontMetricsF(font_).height()) + 3; }
 
 double LegendItem::layOut(double width, int maxRows) {
+    width = std::max(0.0, width);
+    maxRows = std::max(1, maxRows);
+    // Every redraw of a live chart asks: the same answer needs no new layout
+    // (nor a repaint of the scene).
+    if (laidOut_ == std::pair(width, maxRows)) return height_;
+    laidOut_ = std::pair(width, maxRows);
     prepareGeometryChange();
     cells_.clear();
-    width_ = std::max(0.0, width);
-    maxRows = std::max(1, maxRows);
+    rows_ = 0;
+    width_ = width;
     if (!entries_.empty() && !flowWhole(width_, maxRows)) grid(width_, maxRows);
     height_ = rows_ > 0 ? kTopGap + rows_ * rowHeight() : 0;
     update();

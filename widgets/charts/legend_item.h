@@ -18,6 +18,8 @@
 #include <QString>
 #include <QStringList>
 
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace mlk {
@@ -86,6 +88,7 @@ private:
     QFont font_;
     QColor text_;
     std::vector<Cell> cells_;
+    std::optional<std::pair<double, int>> laidOut_;  // the width and rows of cells_
     double width_ = 0, height_ = 0;
     int rows_ = 0;
     Names names_ = Names::whole;

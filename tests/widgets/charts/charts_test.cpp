@@ -474,6 +474,14 @@ private slots:
         QTest::mouseClick(chart.viewport(), Qt::LeftButton, {}, seventh);
         QCOMPARE(toggled.size(), 1);
         QCOMPARE(toggled.front().front().toLongLong(), qint64(7));
+        // No runs: no legend, and the plot takes its height back.
+        const double withLegend = chart.chart()->plotArea().height();
+        chart.setVisibleRuns({});
+        chart.redrawNow();
+        QCOMPARE(legend.rows(), 0);
+        QVERIFY(legend.labels().isEmpty());
+        // (the ten runs' two rows and the gap above them)
+        QCOMPARE(chart.chart()->plotArea().height(), withLegend + 2 * legend.rowHeight() + 2);
     }
 
     // Where even the ids do not fit the rows, the last cell counts the rest,
