@@ -277,8 +277,11 @@ AxisScale valueAxis(std::span<const double> values, const ValueAxisOptions& opti
     const std::optional<YRange> robust = robustYRange(values, robustOptions);
     // Worked out in axis units: log10 of the value on a log axis.
     const auto toAxis = [log](double v) { return log ? std::log10(v) : v; };
-    double lo = robust ? toAxis(robust->lo) : (log ? std::log10(options.floor) : 0.0);
-    double hi = robust ? toAxis(robust->hi) : lo + 1;
+    // Without a value: 0 to 1; on a log axis the four decades under 1 where a
+    // K3 KL or F(t) lands (a decade at the floor, 1e-12, told a new user
+    // nothing), or the floor's decade when every shown value sits there.
+    double lo = robust ? toAxis(robust->lo) : !log ? 0.0 : options.valuesAtFloor ? std::log10(options.floor) : -4.0;
+    double hi = robust ? toAxis(robust->hi) : !log || options.valuesAtFloor ? lo + 1 : 0.0;
     for (const double v : options.keep) {
         if (!std::isfinite(v) || (log && v <= 0)) continue;
         const double a = toAxis(v), room = 0.05 * std::max(hi - lo, log ? 1.0 : std::abs(a));

@@ -4,7 +4,6 @@
 #include <QChartView>
 #include <QFormLayout>
 #include <QHeaderView>
-#include <QLegend>
 #include <QTableWidget>
 #include <QVBoxLayout>
 

@@ -299,6 +299,18 @@ private slots:
         QVERIFY(chart.noteText().contains(QStringLiteral("20 values <= 0")));
     }
 
+    // Before the first value a log chart spans the decades a mismatch metric
+    // lands in, not one decade at the floor (it read 1e-12 to 1e-11).
+    void anEmptyLogChartShowsTheDecadesAMismatchLandsIn() {
+        RunDataStore data;
+        MetricChart chart(&data, QStringLiteral("k3_kl"));
+        showAndSettle(chart, QSize(600, 400));
+        chart.setLogScale(true);
+        QCOMPARE(chart.shownYRange().lo, 1e-4);
+        QCOMPARE(chart.shownYRange().hi, 1.0);
+        QCOMPARE(chart.tickLabels(Qt::Vertical).front(), QStringLiteral("0.0001"));
+    }
+
     void pointBudgetBoundsWhatIsPushed() {
         RunDataStore data;
         std::mt19937 rng(5);
