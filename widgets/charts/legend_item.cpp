@@ -71,6 +71,8 @@ void LegendItem::setTextColour(const QColor& colour) {
 
 double LegendItem::rowHeight() const { return std::ceil(QFontMetricsF(font_).height()) + 3; }
 
+double LegendItem::swatchWidth() const { return std::round(QFontMetricsF(font_).height() * 1.3); }
+
 double LegendItem::layOut(double width, int maxRows) {
     width = std::max(0.0, width);
     maxRows = std::max(1, maxRows);
@@ -91,7 +93,7 @@ double LegendItem::layOut(double width, int maxRows) {
 // The labels whole, in rows as long as they fit, each row centred.
 bool LegendItem::flowWhole(double width, int maxRows) {
     const QFontMetricsF metrics(font_);
-    const double row = rowHeight(), swatch = std::round(metrics.height() * 1.3);
+    const double row = rowHeight(), swatch = swatchWidth();
     std::vector<std::vector<Cell>> rows;
     double x = 0;
     for (int i = 0; i < int(entries_.size()); ++i) {
@@ -117,11 +119,12 @@ bool LegendItem::flowWhole(double width, int maxRows) {
     return true;
 }
 
-// Equal columns over every row the chart spares: "#id name" cut at the
-// column's end, or the ids alone where a column cannot hold more.
+// Equal columns over every row the chart spares: "#id", the name's last word
+// and what fits of the rest (idAndName), or the ids alone where a column
+// cannot hold more.
 void LegendItem::grid(double width, int maxRows) {
     const QFontMetricsF metrics(font_);
-    const double row = rowHeight(), swatch = std::round(metrics.height() * 1.3);
+    const double row = rowHeight(), swatch = swatchWidth();
     const double chrome = swatch + kGap + kSpacing;
     const int n = int(entries_.size());
     double widestId = 0;
@@ -190,8 +193,7 @@ QRectF LegendItem::boundingRect() const { return QRectF(0, 0, width_, height_); 
 
 void LegendItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
     if (cells_.empty()) return;
-    const QFontMetricsF metrics(font_);
-    const double swatch = std::round(metrics.height() * 1.3);
+    const double swatch = swatchWidth();
     painter->save();
     painter->setFont(font_);
     for (const Cell& cell : cells_) {

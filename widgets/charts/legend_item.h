@@ -80,6 +80,7 @@ private:
         QRectF rect;
         QString label;
     };
+    double swatchWidth() const;
     bool flowWhole(double width, int maxRows);
     void grid(double width, int maxRows);
     int cellAt(QPointF pos) const;
