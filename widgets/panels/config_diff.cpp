@@ -192,9 +192,15 @@ void ConfigDiffView::rebuild() {
         }
     }
     table_->resizeColumnToContents(0);
+    // Each run's column as wide as its values and its name, up to an equal
+    // share of the table (at least 220 px, for many runs): capped at 220
+    // alone, two runs' first header read "#6 collapse-de…-policy seed=3"
+    // beside a last column of a thousand empty pixels.
+    const int valueColumns = table_->columnCount() - 1;
+    const int share = valueColumns > 0 ? (table_->viewport()->width() - table_->columnWidth(0)) / valueColumns : 0;
     for (int c = 1; c < table_->columnCount() - 1; ++c) {
         table_->resizeColumnToContents(c);
-        table_->setColumnWidth(c, std::min(table_->columnWidth(c), 220));
+        table_->setColumnWidth(c, std::min(table_->columnWidth(c), std::max(220, share)));
     }
     if (only && table_->rowCount() == 0 && columns_.size() > 1) {
         table_->setRowCount(1);

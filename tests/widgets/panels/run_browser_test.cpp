@@ -75,6 +75,7 @@ private slots:
     void configDiffDifferencesOnly();
     void configDiffGreysWhatARunDoesNotRead();
     void configDiffCutsLongRunNamesInTheMiddle();
+    void configDiffGivesTwoRunsTheRoomThereIs();
     void refreshPicksUpNewRuns();
     void metricSummaryOfSelectedRuns();
     void pausedRunShowsPaused();
@@ -339,6 +340,26 @@ void RunBrowserTest::configDiffCutsLongRunNamesInTheMiddle() {
     const qsizetype before = shown().size();
     d->setColumnWidth(1, d->columnWidth(1) + 150);
     QVERIFY(shown().size() > before);
+}
+
+// Two runs in a wide window: each column holds its run's whole name (a cap
+// of 220 px cut the first to "#6 collapse-de…-policy seed=3" beside an empty
+// last column); many runs still share the width.
+void RunBrowserTest::configDiffGivesTwoRunsTheRoomThereIs() {
+    std::vector<int64_t> ids;
+    for (const char* name : {"collapse-demo-on-policy seed=3", "collapse-demo-fp8-bypass seed=3"})
+        ids.push_back(store_->create_run(name, "default", config_to_json(Config{}).dump(), 1, RunStatus::finished));
+    RunBrowser br;
+    br.resize(1300, 600);
+    br.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&br));
+    br.setDatabase(db_.get());
+    br.selectRuns({ids[0], ids[1]});
+    QTableWidget* d = br.diffTable();
+    auto* header = dynamic_cast<run_browser::MiddleElidingHeader*>(d->horizontalHeader());
+    QVERIFY(header);
+    QCOMPARE(header->shownText(1), QString("#%1 collapse-demo-on-policy seed=3").arg(ids[0]));
+    QVERIFY2(d->columnWidth(1) > 220, qPrintable(QString::number(d->columnWidth(1))));
 }
 
 void RunBrowserTest::configDiffDifferencesOnly() {
