@@ -160,6 +160,10 @@ MetricChart* ChartGrid::addChart(const QString& metric) {
     for (qint64 id : hiddenRuns_) chart->setRunHidden(id, true);
     zoomLink_->add(chart);
     connect(chart, &MetricChart::runLegendClicked, this, &ChartGrid::toggleRunHidden);
+    // A run found in one chart's legend stands out in every chart.
+    connect(chart, &MetricChart::legendHovered, this, [this](qint64 runId, const QString& groupKey) {
+        for (MetricChart* each : charts_) each->setEmphasis(runId, groupKey);
+    });
     connect(chart, &MetricChart::drillDownRequested, this, &ChartGrid::drillDownRequested);
     connect(chart, &MetricChart::removeRequested, this, [this, chart] { removeChart(chart); });
     charts_.append(chart);

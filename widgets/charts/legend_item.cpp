@@ -53,8 +53,16 @@ void LegendItem::setEntries(std::vector<LegendEntry> entries) {
                a.nameWithId == b.nameWithId && a.whole == b.whole && a.dimmed == b.dimmed;
     };
     if (std::equal(entries.begin(), entries.end(), entries_.begin(), entries_.end(), same)) return;
+    // The hovered entry by what it is: its index may name another one now.
+    const int was = hovered_;
+    const auto wasHovered = [&](const LegendEntry& e) {
+        return e.runId == entries_[was].runId && e.groupKey == entries_[was].groupKey;
+    };
+    const auto still = was < 0 ? entries.end() : std::find_if(entries.begin(), entries.end(), wasHovered);
+    hovered_ = still == entries.end() ? -1 : int(still - entries.begin());
     entries_ = std::move(entries);
     laidOut_.reset();
+    if (was >= 0 && hovered_ < 0) emit hovered(0, {});
     update();
 }
 
@@ -228,14 +236,24 @@ void LegendItem::hoverMoveEvent(QGraphicsSceneHoverEvent* event) {
     // says which entry the mouse is on.
     setToolTip(toolTipAt(event->pos()));
     const int at = cellAt(event->pos());
-    if (at >= 0 && cells_[at].entry != kMore) setCursor(Qt::PointingHandCursor);
+    const bool onEntry = at >= 0 && cells_[at].entry != kMore;
+    if (onEntry) setCursor(Qt::PointingHandCursor);
     else unsetCursor();
+    hover(onEntry ? cells_[at].entry : -1);
 }
 
 void LegendItem::hoverLeaveEvent(QGraphicsSceneHoverEvent* event) {
     setToolTip({});
     unsetCursor();
+    hover(-1);
     QGraphicsObject::hoverLeaveEvent(event);
+}
+
+void LegendItem::hover(int entry) {
+    if (entry == hovered_) return;
+    hovered_ = entry;
+    if (entry < 0) emit hovered(0, {});
+    else emit hovered(entries_[entry].runId, entries_[entry].groupKey);
 }
 
 void LegendItem::mousePressEvent(QGraphicsSceneMouseEvent* event) {

@@ -67,6 +67,9 @@ public:
 signals:
     void runClicked(qint64 runId);
     void groupClicked(const QString& key);
+    // The mouse came onto an entry (its run, or its group's key) or left it
+    // (0 and an empty key).
+    void hovered(qint64 runId, const QString& groupKey);
 
 protected:
     void hoverMoveEvent(QGraphicsSceneHoverEvent* event) override;
@@ -84,6 +87,7 @@ private:
     bool flowWhole(double width, int maxRows);
     void grid(double width, int maxRows);
     int cellAt(QPointF pos) const;
+    void hover(int cell);
 
     std::vector<LegendEntry> entries_;
     QFont font_;
@@ -94,6 +98,7 @@ private:
     int rows_ = 0;
     Names names_ = Names::whole;
     int pressed_ = -2;  // the cell a left press went down on
+    int hovered_ = -1;  // the entry under the mouse
 };
 
 }  // namespace mlk

@@ -95,6 +95,20 @@ LineLayer::DrawnLine LineLayer::prepare(const QList<QPointF>& points, const Mapp
     return line;
 }
 
+void LineLayer::setEmphasis(qint64 runId, const QString& groupKey) {
+    if (groupKey.isEmpty() ? runId == emphasisRun_ && emphasisGroup_.isEmpty() : groupKey == emphasisGroup_) return;
+    emphasisRun_ = groupKey.isEmpty() ? runId : 0;  // a group's entry names its first run too
+    emphasisGroup_ = groupKey;
+    stale_ = true;
+}
+
+QColor LineLayer::toned(const QColor& colour, bool emphasisedLine) const {
+    if (!emphasised() || emphasisedLine) return colour;
+    // Three quarters of the way to the white plot: still there, out of the way.
+    const auto fade = [](int channel) { return channel + (255 - channel) * 3 / 4; };
+    return QColor(fade(colour.red()), fade(colour.green()), fade(colour.blue()), colour.alpha());
+}
+
 void LineLayer::paint(QPainter* painter, const QRectF& plot, const AxisFrame& frame, const ChartTraces& traces) {
     if (painter->paintEngine()->type() != QPaintEngine::Raster) {
         paintVectors(painter, plot, frame, traces);
@@ -133,7 +147,7 @@ void LineLayer::render(QRect area, double dpr, const QRectF& plot, const AxisFra
 
     QPainter painter(&image_);
     painter.setRenderHint(QPainter::Antialiasing);
-    paintBands(painter, mapping, traces);
+    paintBands(painter, mapping, traces, true);
     // Dense lines are collected and filled together; a sparse line is drawn
     // through the painter after the dense ones before it (draw order = overdraw).
     std::vector<SpanLayer> pending;
@@ -148,19 +162,27 @@ void LineLayer::render(QRect area, double dpr, const QRectF& plot, const AxisFra
         if (line.polyline.size() == 1) painter.drawPoint(line.polyline.front());
         else if (line.polyline.size() > 1) painter.drawPolyline(line.polyline);
     };
-    for (const auto& [id, trace] : traces.traces())
-        if (traces.isShown(trace) && trace.raw->isVisible())
-            draw(drawn_[id].raw, blendedOnWhite(trace.raw->pen().color()));
-    for (const auto& [id, trace] : traces.traces())
-        if (traces.isShown(trace) && trace.smooth->isVisible()) draw(drawn_[id].smooth, trace.smooth->pen().color());
-    std::size_t g = 0;
-    for (const auto& [key, group] : traces.groups()) draw(groupMeans[g++], group.colour);
+    // An emphasised line last, over the faded others.
+    for (const bool emphasisPass : {false, true}) {
+        if (emphasisPass && !emphasised()) break;
+        for (const auto& [id, trace] : traces.traces())
+            if (traces.isShown(trace) && trace.raw->isVisible() && (id == emphasisRun_) == emphasisPass)
+                draw(drawn_[id].raw, toned(blendedOnWhite(trace.raw->pen().color()), emphasisPass));
+        for (const auto& [id, trace] : traces.traces())
+            if (traces.isShown(trace) && trace.smooth->isVisible() && (id == emphasisRun_) == emphasisPass)
+                draw(drawn_[id].smooth, toned(trace.smooth->pen().color(), emphasisPass));
+        std::size_t g = 0;
+        for (const auto& [key, group] : traces.groups()) {
+            if ((key == emphasisGroup_) == emphasisPass) draw(groupMeans[g], toned(group.colour, emphasisPass));
+            ++g;
+        }
+    }
     fillSpanLayers(image_, pending);
     painter.end();
     image_.setDevicePixelRatio(dpr);
 }
 
-void LineLayer::paintBands(QPainter& painter, const Mapping& mapping, const ChartTraces& traces) {
+void LineLayer::paintBands(QPainter& painter, const Mapping& mapping, const ChartTraces& traces, bool toned) const {
     // Each group's min-max band: the upper edge forwards, the lower back.
     QPolygonF upper, lower;
     painter.save();
@@ -171,18 +193,19 @@ void LineLayer::paintBands(QPainter& painter, const Mapping& mapping, const Char
         mapPoints(group.lo, mapping, lower);
         std::reverse(lower.begin(), lower.end());
         QColor fill = group.colour;
-        fill.setAlpha(kBandAlpha);
+        fill.setAlpha(toned && emphasised() && key != emphasisGroup_ ? kBandAlpha / 3 : kBandAlpha);
         painter.setBrush(fill);
         painter.drawPolygon(upper + lower);
     }
     painter.restore();
 }
 
-void LineLayer::paintVectors(QPainter* painter, const QRectF& plot, const AxisFrame& frame, const ChartTraces& traces) {
+void LineLayer::paintVectors(QPainter* painter, const QRectF& plot, const AxisFrame& frame,
+                             const ChartTraces& traces) const {
     painter->save();
     painter->setClipRect(plot.adjusted(-1, -1, 1, 1));
     const Mapping mapping = mappingFor(plot, frame, QPointF(0, 0), 1.0);
-    paintBands(*painter, mapping, traces);
+    paintBands(*painter, mapping, traces, false);
     QPolygonF polygon;
     const auto draw = [&](const QList<QPointF>& points, const QColor& colour) {
         if (points.isEmpty()) return;

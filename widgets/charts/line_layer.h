@@ -36,6 +36,11 @@ public:
         drawn_.clear();
         stale_ = true;
     }
+    // One run or seed group drawn over the others, which fade (the mouse is
+    // on its legend entry): 0 and an empty key for none. On screen only;
+    // vector output draws every line as it is.
+    void setEmphasis(qint64 runId, const QString& groupKey);
+    qint64 emphasisRun() const { return emphasisRun_; }
     // The lines of `traces` inside `plot` as `frame` maps them.
     void paint(QPainter* painter, const QRectF& plot, const AxisFrame& frame, const ChartTraces& traces);
 
@@ -67,13 +72,19 @@ private:
     static void mapPoints(const QList<QPointF>& points, const Mapping& mapping, QPolygonF& out);
     static DrawnLine prepare(const QList<QPointF>& points, const Mapping& mapping);
     void render(QRect area, double dpr, const QRectF& plot, const AxisFrame& frame, const ChartTraces& traces);
-    static void paintBands(QPainter& painter, const Mapping& mapping, const ChartTraces& traces);
-    static void paintVectors(QPainter* painter, const QRectF& plot, const AxisFrame& frame, const ChartTraces& traces);
+    bool emphasised() const { return emphasisRun_ != 0 || !emphasisGroup_.isEmpty(); }
+    // A colour as drawn: faded while another line is emphasised.
+    QColor toned(const QColor& colour, bool emphasisedLine) const;
+    // toned: bands other than an emphasised group's fade.
+    void paintBands(QPainter& painter, const Mapping& mapping, const ChartTraces& traces, bool toned) const;
+    void paintVectors(QPainter* painter, const QRectF& plot, const AxisFrame& frame, const ChartTraces& traces) const;
 
     QImage image_;
     QRect area_;
     bool stale_ = true;
     std::map<qint64, Drawn> drawn_;  // by run
+    qint64 emphasisRun_ = 0;
+    QString emphasisGroup_;
 };
 
 }  // namespace mlk

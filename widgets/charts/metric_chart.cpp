@@ -103,6 +103,12 @@ void MetricChart::buildChart() {
     applyFonts();
     connect(legend_, &ChartLegend::runClicked, this, &MetricChart::runLegendClicked);
     connect(legend_, &ChartLegend::groupClicked, this, &MetricChart::toggleGroupHidden);
+    // The line of the entry under the mouse over the others (W&B and Plotly
+    // do the same): eight palette colours, and a ninth run repeats the first.
+    connect(legend_->item(), &LegendItem::hovered, this, [this](qint64 runId, const QString& groupKey) {
+        setEmphasis(runId, groupKey);
+        emit legendHovered(runId, groupKey);
+    });
 
     // Hidden: they hold the range the markers are placed by; the frame
     // (axis_frame.h) paints the visible axes.
@@ -375,6 +381,11 @@ void MetricChart::showAllRuns() {
     scheduleRedraw();
 }
 
+void MetricChart::setEmphasis(qint64 runId, const QString& groupKey) {
+    lines_.setEmphasis(runId, groupKey);
+    plotItem_->update();
+}
+
 void MetricChart::setRunHidden(qint64 runId, bool hidden) {
     if (!traces_.setHidden(runId, hidden)) return;
     auto& traces = traces_.traces();
@@ -500,26 +511,6 @@ QStringList MetricChart::tickLabels(Qt::Orientation axis) const {
 }
 
 QPointF MetricChart::toScene(double x, double y) const { return frame_.toScene(chart()->plotArea(), x, y); }
-
-QLineSeries* MetricChart::rawSeries(qint64 runId) const {
-    const Trace* trace = traces_.find(runId);
-    return trace ? trace->raw : nullptr;
-}
-
-QLineSeries* MetricChart::smoothedSeries(qint64 runId) const {
-    const Trace* trace = traces_.find(runId);
-    return trace ? trace->smooth : nullptr;
-}
-
-QScatterSeries* MetricChart::nanMarkers(qint64 runId) const {
-    const Trace* trace = traces_.find(runId);
-    return trace ? trace->nan : nullptr;
-}
-
-QScatterSeries* MetricChart::infMarkers(qint64 runId) const {
-    const Trace* trace = traces_.find(runId);
-    return trace ? trace->inf : nullptr;
-}
 
 // --- Mouse, menu, lifecycle --------------------------------------------------
 

@@ -68,6 +68,11 @@ public:
     // Which runs take part: every run of the store (default) or a chosen list.
     void setVisibleRuns(const QList<qint64>& runIds);
     void showAllRuns();
+    // One run's line, or one seed group's, over the others, which fade; 0 and
+    // an empty key for none. The chart does it for its own legend's hover
+    // and says so (legendHovered), for the grid to do it on every chart.
+    void setEmphasis(qint64 runId, const QString& groupKey = {});
+    qint64 emphasisedRun() const { return lines_.emphasisRun(); }
     // Hidden runs keep a (dimmed) legend entry, so a click brings them back.
     void setRunHidden(qint64 runId, bool hidden);
     bool isRunHidden(qint64 runId) const { return traces_.isHidden(runId); }
@@ -130,10 +135,10 @@ public:
     int redrawCount() const { return redrawCount_; }
 
     // Read-outs for tests and reports.
-    QLineSeries* rawSeries(qint64 runId) const;
-    QLineSeries* smoothedSeries(qint64 runId) const;
-    QScatterSeries* nanMarkers(qint64 runId) const;
-    QScatterSeries* infMarkers(qint64 runId) const;
+    QLineSeries* rawSeries(qint64 runId) const { return seriesOf(runId, &Trace::raw); }
+    QLineSeries* smoothedSeries(qint64 runId) const { return seriesOf(runId, &Trace::smooth); }
+    QScatterSeries* nanMarkers(qint64 runId) const { return seriesOf(runId, &Trace::nan); }
+    QScatterSeries* infMarkers(qint64 runId) const { return seriesOf(runId, &Trace::inf); }
     QAbstractAxis* yAxis() const { return yAxis_; }
     const LegendItem& legend() const { return *legend_->item(); }
     double logFloor() const { return floor_; }            // where values <= 0 are drawn (log scale)
@@ -155,7 +160,8 @@ signals:
     void xRangeReset();
     void removeRequested();
     void runLegendClicked(qint64 runId);
-    void drillDownRequested(qint64 runId, qint64 step);  // "Open ... in the drill-down" of the menu
+    void legendHovered(qint64 runId, const QString& groupKey);  // 0 and "": off the entries
+    void drillDownRequested(qint64 runId, qint64 step);         // "Open ... in the drill-down" of the menu
     void redrawn();
 
 protected:
@@ -170,6 +176,11 @@ protected:
     void showEvent(QShowEvent* event) override;
 
 private:
+    template <typename Series>
+    Series* seriesOf(qint64 runId, Series* Trace::*member) const {
+        const Trace* trace = traces_.find(runId);
+        return trace ? trace->*member : nullptr;
+    }
     void buildChart();
     void applyFonts();  // at ChartStyle's scale
     void placeLegend();

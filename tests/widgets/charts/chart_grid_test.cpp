@@ -186,6 +186,12 @@ private slots:
         grid.showAllRuns();
         reward->redrawNow();
         QCOMPARE(reward->plottedRuns().size(), qsizetype(3));
+        // The mouse on run 2's entry in one chart's legend (charts_test
+        // moves it there): run 2 stands out in every chart.
+        emit reward->legendHovered(2, {});
+        for (MetricChart* chart : grid.charts()) QCOMPARE(chart->emphasisedRun(), qint64(2));
+        emit reward->legendHovered(0, {});
+        for (MetricChart* chart : grid.charts()) QCOMPARE(chart->emphasisedRun(), qint64(0));
     }
 
     // Not a check: the picture for a human (and the report).

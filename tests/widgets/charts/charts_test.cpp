@@ -496,6 +496,40 @@ private slots:
         QCOMPARE(chart.chart()->plotArea().height(), withLegend + 2 * legend.rowHeight() + 2);
     }
 
+    // The mouse on a legend entry brings its line forward and fades the
+    // others (the palette has eight colours: run 9 looks like run 1).
+    void hoveringALegendEntryFadesTheOtherLines() {
+        RunDataStore data;
+        feed(data, 1, "reward_mean", std::vector<double>(50, 0.2));
+        feed(data, 2, "reward_mean", std::vector<double>(50, 0.8));
+        data.setColour(1, QColor(200, 0, 0));
+        data.setColour(2, QColor(0, 0, 200));
+        MetricChart chart(&data, QStringLiteral("reward_mean"));
+        chart.setSmoothing(0);
+        showAndSettle(chart, QSize(600, 400));
+        chart.redrawNow();
+        const auto lineColour = [&](double value) {
+            return inkNear(chart.grab().toImage(), chart.mapFromScene(chart.toScene(25, value)));
+        };
+        const QColor red = lineColour(0.2), blue = lineColour(0.8);
+        QVERIFY2(red.red() > 150 && blue.blue() > 150, qPrintable(red.name() + " " + blue.name()));
+        const auto lightness = [](const QColor& c) { return c.red() + c.green() + c.blue(); };
+        const LegendItem& legend = chart.legend();
+        // (From elsewhere first: a move to where the cursor already is moves nothing.)
+        QTest::mouseMove(chart.viewport(), QPoint(1, 1));
+        QTest::mouseMove(chart.viewport(), chart.mapFromScene(legend.mapToScene(legend.entryRect(0).center())));
+        // Run 2's line three quarters of the way to white, still blue; run 1's as it was.
+        QTRY_VERIFY(lightness(lineColour(0.8)) > lightness(blue) + 300);
+        QVERIFY(lineColour(0.8).blue() > lineColour(0.8).red() + 30);
+        QCOMPARE(lineColour(0.2), red);
+        // Off the legend: every line as it was.
+        QTest::mouseMove(chart.viewport(), chart.mapFromScene(chart.toScene(10, 0.5)));
+        QTRY_COMPARE(lineColour(0.8), blue);
+        QTest::mouseMove(chart.viewport(), chart.mapFromScene(legend.mapToScene(legend.entryRect(1).center())));
+        QTRY_VERIFY(lightness(lineColour(0.2)) > lightness(red) + 300);
+        QCOMPARE(lineColour(0.8), blue);
+    }
+
     // Where even the ids do not fit the rows, the last cell counts the rest,
     // and its tooltip names them; a seed group's entry is one, for the group.
     void aLegendOfManyRunsCountsWhatItCannotShow() {
