@@ -192,6 +192,7 @@ void MainWindow::buildUi() {
         charts_->setVisibleRuns(QList<qint64>(ids.begin(), ids.end()));
         showDrillDown(ids.front());
     });
+    connect(browser_, &RunBrowser::runHovered, charts_, [this](int64_t id) { charts_->setEmphasis(id); });
     connect(browser_, &RunBrowser::colourChangeRequested, this, [this](int64_t id, const QColor& c) {
         data_->setColour(id, c);
         browser_->refresh();

@@ -148,6 +148,10 @@ QWidget* ChartGrid::buildToolbar() {
 
 // --- Charts ------------------------------------------------------------------
 
+void ChartGrid::setEmphasis(qint64 runId, const QString& groupKey) {
+    for (MetricChart* chart : charts_) chart->setEmphasis(runId, groupKey);
+}
+
 MetricChart* ChartGrid::addChart(const QString& metric) {
     if (MetricChart* existing = chartFor(metric)) return existing;
     auto* chart = new MetricChart(data_, metric, this);
@@ -161,9 +165,7 @@ MetricChart* ChartGrid::addChart(const QString& metric) {
     zoomLink_->add(chart);
     connect(chart, &MetricChart::runLegendClicked, this, &ChartGrid::toggleRunHidden);
     // A run found in one chart's legend stands out in every chart.
-    connect(chart, &MetricChart::legendHovered, this, [this](qint64 runId, const QString& groupKey) {
-        for (MetricChart* each : charts_) each->setEmphasis(runId, groupKey);
-    });
+    connect(chart, &MetricChart::legendHovered, this, &ChartGrid::setEmphasis);
     connect(chart, &MetricChart::drillDownRequested, this, &ChartGrid::drillDownRequested);
     connect(chart, &MetricChart::removeRequested, this, [this, chart] { removeChart(chart); });
     charts_.append(chart);

@@ -57,6 +57,9 @@ public:
     // A legend click hides/shows a run in every chart.
     void toggleRunHidden(qint64 runId);
     void setRunHidden(qint64 runId, bool hidden);
+    // One run (or seed group) over the others in every chart, as its legend
+    // entry or its row in the run list is hovered; 0 and "" for none.
+    void setEmphasis(qint64 runId, const QString& groupKey = {});
 
     void setSharedXRange(double lo, double hi);
     void resetZoom();

@@ -102,6 +102,12 @@ void LineLayer::setEmphasis(qint64 runId, const QString& groupKey) {
     stale_ = true;
 }
 
+bool LineLayer::isEmphasised(const QString& key, const SeedGroup& group) const {
+    // A run drawn by its seed group (the run list's hover names a run) is
+    // found in its group's band.
+    return key == emphasisGroup_ || (emphasisRun_ != 0 && group.members.contains(emphasisRun_));
+}
+
 QColor LineLayer::toned(const QColor& colour, bool emphasisedLine) const {
     if (!emphasised() || emphasisedLine) return colour;
     // Three quarters of the way to the white plot: still there, out of the way.
@@ -173,7 +179,7 @@ void LineLayer::render(QRect area, double dpr, const QRectF& plot, const AxisFra
                 draw(drawn_[id].smooth, toned(trace.smooth->pen().color(), emphasisPass));
         std::size_t g = 0;
         for (const auto& [key, group] : traces.groups()) {
-            if ((key == emphasisGroup_) == emphasisPass) draw(groupMeans[g], toned(group.colour, emphasisPass));
+            if (isEmphasised(key, group) == emphasisPass) draw(groupMeans[g], toned(group.colour, emphasisPass));
             ++g;
         }
     }
@@ -193,7 +199,7 @@ void LineLayer::paintBands(QPainter& painter, const Mapping& mapping, const Char
         mapPoints(group.lo, mapping, lower);
         std::reverse(lower.begin(), lower.end());
         QColor fill = group.colour;
-        fill.setAlpha(toned && emphasised() && key != emphasisGroup_ ? kBandAlpha / 3 : kBandAlpha);
+        fill.setAlpha(toned && emphasised() && !isEmphasised(key, group) ? kBandAlpha / 3 : kBandAlpha);
         painter.setBrush(fill);
         painter.drawPolygon(upper + lower);
     }

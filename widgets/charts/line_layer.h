@@ -73,6 +73,7 @@ private:
     static DrawnLine prepare(const QList<QPointF>& points, const Mapping& mapping);
     void render(QRect area, double dpr, const QRectF& plot, const AxisFrame& frame, const ChartTraces& traces);
     bool emphasised() const { return emphasisRun_ != 0 || !emphasisGroup_.isEmpty(); }
+    bool isEmphasised(const QString& key, const SeedGroup& group) const;
     // A colour as drawn: faded while another line is emphasised.
     QColor toned(const QColor& colour, bool emphasisedLine) const;
     // toned: bands other than an emphasised group's fade.

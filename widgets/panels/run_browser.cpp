@@ -185,6 +185,8 @@ void RunBrowser::buildUi() {
         if (it && it->column() != ColName) emit runActivated(it->data(kIdRole).toLongLong());
     });
 
+    followHover();
+
     auto* del = new QAction(tr("Delete"), table_);
     del->setShortcut(QKeySequence::Delete);
     del->setShortcutContext(Qt::WidgetShortcut);
@@ -286,6 +288,33 @@ int RunBrowser::rowOf(int64_t id) const {
     for (int r = 0; r < table_->rowCount(); ++r)
         if (auto* it = table_->item(r, ColId); it && it->data(kIdRole).toLongLong() == id) return r;
     return -1;
+}
+
+// The run under the mouse in the table or the group tree (a group's own row
+// is no run), and none once the mouse is off the list.
+void RunBrowser::followHover() {
+    for (QAbstractItemView* view : std::initializer_list<QAbstractItemView*>{table_, tree_}) {
+        view->setMouseTracking(true);  // entered() needs it
+        view->viewport()->installEventFilter(this);
+        connect(view, &QAbstractItemView::viewportEntered, this, [this] { hover(0); });
+    }
+    connect(table_, &QAbstractItemView::entered, this,
+            [this](const QModelIndex& index) { hover(std::max<int64_t>(0, idAtRow(index.row()))); });
+    connect(tree_, &QAbstractItemView::entered, this, [this](const QModelIndex& index) {
+        const QVariant id = index.siblingAtColumn(TreeName).data(kIdRole);
+        hover(id.isValid() ? id.toLongLong() : 0);
+    });
+}
+
+void RunBrowser::hover(int64_t runId) {
+    if (runId == hovered_) return;
+    hovered_ = runId;
+    emit runHovered(runId);
+}
+
+bool RunBrowser::eventFilter(QObject* watched, QEvent* event) {
+    if (event->type() == QEvent::Leave && (watched == table_->viewport() || watched == tree_->viewport())) hover(0);
+    return QWidget::eventFilter(watched, event);
 }
 
 int64_t RunBrowser::idAtRow(int row) const {

@@ -135,6 +135,12 @@ signals:
     void baselineChanged(int64_t runId);  // -1 when cleared
     // Double-click on a run: the app may open its drill-down.
     void runActivated(int64_t runId);
+    // The mouse is on a run's row (0: on none, or off the list), for the
+    // charts to bring its line forward.
+    void runHovered(int64_t runId);
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
     // Of reward_mean and k3_kl (run_stats); NaN = none.
@@ -152,6 +158,8 @@ private:
     };
 
     void buildUi();
+    void followHover();
+    void hover(int64_t runId);
     void populate();
     void readRow(const RunSummary& summary, Row& row) const;
     void fillRow(int r, int64_t id, const Row& row);
@@ -188,6 +196,7 @@ private:
     // next edit: a CLI writing the database reloads the list every poll.
     QString editError_;
     QList<int64_t> selectionOrder_;  // selected runs in the order the user selected them
+    int64_t hovered_ = 0;            // the run under the mouse (runHovered)
 
     GroupBy groupBy_ = GroupBy::none;
     std::vector<SweepInfo> sweeps_;

@@ -159,6 +159,11 @@ private slots:
         QVERIFY(k3->shownXRange().lo == 0 && k3->shownXRange().hi > 0);
         shot(&w, "comparison_walltime");
         w.charts()->setXAxis(MetricChart::XAxis::step);
+        // The mouse on a run's row brings its line forward in every chart.
+        emit w.runBrowser()->runHovered(ids.back());
+        for (MetricChart* chart : w.charts()->charts()) QCOMPARE(chart->emphasisedRun(), qint64(ids.back()));
+        emit w.runBrowser()->runHovered(0);
+        for (MetricChart* chart : w.charts()->charts()) QCOMPARE(chart->emphasisedRun(), qint64(0));
         // A chart's "Drill down" brings the drill-down forward at that run and step.
         auto* centre = qobject_cast<QTabWidget*>(w.centralWidget());
         QVERIFY(centre);

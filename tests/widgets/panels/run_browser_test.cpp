@@ -76,6 +76,7 @@ private slots:
     void configDiffGreysWhatARunDoesNotRead();
     void configDiffCutsLongRunNamesInTheMiddle();
     void configDiffGivesTwoRunsTheRoomThereIs();
+    void hoveringARunSaysWhichForTheCharts();
     void refreshPicksUpNewRuns();
     void metricSummaryOfSelectedRuns();
     void pausedRunShowsPaused();
@@ -360,6 +361,28 @@ void RunBrowserTest::configDiffGivesTwoRunsTheRoomThereIs() {
     QVERIFY(header);
     QCOMPARE(header->shownText(1), QString("#%1 collapse-demo-on-policy seed=3").arg(ids[0]));
     QVERIFY2(d->columnWidth(1) > 220, qPrintable(QString::number(d->columnWidth(1))));
+}
+
+// The charts bring the hovered run's line forward: the browser says which
+// run the mouse is on, and none once it leaves the list.
+void RunBrowserTest::hoveringARunSaysWhichForTheCharts() {
+    RunBrowser br;
+    br.resize(900, 600);
+    br.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&br));
+    br.setDatabase(db_.get());
+    QTableWidget* t = br.table();
+    QSignalSpy hovered(&br, &RunBrowser::runHovered);
+    const int row = static_cast<int>(br.runIds().indexOf(b_));
+    const QPoint onRow = t->visualRect(t->model()->index(row, RunBrowser::ColName)).center();
+    // (From elsewhere first: a move to where the cursor already is moves nothing.)
+    QTest::mouseMove(t->viewport(), onRow + QPoint(0, 1));
+    QTest::mouseMove(t->viewport(), onRow);
+    QTRY_VERIFY(!hovered.isEmpty());
+    QCOMPARE(hovered.last().front().toLongLong(), b_);
+    QEvent leave(QEvent::Leave);
+    QApplication::sendEvent(t->viewport(), &leave);
+    QCOMPARE(hovered.last().front().toLongLong(), int64_t(0));
 }
 
 void RunBrowserTest::configDiffDifferencesOnly() {
