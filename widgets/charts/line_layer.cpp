@@ -102,6 +102,15 @@ void LineLayer::setEmphasis(qint64 runId, const QString& groupKey) {
     stale_ = true;
 }
 
+bool LineLayer::emphasisDrawn(const ChartTraces& traces) const {
+    if (emphasisRun_ == 0 && emphasisGroup_.isEmpty()) return false;
+    const Trace* run = emphasisRun_ != 0 ? traces.find(emphasisRun_) : nullptr;
+    if (run && traces.isShown(*run)) return true;
+    for (const auto& [key, group] : traces.groups())
+        if (isEmphasised(key, group)) return true;
+    return false;
+}
+
 bool LineLayer::isEmphasised(const QString& key, const SeedGroup& group) const {
     // A run drawn by its seed group (the run list's hover names a run) is
     // found in its group's band.
@@ -109,7 +118,7 @@ bool LineLayer::isEmphasised(const QString& key, const SeedGroup& group) const {
 }
 
 QColor LineLayer::toned(const QColor& colour, bool emphasisedLine) const {
-    if (!emphasised() || emphasisedLine) return colour;
+    if (!fading_ || emphasisedLine) return colour;
     // Three quarters of the way to the white plot: still there, out of the way.
     const auto fade = [](int channel) { return channel + (255 - channel) * 3 / 4; };
     return QColor(fade(colour.red()), fade(colour.green()), fade(colour.blue()), colour.alpha());
@@ -151,6 +160,7 @@ void LineLayer::render(QRect area, double dpr, const QRectF& plot, const AxisFra
     groupMeans.reserve(traces.groups().size());  // the span layers below point into it
     for (const auto& [key, group] : traces.groups()) groupMeans.push_back(prepare(group.mean, mapping));
 
+    fading_ = emphasisDrawn(traces);
     QPainter painter(&image_);
     painter.setRenderHint(QPainter::Antialiasing);
     paintBands(painter, mapping, traces, true);
@@ -170,7 +180,7 @@ void LineLayer::render(QRect area, double dpr, const QRectF& plot, const AxisFra
     };
     // An emphasised line last, over the faded others.
     for (const bool emphasisPass : {false, true}) {
-        if (emphasisPass && !emphasised()) break;
+        if (emphasisPass && !fading_) break;
         for (const auto& [id, trace] : traces.traces())
             if (traces.isShown(trace) && trace.raw->isVisible() && (id == emphasisRun_) == emphasisPass)
                 draw(drawn_[id].raw, toned(blendedOnWhite(trace.raw->pen().color()), emphasisPass));
@@ -199,7 +209,7 @@ void LineLayer::paintBands(QPainter& painter, const Mapping& mapping, const Char
         mapPoints(group.lo, mapping, lower);
         std::reverse(lower.begin(), lower.end());
         QColor fill = group.colour;
-        fill.setAlpha(toned && emphasised() && !isEmphasised(key, group) ? kBandAlpha / 3 : kBandAlpha);
+        fill.setAlpha(toned && fading_ && !isEmphasised(key, group) ? kBandAlpha / 3 : kBandAlpha);
         painter.setBrush(fill);
         painter.drawPolygon(upper + lower);
     }

@@ -72,7 +72,9 @@ private:
     static void mapPoints(const QList<QPointF>& points, const Mapping& mapping, QPolygonF& out);
     static DrawnLine prepare(const QList<QPointF>& points, const Mapping& mapping);
     void render(QRect area, double dpr, const QRectF& plot, const AxisFrame& frame, const ChartTraces& traces);
-    bool emphasised() const { return emphasisRun_ != 0 || !emphasisGroup_.isEmpty(); }
+    // Whether the emphasised run or group is drawn here: one this chart does
+    // not show (filtered out, no value of its metric) fades nothing.
+    bool emphasisDrawn(const ChartTraces& traces) const;
     bool isEmphasised(const QString& key, const SeedGroup& group) const;
     // A colour as drawn: faded while another line is emphasised.
     QColor toned(const QColor& colour, bool emphasisedLine) const;
@@ -86,6 +88,7 @@ private:
     std::map<qint64, Drawn> drawn_;  // by run
     qint64 emphasisRun_ = 0;
     QString emphasisGroup_;
+    bool fading_ = false;  // emphasisDrawn() at the last render
 };
 
 }  // namespace mlk

@@ -525,6 +525,11 @@ private slots:
         // Off the legend: every line as it was.
         QTest::mouseMove(chart.viewport(), chart.mapFromScene(chart.toScene(10, 0.5)));
         QTRY_COMPARE(lineColour(0.8), blue);
+        // A run this chart does not draw (the run list hovers any run) fades nothing.
+        chart.setEmphasis(3);
+        QCOMPARE(lineColour(0.8), blue);
+        QCOMPARE(lineColour(0.2), red);
+        chart.setEmphasis(0);
         QTest::mouseMove(chart.viewport(), chart.mapFromScene(legend.mapToScene(legend.entryRect(1).center())));
         QTRY_VERIFY(lightness(lineColour(0.2)) > lightness(red) + 300);
         QCOMPARE(lineColour(0.8), blue);
