@@ -28,6 +28,7 @@ void MainWindow::buildSweepsDock() {
     runsDock_->raise();
     // (Before the window has its size; fitRunsDock() once it is shown.)
     resizeDocks({runsDock_}, {kRunsDockHeight}, Qt::Vertical);
+    connect(sweeps_, &SweepTable::runHovered, charts_, [this](int64_t id) { charts_->setEmphasis(id); });
     connect(sweeps_, &SweepTable::showRunsRequested, this, [this](const QList<int64_t>& ids) {
         charts_->setGroupSeeds(true);
         charts_->setVisibleRuns(QList<qint64>(ids.begin(), ids.end()));

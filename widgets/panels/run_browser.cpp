@@ -26,6 +26,7 @@
 #include "widgets/data/run_database.h"
 #include "widgets/panels/config_diff.h"
 #include "widgets/panels/number_cell.h"
+#include "widgets/panels/run_hover.h"
 #include "widgets/panels/run_browser_parts.h"
 #include "widgets/data/qt_text.h"
 
@@ -291,30 +292,15 @@ int RunBrowser::rowOf(int64_t id) const {
 }
 
 // The run under the mouse in the table or the group tree (a group's own row
-// is no run), and none once the mouse is off the list.
+// is no run).
 void RunBrowser::followHover() {
-    for (QAbstractItemView* view : std::initializer_list<QAbstractItemView*>{table_, tree_}) {
-        view->setMouseTracking(true);  // entered() needs it
-        view->viewport()->installEventFilter(this);
-        connect(view, &QAbstractItemView::viewportEntered, this, [this] { hover(0); });
-    }
-    connect(table_, &QAbstractItemView::entered, this,
-            [this](const QModelIndex& index) { hover(std::max<int64_t>(0, idAtRow(index.row()))); });
-    connect(tree_, &QAbstractItemView::entered, this, [this](const QModelIndex& index) {
-        const QVariant id = index.siblingAtColumn(TreeName).data(kIdRole);
-        hover(id.isValid() ? id.toLongLong() : 0);
+    auto* inTable =
+        new RunHover(table_, [this](const QModelIndex& i) { return std::max<int64_t>(0, idAtRow(i.row())); });
+    auto* inTree = new RunHover(tree_, [](const QModelIndex& i) {
+        const QVariant id = i.siblingAtColumn(TreeName).data(kIdRole);
+        return id.isValid() ? id.toLongLong() : int64_t(0);
     });
-}
-
-void RunBrowser::hover(int64_t runId) {
-    if (runId == hovered_) return;
-    hovered_ = runId;
-    emit runHovered(runId);
-}
-
-bool RunBrowser::eventFilter(QObject* watched, QEvent* event) {
-    if (event->type() == QEvent::Leave && (watched == table_->viewport() || watched == tree_->viewport())) hover(0);
-    return QWidget::eventFilter(watched, event);
+    for (RunHover* hover : {inTable, inTree}) connect(hover, &RunHover::runHovered, this, &RunBrowser::runHovered);
 }
 
 int64_t RunBrowser::idAtRow(int row) const {

@@ -139,9 +139,6 @@ signals:
     // charts to bring its line forward.
     void runHovered(int64_t runId);
 
-protected:
-    bool eventFilter(QObject* watched, QEvent* event) override;
-
 private:
     // Of reward_mean and k3_kl (run_stats); NaN = none.
     struct Stats {
@@ -159,7 +156,6 @@ private:
 
     void buildUi();
     void followHover();
-    void hover(int64_t runId);
     void populate();
     void readRow(const RunSummary& summary, Row& row) const;
     void fillRow(int r, int64_t id, const Row& row);
@@ -196,7 +192,6 @@ private:
     // next edit: a CLI writing the database reloads the list every poll.
     QString editError_;
     QList<int64_t> selectionOrder_;  // selected runs in the order the user selected them
-    int64_t hovered_ = 0;            // the run under the mouse (runHovered)
 
     GroupBy groupBy_ = GroupBy::none;
     std::vector<SweepInfo> sweeps_;

@@ -20,6 +20,7 @@
 #include "widgets/charts/flow_layout.h"
 #include "widgets/data/palette.h"
 #include "widgets/data/run_database.h"
+#include "widgets/panels/run_hover.h"
 #include "widgets/panels/verdict_thresholds.h"
 #include "widgets/data/sweep_text.h"
 #include "widgets/data/qt_text.h"
@@ -162,6 +163,12 @@ void SweepTable::buildUi() {
     connect(tree_, &QTreeWidget::itemSelectionChanged, this, [this] {
         if (!tree_->selectedItems().isEmpty()) emit showRunsRequested(selectedRunIds());
     });
+    auto* hover = new RunHover(tree_, [this](const QModelIndex& index) {
+        const QTreeWidgetItem* item = tree_->itemFromIndex(index);
+        if (item && item->childCount() > 0) item = item->child(0);
+        return item ? item->data(ColConfig, kRunIdRole).toLongLong() : int64_t(0);
+    });
+    connect(hover, &RunHover::runHovered, this, &SweepTable::runHovered);
     fillTree();
 }
 

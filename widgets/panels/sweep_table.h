@@ -99,6 +99,9 @@ public:
 signals:
     // Overlay these runs on the charts, seeds grouped into bands.
     void showRunsRequested(const QList<int64_t>& runIds);
+    // The mouse is on a seed's row (its run) or a configuration's (its first
+    // seed's run, which finds its band); 0 on none.
+    void runHovered(int64_t runId);
     void thresholdsChanged(const VerdictThresholds& t);
     // "Export sweep report…": of sweepId() against baseline(), by thresholds().
     void exportReportRequested();

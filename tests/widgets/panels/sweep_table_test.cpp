@@ -159,6 +159,26 @@ void SweepTableTest::rowsMatchTheSummary() {
     QSignalSpy exportAsked(&table, &SweepTable::exportReportRequested);
     table.findChild<QPushButton*>(QStringLiteral("exportSweepReport"))->click();
     QCOMPARE(exportAsked.count(), 1);
+
+    // The mouse on a configuration's row names its first seed's run (the
+    // charts bring its band forward); on a seed's row, that run; off the
+    // table, none.
+    table.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&table));
+    QSignalSpy hovered(&table, &SweepTable::runHovered);
+    const auto moveTo = [&](const QTreeWidgetItem* item) {
+        const QPoint at = tree->visualItemRect(item).center();
+        QTest::mouseMove(tree->viewport(), at + QPoint(0, 1));  // a move to where the cursor is moves nothing
+        QTest::mouseMove(tree->viewport(), at);
+    };
+    moveTo(tree->topLevelItem(0));
+    QTRY_VERIFY(!hovered.isEmpty());
+    QCOMPARE(hovered.last().at(0).toLongLong(), other.stats[0].runs[0].run_id);
+    moveTo(tree->topLevelItem(0)->child(1));
+    QTRY_COMPARE(hovered.last().at(0).toLongLong(), other.stats[0].runs[1].run_id);
+    QEvent leave(QEvent::Leave);
+    QApplication::sendEvent(tree->viewport(), &leave);
+    QCOMPARE(hovered.last().at(0).toLongLong(), int64_t(0));
 }
 
 void SweepTableTest::thresholdsEditor() {
