@@ -69,8 +69,9 @@ public:
     int spaceBelow() const { return spaceBelow_; }
     // The chart's margins (and the legend's top margin when Qt Charts' legend
     // sits under the plot: the chart's margins lie outside the legend) with
-    // room for the labels, the titles and the space below. Lays the chart out at once when they change,
-    // so a paint or an export right after sees the new plot area.
+    // room for the labels, the titles and the space below. Lays the chart
+    // out at once when they change, so a paint or an export right after sees
+    // the new plot area.
     void fitMargins(QChart* chart);
 
     void paintGrid(QPainter* painter, const QRectF& plot) const;  // under the data

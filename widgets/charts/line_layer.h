@@ -37,8 +37,10 @@ public:
         stale_ = true;
     }
     // One run or seed group drawn over the others, which fade (the mouse is
-    // on its legend entry): 0 and an empty key for none. On screen only;
-    // vector output draws every line as it is.
+    // on its legend entry, or on its row in the run list or the sweep
+    // table): 0 and an empty key for none. A run drawn by its seed group
+    // brings the group forward. On screen only; vector output draws every
+    // line as it is.
     void setEmphasis(qint64 runId, const QString& groupKey);
     qint64 emphasisRun() const { return emphasisRun_; }
     // The lines of `traces` inside `plot` as `frame` maps them.
