@@ -36,7 +36,7 @@ public:
     // chart, placed by the caller (place()).
     ChartLegend(QChart* chart, ChartTraces& traces, const QWidget* view, QObject* parent = nullptr);
 
-    // The axes every marker and legend series is attached to.
+    // The axes every marker series is attached to.
     void setAxes(QAbstractAxis* x, QAbstractAxis* y);
     // A new y axis (log <-> linear): marker series are emptied first (points
     // prepared for the other scale must never meet a log axis) and attached

@@ -67,12 +67,15 @@ void LegendItem::setEntries(std::vector<LegendEntry> entries) {
 }
 
 void LegendItem::setFont(const QFont& font) {
+    if (font == font_) return;
     font_ = font;
     laidOut_.reset();
     update();
 }
 
+// Set on every redraw (syncEntries): unchanged, it repaints nothing.
 void LegendItem::setTextColour(const QColor& colour) {
+    if (colour == text_) return;
     text_ = colour;
     update();
 }

@@ -96,8 +96,9 @@ LineLayer::DrawnLine LineLayer::prepare(const QList<QPointF>& points, const Mapp
 }
 
 void LineLayer::setEmphasis(qint64 runId, const QString& groupKey) {
-    if (groupKey.isEmpty() ? runId == emphasisRun_ && emphasisGroup_.isEmpty() : groupKey == emphasisGroup_) return;
-    emphasisRun_ = groupKey.isEmpty() ? runId : 0;  // a group's entry names its first run too
+    const qint64 run = groupKey.isEmpty() ? runId : 0;  // a group's entry names its first run too
+    if (run == emphasisRun_ && groupKey == emphasisGroup_) return;
+    emphasisRun_ = run;
     emphasisGroup_ = groupKey;
     stale_ = true;
 }

@@ -259,10 +259,7 @@ private slots:
         for (int y = 0; y < large.height(); ++y)
             for (int x = 0; x < large.width(); ++x) {
                 const QColor p(large.pixel(x, y));
-                if (std::abs(p.red() - colour.red()) + std::abs(p.green() - colour.green()) +
-                        std::abs(p.blue() - colour.blue()) >=
-                    60)
-                    continue;
+                if (colourDistance(p, colour) >= 60) continue;
                 ++runPixels;
                 if (y < large.height() - 60) left = std::min(left, x), right = std::max(right, x);  // not the legend
             }
