@@ -95,11 +95,18 @@ size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
 constexpr int kSkinnyRows = 8;
 constexpr int kSkinnyMaxSplit = 16;
 constexpr int kSkinnyAhead = 8;  // k loaded before their adds; a slice is a multiple of it
-// The GEMMs it runs (FastGemm::by_batch): up to 2^25 multiply-adds, cuBLAS
-// above. On an H200 (mismatch-lab-bench-cuda-gemm, README) it took 3.4-8.2 us
-// per call up to there at the presets' shapes, against cuBLAS's 6-11 (fp32)
-// and 13-23 (16-bit: three calls); above it cuBLAS was as fast or faster.
-constexpr int64_t kSkinnyMaxMacs = int64_t(1) << 25;
+// The GEMMs it runs (FastGemm::by_batch): up to 2^28 multiply-adds, every
+// GEMM of the model presets (the largest, dense-small's recompute, 4864 rows
+// by 128 by 384, is 2^27.8); cuBLAS above. A step on the GPU is bound by the
+// host's time between calls, tens of microseconds, so a kernel whose device
+// time stays under that costs nothing more, and a cuBLAS call's host work
+// (and at 16 bits its two extra launches) does. On an H200 (README) the
+// fast family's recompute with cuBLAS from 2^25 took 3-7 % longer than the
+// batch-invariant one's on dense-tiny, dense-small and dense-deep; with
+// this kernel on every preset GEMM, no phase of any preset was slower.
+// Past 2^28 cuBLAS's device-time lead outgrows that (a 1024 x 1024 weight
+// at 256 rows: 20-22 us against 43).
+constexpr int64_t kSkinnyMaxMacs = int64_t(1) << 28;
 constexpr int kSkinnyMaxM = 65535 * kSkinnyRows;  // the grid's y dimension
 
 template <bool kVec4>
@@ -210,8 +217,8 @@ void gemm_fast(const Exec& ex, float* out, const float* inp, const float* w, int
 //  * batch_invariant: a thread per output: one FMA chain over k = 0..K-1
 //    ascending from +0, + bias[n], rounded (bodies.h): the CPU's plan, the
 //    CPU's bits, whatever M.
-//  * fast, up to kSkinnyMaxMacs multiply-adds (decode, the experts' rows,
-//    the smaller prefill GEMMs): the skinny split-K kernel above, one launch, fp32
+//  * fast, up to kSkinnyMaxMacs multiply-adds (every GEMM of the model
+//    presets): the skinny split-K kernel above, one launch, fp32
 //    FMA on the operands as given, then + bias, rounded.
 //  * fast, larger: cuBLAS with its own heuristics per shape (algorithm,
 //    split-K, tiles: its bits depend on M). fp32 storage: cublasSgemm in its
