@@ -12,9 +12,10 @@
 #   gpu-bundle/run.sh         on the GPU machine, from the repository root:
 #                             the device's name, every GPU test suite, the
 #                             fast GEMM plans' crossover table, a paired
-#                             GPU bench of dense-small and dense-tiny (24
-#                             interleaved steps, both families, then two
-#                             identical lanes), then
+#                             GPU bench of every model preset (24 or 12
+#                             interleaved steps, both families; then two
+#                             identical lanes of the dense ones), a profile
+#                             of dense-small's step in each family, then
 #                             `bench --device both --kernels both` on the
 #                             model presets, then memcheck if time is left
 #                             (MLK_GPU_BUDGET_S, default 400 s); logs to $OUT
@@ -103,11 +104,10 @@ echo "suites done at ${SECONDS} s"
 # Where the fast family's GEMM plans cross over on this device (a table).
 timeout 60 "$bin/mismatch-lab-bench-cuda-gemm" --quick >"$out/gemm.txt" 2>&1 || rc=1
 echo "GEMM plan bench done at ${SECONDS} s"
-# Issue 14's open GPU item: is the fast family's rollout at least as fast as
-# the batch-invariant one on dense-small? Its fast / batch-invariant rollout
-# time read 1.07 and 1.23 in runs of three timed steps (an H200, eleventh
-# session); 24 interleaved pairs give the paired median and
-# its bootstrap interval, and two identical lanes (`--kernels same`) the
+# Issue 14's GPU item: is the fast family at least as fast as the
+# batch-invariant one in every phase? Interleaved pairs of steps give each
+# phase's paired median and its bootstrap interval: 24 pairs on the dense
+# presets, 12 on the larger ones; two identical lanes (`--kernels same`) the
 # noise floor of that median on this machine.
 line_buffered=""
 command -v stdbuf >/dev/null && line_buffered="stdbuf -oL"
@@ -115,7 +115,17 @@ for lanes in both same; do
   timeout 120 $line_buffered "$bin/mismatch-lab-cli" bench --preset dense-small --preset dense-tiny --device cuda \
     --kernels "$lanes" --steps 24 2>&1 | tee "$out/bench-paired-$lanes.txt" || rc=1
 done
+timeout 150 $line_buffered "$bin/mismatch-lab-cli" bench --preset moe-tiny --preset moe-small --preset dense-deep \
+  --preset moe-deep --device cuda --kernels both --steps 12 2>&1 | tee -a "$out/bench-paired-both.txt" || rc=1
 echo "paired GPU bench done at ${SECONDS} s"
+# Where dense-small's step spends its time in each family: device time by
+# kernel, and the host's time between device calls (MLK_CUDA_PROFILE waits
+# for each call, so these steps are slower than the bench's).
+for family in fast batch-invariant; do
+  MLK_CUDA_PROFILE=1 timeout 60 "$bin/mismatch-lab-cli" bench --preset dense-small --device cuda \
+    --kernels "$family" --steps 4 >"$out/profile-$family.txt" 2>&1 || rc=1
+done
+echo "profiles done at ${SECONDS} s"
 # The RL step per model preset, each kernel family, on the CPU and then with
 # both engines on the GPU.
 left=$((budget - SECONDS - 60))
