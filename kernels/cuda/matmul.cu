@@ -104,8 +104,9 @@ constexpr int kSkinnyAhead = 8;  // k loaded before their adds; a slice is a mul
 // fast family's recompute with cuBLAS from 2^25 took 3-7 % longer than the
 // batch-invariant one's on dense-tiny, dense-small and dense-deep; with
 // this kernel on every preset GEMM, no phase of any preset was slower.
-// Past 2^28 cuBLAS's device-time lead outgrows that (a 1024 x 1024 weight
-// at 256 rows: 20-22 us against 43).
+// Up to 2^28 the kernel takes at most about 50 us (a 1024 x 1024 weight at
+// 256 rows, 2^28: 43 us, cuBLAS 15-20); past it, its time outgrows what the
+// host's time hides (at 512 rows: 131 us, cuBLAS 15-33).
 constexpr int64_t kSkinnyMaxMacs = int64_t(1) << 28;
 constexpr int kSkinnyMaxM = 65535 * kSkinnyRows;  // the grid's y dimension
 
