@@ -55,6 +55,7 @@ struct Exec {
 // made on one thread never changes another thread's bits.
 void set_num_threads(int n);
 int num_threads();
+int default_num_threads();  // the count of a thread that set none
 // Runs task(i) for i = 0..n-1 across the pool, for many small independent
 // kernels that would each leave threads idle (an MoE layer's experts: a
 // grouped GEMM). Each thread claims the next task as it finishes one, largest

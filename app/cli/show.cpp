@@ -45,6 +45,7 @@ int cmd_show(const Argv& argv) {
     std::printf("run %lld  %s\n  preset %s  status %s  steps %lld  seed %llu  created %s  app %s\n", (long long)id,
                 info->name.c_str(), info->preset.c_str(), info->status.c_str(), (long long)info->steps,
                 (unsigned long long)info->seed, info->created.c_str(), info->app_version.c_str());
+    if (!info->machine.empty()) std::printf("  ran on %s\n", info->machine.c_str());
     if (!info->error.empty()) std::printf("  error: %s\n", info->error.c_str());
     if (info->status == kInterruptedStatus)
         std::printf("  its process is gone: `mismatch-lab-cli resume %lld --db %s` continues it\n", (long long)id,

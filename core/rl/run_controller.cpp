@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/engines/machine.h"
 #include "core/metrics/run_stats.h"
 #include "core/model/checkpoint.h"
 
@@ -39,6 +40,17 @@ std::string divergence_of(const StepRecord& rec) {
     return {};
 }
 
+constexpr const char* kResumedOn = "; from step ";
+
+// The machine a run's record names for its latest steps: the part after the
+// last resumption, or the whole record.
+std::string latest_machine(const std::string& record) {
+    const size_t at = record.rfind(kResumedOn);
+    if (at == std::string::npos) return record;
+    const size_t colon = record.find(": ", at);
+    return colon == std::string::npos ? record : record.substr(colon + 2);
+}
+
 }  // namespace
 
 RunController RunController::create(Store& store, const Config& cfg_in, const std::string& preset,
@@ -48,12 +60,14 @@ RunController RunController::create(Store& store, const Config& cfg_in, const st
     if (total_steps > 0) cfg.rl.steps = (int)total_steps;
     validate(cfg);
     check_devices(cfg);
+    const std::string machine = machine_description(cfg);
     RunController rc;
     rc.store_ = &store;
     rc.cb_ = cb;
     rc.total_steps_ = cfg.rl.steps;
     rc.run_id_ =
         store.create_run(name, preset, config_to_json(cfg).dump(), (uint64_t)cfg.seed, RunStatus::running, sweep_slot);
+    store.set_machine(rc.run_id_, machine);
     try {
         rc.lock_.emplace(RunWriterLock::acquire(store.path(), rc.run_id_));
         rc.base_ = make_base_policy(cfg, cache_dir, cb.on_base, cb.cancel);
@@ -82,6 +96,7 @@ RunController RunController::resume(Store& store, int64_t run_id, const RunCallb
     RunWriterLock lock = RunWriterLock::acquire(store.path(), run_id);
     Config cfg = config_from_json(nlohmann::json::parse(info->config_json));
     check_devices(cfg);
+    const std::string machine = machine_description(cfg);
     RunController rc;
     rc.store_ = &store;
     rc.cb_ = cb;
@@ -111,6 +126,10 @@ RunController RunController::resume(Store& store, int64_t run_id, const RunCallb
     store.truncate_after(run_id, from);
     tidy_checkpoint_folder(store, run_id, run_checkpoint_root(store.path(), run_id));
     store.set_status(run_id, RunStatus::running);
+    // Resumed elsewhere: the record names where the steps from here on are made.
+    if (info->machine.empty()) store.set_machine(run_id, machine);
+    else if (latest_machine(info->machine) != machine)
+        store.set_machine(run_id, info->machine + kResumedOn + std::to_string(from + 1) + ": " + machine);
     rc.lock_.emplace(std::move(lock));
     return rc;
 }

@@ -80,7 +80,8 @@ nlohmann::json export_json(Store& store, const std::vector<int64_t>& run_ids) {
                                {"preset", info.preset},   {"status", info.status},
                                {"created", info.created}, {"updated", info.updated},
                                {"seed", info.seed},       {"app_version", info.app_version},
-                               {"notes", info.notes},     {"steps", info.steps}};
+                               {"machine", info.machine}, {"notes", info.notes},
+                               {"steps", info.steps}};
         try {
             meta["config"] = nlohmann::json::parse(info.config_json);
         } catch (const nlohmann::json::exception&) {

@@ -112,6 +112,11 @@ void Store::set_notes(int64_t run_id, const std::string& notes) {
     update_run_field(*impl_, "UPDATE runs SET notes = ?, updated = ? WHERE id = ?", run_id, notes);
 }
 
+void Store::set_machine(int64_t run_id, const std::string& machine) {
+    std::lock_guard lock(impl_->mu);
+    update_run_field(*impl_, "UPDATE runs SET machine = ?, updated = ? WHERE id = ?", run_id, machine);
+}
+
 void Store::delete_run(int64_t run_id) {
     // A run some process is writing is refused: its writer's next step would
     // fail on a run that is gone. Holding the run's lock while its rows go
@@ -184,7 +189,7 @@ std::optional<RunInfo> Store::run_info(int64_t run_id) {
     Query q(*impl_,
             "SELECT r.id, r.name, r.created, r.status, r.preset, r.config_json, r.seed, r.app_version, "
             "r.notes, r.updated, (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id), "
-            "(SELECT MAX(step) FROM steps s WHERE s.run_id = r.id), r.error FROM runs r WHERE r.id = ?");
+            "(SELECT MAX(step) FROM steps s WHERE s.run_id = r.id), r.error, r.machine FROM runs r WHERE r.id = ?");
     q.bind(1, run_id);
     if (!q.row()) return std::nullopt;
     RunInfo r;
@@ -201,6 +206,7 @@ std::optional<RunInfo> Store::run_info(int64_t run_id) {
     r.steps = q.i64(10);
     if (!q.is_null(11)) r.last_step = q.i64(11);
     r.error = q.text(12);
+    r.machine = q.text(13);
     r.status = reader_status(path_, r.id, r.status);
     return r;
 }

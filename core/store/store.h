@@ -112,7 +112,8 @@ struct RunInfo {
     std::string name, created, status, preset, config_json;
     uint64_t seed = 0;
     std::string app_version, notes, updated;
-    std::string error;  // why the run failed or diverged; empty otherwise
+    std::string error;    // why the run failed or diverged; empty otherwise
+    std::string machine;  // where it ran (core/engines/machine.h); empty before schema v6
     int64_t steps = 0;
     std::optional<int64_t> last_step;
 };
@@ -190,6 +191,7 @@ public:
     void set_status(int64_t run_id, RunStatus status, const std::string& error = {});
     void rename_run(int64_t run_id, const std::string& name);
     void set_notes(int64_t run_id, const std::string& notes);
+    void set_machine(int64_t run_id, const std::string& machine);
     // The run, all its rows and its checkpoint folder; no-op if absent.
     // StoreError, with nothing deleted, while a process writes the run.
     void delete_run(int64_t run_id);

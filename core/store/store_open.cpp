@@ -121,11 +121,17 @@ CREATE TABLE worst_tokens(
   PRIMARY KEY(run_id, step)) WITHOUT ROWID;
 )sql";
 
+// v6: where each run was made (core/engines/machine.h): its timings, and on a
+// GPU the fast family's bits, depend on it.
+constexpr const char* kSchemaV6 = R"sql(
+ALTER TABLE runs ADD COLUMN machine TEXT NOT NULL DEFAULT '';
+)sql";
+
 static_assert(Store::kApplicationId == 1296845617, "kSchemaV1 spells the application id out");
 
 const std::vector<Migration>& migrations() {
     static const std::vector<Migration> m = {
-        {1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}, {4, kSchemaV4}, {5, kSchemaV5},
+        {1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}, {4, kSchemaV4}, {5, kSchemaV5}, {6, kSchemaV6},
     };
     return m;
 }

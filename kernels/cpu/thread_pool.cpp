@@ -246,6 +246,7 @@ void set_num_threads(int n) {
     if (cpu::tl_threads > cpu::pool().threads()) cpu::pool().resize(cpu::tl_threads);
 }
 int num_threads() { return cpu::tl_threads > 0 ? cpu::tl_threads : cpu::Pool::default_threads(); }
+int default_num_threads() { return cpu::Pool::default_threads(); }
 
 // One pool region of T parts; each part claims tasks from a shared counter
 // until none is left, so a large task on one thread does not hold back the

@@ -274,6 +274,7 @@ void RunBrowser::refresh() {
 void RunBrowser::readRow(const RunSummary& s, Row& r) const {
     if (auto info = db_->runInfo(s.id)) {
         r.notes = info->notes;
+        r.machine = info->machine;
         r.configJson = info->config_json;
         r.seed = static_cast<int64_t>(info->seed);
     }
@@ -392,7 +393,8 @@ void RunBrowser::fillRow(int r, int64_t id, const Row& row) {
     number(ColFinalReward, row.stats.finalReward, stat(row.stats.finalReward));
     number(ColBestReward, row.stats.bestReward, stat(row.stats.bestReward));
     number(ColMeanK3, row.stats.meanK3, stat(row.stats.meanK3));
-    text(ColCreated, localTimeText(s.created))->setToolTip(qs(s.created));
+    text(ColCreated, localTimeText(s.created))
+        ->setToolTip(row.machine.empty() ? qs(s.created) : tr("%1\nRan on %2").arg(qs(s.created), qs(row.machine)));
 }
 
 void RunBrowser::fitColumns() {

@@ -149,6 +149,7 @@ private:
     struct Row {
         RunSummary summary;
         std::string notes;
+        std::string machine;  // where it ran, for the Created column's tooltip
         std::string configJson;
         int64_t seed = 0;
         Stats stats;

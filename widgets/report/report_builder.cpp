@@ -258,10 +258,33 @@ QString Builder::runs_section() {
                  .arg(many ? QStringLiteral("All runs") : QStringLiteral("The run"),
                       runs.front().info.app_version.empty() ? QStringLiteral("(version not recorded)")
                                                             : esc(runs.front().info.app_version));
+    h += machines_note();
     for (const auto& r : runs)
         if (!r.info.notes.empty())
             h += QStringLiteral("<p class=\"note\">Notes on %1: %2</p>\n").arg(esc(r.label), esc(r.info.notes));
     return h;
+}
+
+// Where the runs were made: their timings, and on a GPU the fast family's
+// bits, depend on it. One machine for every run (the usual case) is a line.
+QString Builder::machines_note() {
+    bool one_machine = true;
+    for (const auto& r : runs) one_machine = one_machine && r.info.machine == runs.front().info.machine;
+    if (runs.empty() || (one_machine && runs.front().info.machine.empty())) return {};
+    const auto machine = [](const RunInfo& r) {
+        return r.machine.empty() ? QStringLiteral("(not recorded)") : esc(r.machine);
+    };
+    if (one_machine)
+        return QStringLiteral("<p class=\"note\">%1 on %2.</p>\n")
+            .arg(runs.size() > 1 ? QStringLiteral("All runs ran") : QStringLiteral("The run ran"),
+                 machine(runs.front().info));
+    QString h = QStringLiteral(
+                    "<p class=\"note\">The runs ran on different machines (their timings, and on a GPU "
+                    "the fast family's bits, depend on it):</p>\n") +
+                table_open() + QStringLiteral("<tr><th>run</th><th>ran on</th></tr>\n");
+    for (const auto& r : runs)
+        h += QStringLiteral("<tr><td>%1</td><td>%2</td></tr>\n").arg(esc(r.label), machine(r.info));
+    return h + QStringLiteral("</table>\n");
 }
 
 QString Builder::summary_section() {

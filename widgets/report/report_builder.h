@@ -86,6 +86,7 @@ struct Builder {
 
     QString head();
     QString runs_section();
+    QString machines_note();
     QString summary_section();
     QString charts_section();
     std::vector<report::ChartRun> chart_runs(const std::string& metric);

@@ -1,6 +1,5 @@
 // The report's tables: configuration (all of one run, or what differs from the
 // baseline), the environment that generated it, and the raw per-step data.
-#include <QFile>
 #include <QSysInfo>
 #include <QtGlobal>
 
@@ -13,6 +12,7 @@
 #include <sqlite3.h>
 
 #include "core/config/config.h"
+#include "core/engines/machine.h"
 #include "core/model/params.h"
 #include "core/store/export.h"
 #include "kernels/cpu/features.h"
@@ -22,16 +22,6 @@
 namespace mlk::report_detail {
 
 namespace {
-
-QString cpu_model() {
-    QFile f(QStringLiteral("/proc/cpuinfo"));
-    if (f.open(QIODevice::ReadOnly)) {
-        const QList<QByteArray> lines = f.readAll().split('\n');
-        for (const QByteArray& l : lines)
-            if (l.startsWith("model name")) return QString::fromUtf8(l.mid(l.indexOf(':') + 1)).trimmed();
-    }
-    return QSysInfo::currentCpuArchitecture();
-}
 
 QString build_description() {
     QString compiler;
@@ -140,13 +130,13 @@ QString Builder::config_section() {
 QString Builder::environment_section() {
     QString h = QStringLiteral(
         "<h2>Environment</h2>\n<p class=\"note\">The machine and build that generated this "
-        "report; the version of the application that made each run is in the Runs section.</p>\n");
+        "report; the version and the machine that made each run are in the Runs section.</p>\n");
     h += table_open();
     auto row = [&](const QString& k, const QString& v) {
         h += QStringLiteral("<tr><th width=\"28%\">%1</th><td>%2</td></tr>\n").arg(esc(k), esc(v));
     };
     row(QStringLiteral("Application"), QStringLiteral("Mismatch Lab ") + QStringLiteral(MLK_VERSION));
-    row(QStringLiteral("CPU"), cpu_model());
+    row(QStringLiteral("CPU"), qs(cpu_model_name()));
     row(QStringLiteral("Threads"), QStringLiteral("%1 hardware threads; kernel pool %2; SIMD path %3")
                                        .arg(std::thread::hardware_concurrency())
                                        .arg(num_threads())

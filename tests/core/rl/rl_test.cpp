@@ -20,8 +20,10 @@
 #include "core/metrics/catalogue.h"
 #include "core/store/export.h"
 #include "core/config/presets.h"
+#include "core/engines/machine.h"
 #include "core/rl/run_controller.h"
 #include "core/rl/session.h"
+#include "kernels/cpu/features.h"
 #include "tests/cli_runner.h"
 #include "tests/scratch.h"
 
@@ -120,6 +122,40 @@ TEST(Rl, ResumeRecomputesTheSameSteps) {
             ASSERT_EQ((int)series.size(), 8);
             EXPECT_EQ(series[step].second, v) << name << " at step " << step;
         }
+}
+
+// A run records where it was made (its timings, and on a GPU the fast
+// family's bits, depend on it), and a run resumed on another machine says
+// from which step that one made it; resumed where it last ran, it says
+// nothing more.
+TEST(Rl, ARunRecordsWhereItRanAndWhereItWasResumed) {
+    Store store = Store::open(db_path("machine"));
+    Config c = small_config();
+    c.kernels.threads = 1;
+    c.run.checkpoint_every = 1;
+    int64_t id = 0;
+    run_steps(store, c, 2, &id);
+    const std::string here = machine_description(c);
+    EXPECT_EQ(store.run_info(id)->machine, here);
+    EXPECT_EQ(here.rfind(cpu_model_name() + ", SIMD " + cpu::isa_name(cpu::active_isa()) + ", 1 kernel thread", 0), 0u)
+        << here;
+    const auto resume_one_step = [&] {
+        RunController rc = RunController::resume(store, id, {}, 1);
+        const int64_t from = rc.resumed_from().value();
+        while (!rc.done()) rc.step();
+        rc.finish(RunStatus::finished);
+        return from;
+    };
+    resume_one_step();
+    EXPECT_EQ(store.run_info(id)->machine, here) << "resumed where it ran";
+    const std::string elsewhere = "Another CPU, SIMD avx2, 8 kernel threads; rollout on CUDA: Some GPU";
+    store.set_machine(id, elsewhere);
+    const std::string expected = elsewhere + "; from step " + std::to_string(resume_one_step() + 1) + ": " + here;
+    EXPECT_EQ(store.run_info(id)->machine, expected);
+    resume_one_step();
+    EXPECT_EQ(store.run_info(id)->machine, expected) << "resumed where it last ran";
+    const auto shown = cli("show " + std::to_string(id) + " --db " + store.path());
+    EXPECT_NE(shown.out.find("\n  ran on " + expected + "\n"), std::string::npos) << shown.out;
 }
 
 // A checkpoint changes nothing of the run it saves: the optimizer's moments

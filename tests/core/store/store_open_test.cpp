@@ -317,6 +317,28 @@ TEST_F(StoreTest, ASecondConnectionKeepsTheFirstOnesLocks) {
     EXPECT_TRUE(another_process_reads(path));
 }
 
+// What a v4 file holds: none of v5's table and v6's column.
+constexpr const char* kBackToV4 =
+    "ALTER TABLE runs DROP COLUMN machine; DROP TABLE worst_tokens; PRAGMA user_version = 4;";
+
+// Schema v6 added where each run was made: a v5 file's runs say nothing,
+// and a run's record can be set and read back after the migration.
+TEST_F(StoreTest, MachineRoundTripAndAV5FileOpens) {
+    const auto path = file("v5.sqlite");
+    int64_t id = 0;
+    {
+        Store s = Store::open(path);
+        id = s.create_run("before v6", "", "{}", 1);
+        s.set_machine(id, "set before the file went back to v5");
+    }
+    Raw(path).exec("ALTER TABLE runs DROP COLUMN machine; PRAGMA user_version = 5;");
+    Store s = Store::open(path);
+    EXPECT_EQ(s.run_info(id)->machine, "") << "a run from before v6 names no machine";
+    s.set_machine(id, "Some CPU, SIMD avx2, 4 kernel threads");
+    EXPECT_EQ(s.run_info(id)->machine, "Some CPU, SIMD avx2, 4 kernel threads");
+    EXPECT_EQ(Raw(path).scalar("PRAGMA user_version"), std::to_string(Store::schema_version()));
+}
+
 // Schema v5 added the worst_tokens table ("why this token?"): a v4 file
 // opens, its steps simply have none, and new steps keep theirs, written,
 // replaced, truncated and deleted with the rest of the step.
@@ -331,7 +353,7 @@ TEST_F(StoreTest, WorstTokensRoundTripAndAV4FileOpens) {
     {
         // What the previous release left: everything but the v5 table.
         Raw raw(path);
-        raw.exec("DROP TABLE worst_tokens; PRAGMA user_version = 4;");
+        raw.exec(kBackToV4);
     }
     Store s = Store::open(path);
     EXPECT_EQ(s.worst_tokens(id, 0), "") << "a step from before v5 has none";
@@ -401,7 +423,7 @@ TEST_F(StoreTest, AStoreThisUserMayNotWriteIsReadOnly) {
         Store o = Store::open(old);
         o.create_run("older", "", "{}", 1);
     }
-    Raw(old).exec("DROP TABLE worst_tokens; PRAGMA user_version = 4;");
+    Raw(old).exec(kBackToV4);
     const std::string old_bytes = read_bytes(old);
     const auto lock_down = [&] {
         for (const auto& f : fs::directory_iterator(dir_))

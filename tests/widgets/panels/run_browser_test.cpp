@@ -135,6 +135,7 @@ void RunBrowserTest::cleanup() {
 }
 
 void RunBrowserTest::listsEveryRunWithStats() {
+    store_->set_machine(a_, "Some CPU, SIMD avx2, 4 kernel threads");
     RunBrowser br;
     br.setDatabase(db_.get());
     QTableWidget* t = br.table();
@@ -156,6 +157,11 @@ void RunBrowserTest::listsEveryRunWithStats() {
     QCOMPARE(cell(a_, RunBrowser::ColMeanK3), QString("0.002"));
     QCOMPARE(cell(c_, RunBrowser::ColMeanK3), QString("\u2014"));  // no k3_kl metric
     QVERIFY(!cell(a_, RunBrowser::ColCreated).isEmpty());
+    const auto createdTip = [&](int64_t id) {
+        return t->item(static_cast<int>(br.runIds().indexOf(id)), RunBrowser::ColCreated)->toolTip();
+    };
+    QVERIFY2(createdTip(a_).endsWith("\nRan on Some CPU, SIMD avx2, 4 kernel threads"), qPrintable(createdTip(a_)));
+    QVERIFY2(!createdTip(b_).contains("Ran on"), "a run that recorded no machine names none");
 }
 
 void RunBrowserTest::sortsNumerically() {

@@ -103,6 +103,7 @@ private slots:
     void followsTheScreen();
     void builtModelNamesItsDimensions();
     void appVersionIsAColumnOnlyWhenRunsDiffer();
+    void machinesAreALineOrATable();
     void perMetricRowsNameRunsByWhatDiffers();
 
 private:
@@ -551,6 +552,29 @@ void ReportTest::appVersionIsAColumnOnlyWhenRunsDiffer() {
     QVERIFY(rep.html.contains(QStringLiteral("<th>app version</th>")));
     QVERIFY(rep.html.contains(QStringLiteral("<td>0.0.9</td>")));
     QVERIFY(!rep.html.contains(QStringLiteral("made by Mismatch Lab")));
+}
+
+// Where the runs were made: nothing when no run recorded it, a line when
+// all ran on one machine, a table of run and machine when they differ.
+void ReportTest::machinesAreALineOrATable() {
+    ReportRequest req;
+    req.runs = {collapse_, onpolicy_};
+    const QString copy = dir_->filePath(QStringLiteral("machines.db"));
+    QVERIFY(QFile::copy(QString::fromStdString(db_), copy));
+    Store store = Store::open(copy.toStdString());
+    QVERIFY(!build_report(store, req).html.contains(QStringLiteral(" ran on ")));
+    const std::string here = "Some CPU, SIMD avx512, 2 kernel threads";
+    store.set_machine(collapse_, here);
+    store.set_machine(onpolicy_, here);
+    QString html = build_report(store, req).html;
+    QVERIFY2(html.contains(QStringLiteral("All runs ran on Some CPU, SIMD avx512, 2 kernel threads.")),
+             qPrintable(html.left(4000)));
+    store.set_machine(onpolicy_, here + "; rollout on CUDA: Some GPU <sm_90>");
+    html = build_report(store, req).html;
+    QVERIFY(!html.contains(QStringLiteral("All runs ran on")));
+    QVERIFY(html.contains(QStringLiteral("<th>ran on</th>")));
+    QVERIFY(html.contains(QStringLiteral("<td>Some CPU, SIMD avx512, 2 kernel threads</td>")));
+    QVERIFY2(html.contains(QStringLiteral("rollout on CUDA: Some GPU &lt;sm_90&gt;</td>")), "escaped");
 }
 
 QTEST_MAIN(ReportTest)
