@@ -133,6 +133,17 @@ void ConfigDiffView::rebuild() {
     for (const Column& c : columns_) flat.push_back(flatConfig(c.configJson));
     std::vector<std::string> keys;
     std::set<std::string> seen;
+    // Not a setting, but what a difference in timings or in the fast
+    // family's bits may come from: compared like one where two runs say.
+    const std::string ranOn = "(ran on)";
+    const auto recorded =
+        std::count_if(columns_.begin(), columns_.end(), [](const Column& c) { return !c.machine.empty(); });
+    if (recorded >= 2) {
+        for (size_t i = 0; i < flat.size(); ++i)
+            if (!columns_[int(i)].machine.empty()) flat[i][ranOn] = columns_[int(i)].machine;
+        keys.push_back(ranOn);
+        seen.insert(ranOn);
+    }
     for (const ConfigKey& k : config_schema())
         if (seen.insert(k.key).second) keys.push_back(k.key);
     for (const FlatConfig& f : flat)
@@ -167,6 +178,10 @@ void ConfigDiffView::rebuild() {
         auto* keyItem = new QTableWidgetItem(qs(k));
         if (const ConfigKey* meta = find_config_key(k))
             keyItem->setToolTip(QStringLiteral("%1 (%2)").arg(qs(meta->label), qs(meta->section)));
+        else if (k == ranOn)
+            keyItem->setToolTip(
+                tr("Not a setting: the machine that made the run. Its timings depend on it, and so "
+                   "may the fast family's bits (thread count, GPU)."));
         if (differs) {
             QFont font = keyItem->font();
             font.setBold(true);

@@ -4,7 +4,8 @@
 // reference config and the configs compared with it. A value that differs
 // from the reference is highlighted (palette::changedSetting), its key bold;
 // a value its run does not read (config_ignored_keys) is grey with why, and
-// is not highlighted when the reference does not read it either.
+// is not highlighted when the reference does not read it either. Where a
+// column's run was made, when one recorded it, is a first row, "(ran on)".
 #pragma once
 
 #include <QColor>
@@ -28,6 +29,7 @@ public:
         QString title;
         QColor colour;           // swatch in the header; invalid = none
         std::string configJson;  // as stored; "" = every default
+        std::string machine;     // where the run was made; "" = not recorded
     };
 
     explicit ConfigDiffView(QWidget* parent = nullptr);

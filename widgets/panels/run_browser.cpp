@@ -521,7 +521,8 @@ void RunBrowser::updateDiff() {
     QList<ConfigDiffView::Column> cols;
     const auto column = [&](int64_t id, const QString& role) {
         const Row& row = rows_.at(id);
-        return ConfigDiffView::Column{role + runLabel(id, qs(row.summary.name)), runColour(id), row.configJson};
+        return ConfigDiffView::Column{role + runLabel(id, qs(row.summary.name)), runColour(id), row.configJson,
+                                      row.machine};
     };
     QString title;
     if (ref && rows_.count(*ref)) {
@@ -529,7 +530,8 @@ void RunBrowser::updateDiff() {
         for (int64_t id : sel)
             if (id != *ref && rows_.count(id)) cols << column(id, QString());
         if (cols.size() == 1) {
-            cols.insert(0, ConfigDiffView::Column{tr("defaults"), QColor(), config_to_json(Config{}).dump()});
+            cols.insert(
+                0, ConfigDiffView::Column{tr("defaults"), QColor(), config_to_json(Config{}).dump(), std::string()});
             title = tr("<b>Config of run %1</b> against the defaults. Select other runs to compare%2.")
                         .arg(*ref)
                         .arg(baseline_ ? QString() : tr(", or right-click \u2192 Pin as baseline"));

@@ -74,6 +74,7 @@ private slots:
     void coloursAreStable();
     void configDiffDifferencesOnly();
     void configDiffGreysWhatARunDoesNotRead();
+    void configDiffSaysWhereTheRunsRan();
     void configDiffCutsLongRunNamesInTheMiddle();
     void configDiffGivesTwoRunsTheRoomThereIs();
     void hoveringARunSaysWhichForTheCharts();
@@ -389,6 +390,33 @@ void RunBrowserTest::hoveringARunSaysWhichForTheCharts() {
     QEvent leave(QEvent::Leave);
     QApplication::sendEvent(t->viewport(), &leave);
     QCOMPARE(hovered.last().front().toLongLong(), int64_t(0));
+}
+
+// Where two runs were made is a first row of their diff, "(ran on)",
+// compared like a setting; with fewer than two runs that recorded it (a
+// lone run against the defaults, runs from before schema v6) there is none.
+void RunBrowserTest::configDiffSaysWhereTheRunsRan() {
+    const std::string two = "Some CPU, SIMD avx512, 2 kernel threads", one = "Some CPU, SIMD avx512, 1 kernel thread";
+    store_->set_machine(a_, two);
+    store_->set_machine(c_, one);
+    RunBrowser br;
+    br.setDatabase(db_.get());
+    br.selectRuns({a_});
+    QVERIFY(!br.diffKeys().contains("(ran on)"));
+    br.selectRuns({a_, b_});
+    QVERIFY2(!br.diffKeys().contains("(ran on)"), "b recorded none");
+    br.selectRuns({a_, c_});
+    QCOMPARE(br.diffKeys().front(), QString("(ran on)"));
+    QTableWidget* d = br.diffTable();
+    QCOMPARE(d->item(0, 1)->text(), qs(two));
+    QCOMPARE(d->item(0, 2)->text(), qs(one));
+    QVERIFY(d->item(0, 0)->toolTip().contains("Not a setting"));
+    store_->set_machine(c_, two);
+    br.refresh();
+    br.selectRuns({a_, c_});
+    QVERIFY2(!br.diffKeys().contains("(ran on)"), "the same machine is no difference");
+    br.setDifferencesOnly(false);
+    QCOMPARE(br.diffKeys().front(), QString("(ran on)"));
 }
 
 void RunBrowserTest::configDiffDifferencesOnly() {
