@@ -269,8 +269,10 @@ Report build_sweep_report(Store& store, const SweepReportRequest& req) {
 
     const SweepSections s(sum, *info, views);
     QString body = b.head() + s.spec() + b.files_marker() + s.verdicts() + b.charts_section() + s.seeds();
-    // The configuration diff and environment over one run per configuration
-    // (its first), named after the configuration: seeds would only repeat it.
+    // Where they ran over every run of the sweep; the configuration diff and
+    // environment over one run per configuration (its first), named after
+    // the configuration: seeds would only repeat it.
+    const QString machines = b.machines_note();
     std::vector<report_detail::RunData> all = std::move(b.runs);
     b.runs.clear();
     for (size_t i : order) {
@@ -279,7 +281,7 @@ Report build_sweep_report(Store& store, const SweepReportRequest& req) {
         r.label = qs(sum.configs[i].name);
         b.runs.push_back(std::move(r));
     }
-    body += b.config_section() + b.environment_section();
+    body += b.config_section() + b.environment_section() + machines;
     b.runs = std::move(all);
     return b.finish(std::move(body));
 }

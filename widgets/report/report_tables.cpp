@@ -130,7 +130,7 @@ QString Builder::config_section() {
 QString Builder::environment_section() {
     QString h = QStringLiteral(
         "<h2>Environment</h2>\n<p class=\"note\">The machine and build that generated this "
-        "report; the version and the machine that made each run are in the Runs section.</p>\n");
+        "report, which need not be those that made the runs.</p>\n");
     h += table_open();
     auto row = [&](const QString& k, const QString& v) {
         h += QStringLiteral("<tr><th width=\"28%\">%1</th><td>%2</td></tr>\n").arg(esc(k), esc(v));

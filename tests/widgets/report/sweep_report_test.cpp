@@ -153,6 +153,12 @@ void SweepReportTest::htmlHoldsTheVerdictTable() {
     QVERIFY(h.contains(QStringLiteral("Runs by configuration and seed")));
     QVERIFY(h.contains(QStringLiteral("correction.is_upper")));
     QCOMPARE(r.attachments.size(), size_t(fx::kSeeds * fx::kConfigs.size() + 1));
+    // Where the sweep's runs were made: said once when every run recorded one machine.
+    QVERIFY(!h.contains(QStringLiteral(" ran on ")));
+    for (const ConfigSummary& c : sum.stats)
+        for (const RunOutcome& o : c.runs) s.set_machine(o.run_id, "Some CPU, SIMD avx2, 3 kernel threads");
+    QVERIFY(build_sweep_report(s, req).html.contains(
+        QStringLiteral("All runs ran on Some CPU, SIMD avx2, 3 kernel threads.")));
 }
 
 void SweepReportTest::pdfFromTheCli() {
