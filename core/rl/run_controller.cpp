@@ -65,9 +65,8 @@ RunController RunController::create(Store& store, const Config& cfg_in, const st
     rc.store_ = &store;
     rc.cb_ = cb;
     rc.total_steps_ = cfg.rl.steps;
-    rc.run_id_ =
-        store.create_run(name, preset, config_to_json(cfg).dump(), (uint64_t)cfg.seed, RunStatus::running, sweep_slot);
-    store.set_machine(rc.run_id_, machine);
+    rc.run_id_ = store.create_run(name, preset, config_to_json(cfg).dump(), (uint64_t)cfg.seed, RunStatus::running,
+                                  sweep_slot, machine);
     try {
         rc.lock_.emplace(RunWriterLock::acquire(store.path(), rc.run_id_));
         rc.base_ = make_base_policy(cfg, cache_dir, cb.on_base, cb.cancel);

@@ -19,14 +19,15 @@ using namespace store_detail;
 // ------------------------------------------------------------------ runs ---
 
 int64_t Store::create_run(const std::string& name, const std::string& preset, const std::string& config_json,
-                          uint64_t seed, RunStatus status, const std::optional<SweepRun>& sweep_slot) {
+                          uint64_t seed, RunStatus status, const std::optional<SweepRun>& sweep_slot,
+                          const std::string& machine) {
     std::lock_guard lock(impl_->mu);
     Transaction tx(*impl_, true);
     const std::string now = now_iso();
     {
         Query q(*impl_,
-                "INSERT INTO runs(name, created, status, preset, config_json, seed, app_version, notes, updated) "
-                "VALUES(?, ?, ?, ?, ?, ?, ?, '', ?)");
+                "INSERT INTO runs(name, created, status, preset, config_json, seed, app_version, notes, updated, "
+                "machine) VALUES(?, ?, ?, ?, ?, ?, ?, '', ?, ?)");
         q.bind(1, name)
             .bind(2, now)
             .bind(3, run_status_name(status))
@@ -35,6 +36,7 @@ int64_t Store::create_run(const std::string& name, const std::string& preset, co
             .bind(6, static_cast<int64_t>(seed))
             .bind(7, MLK_VERSION)
             .bind(8, now)
+            .bind(9, machine)
             .run();
     }
     const int64_t id = sqlite3_last_insert_rowid(impl_->db.get());

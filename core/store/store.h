@@ -186,7 +186,8 @@ public:
     // Runs. Times are ISO-8601 UTC with milliseconds ("2025-01-31T12:00:00.123Z").
     int64_t create_run(const std::string& name, const std::string& preset, const std::string& config_json,
                        uint64_t seed, RunStatus status = RunStatus::running,
-                       const std::optional<SweepRun>& sweep_slot = std::nullopt);  // linked in the same transaction
+                       const std::optional<SweepRun>& sweep_slot = std::nullopt,  // linked in the same transaction
+                       const std::string& machine = {});                          // RunInfo::machine
     // error: why a run failed or diverged (cleared with any other status).
     void set_status(int64_t run_id, RunStatus status, const std::string& error = {});
     void rename_run(int64_t run_id, const std::string& name);
