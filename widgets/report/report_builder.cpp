@@ -225,12 +225,16 @@ QString Builder::head() {
     return h;
 }
 
+bool Builder::same_for_every_run(std::string RunInfo::*field) const {
+    return std::all_of(runs.begin(), runs.end(),
+                       [&](const RunData& r) { return r.info.*field == runs.front().info.*field; });
+}
+
 QString Builder::runs_section() {
     const bool many = runs.size() > 1;
     // One app version for every run (the usual case) is a line under the
     // table, not a column: ten columns broke words mid-way at 9 pt.
-    bool one_version = true;
-    for (const auto& r : runs) one_version = one_version && r.info.app_version == runs.front().info.app_version;
+    const bool one_version = same_for_every_run(&RunInfo::app_version);
     QString h = QStringLiteral("<h2>Runs</h2>\n") + table_open();
     h += QStringLiteral(
              "<tr><th></th><th>id</th><th>name</th>%1<th>preset</th><th>status</th>"
@@ -268,8 +272,7 @@ QString Builder::runs_section() {
 // Where the runs were made: their timings, and on a GPU the fast family's
 // bits, depend on it. One machine for every run (the usual case) is a line.
 QString Builder::machines_note() {
-    bool one_machine = true;
-    for (const auto& r : runs) one_machine = one_machine && r.info.machine == runs.front().info.machine;
+    const bool one_machine = same_for_every_run(&RunInfo::machine);
     if (runs.empty() || (one_machine && runs.front().info.machine.empty())) return {};
     const auto machine = [](const RunInfo& r) {
         return r.machine.empty() ? QStringLiteral("(not recorded)") : esc(r.machine);

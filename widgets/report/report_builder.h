@@ -87,6 +87,7 @@ struct Builder {
     QString head();
     QString runs_section();
     QString machines_note();
+    bool same_for_every_run(std::string RunInfo::*field) const;  // true for no runs
     QString summary_section();
     QString charts_section();
     std::vector<report::ChartRun> chart_runs(const std::string& metric);
