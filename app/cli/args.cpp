@@ -9,6 +9,7 @@
 
 #include "core/config/config_file.h"
 #include "core/config/presets.h"
+#include "core/engines/device.h"
 #include "core/model/params.h"
 
 namespace fs = std::filesystem;
@@ -157,19 +158,19 @@ std::string db_path(const Args& a) {
     return db;
 }
 
-Store open_store(const Args& a) {
+Store open_store(const Args& a, Store::Intent intent) {
     const std::string db = db_path(a);
     try {
-        return Store::open(db);
+        return Store::open(db, intent);
     } catch (const StoreError& e) {
         throw UsageError(std::string("--db: ") + e.what());
     }
 }
 
-Store open_existing_store(const Args& a) {
+Store open_existing_store(const Args& a, Store::Intent intent) {
     const std::string db = db_path(a);
     if (!fs::exists(db)) throw UsageError("--db: " + db + " does not exist (`mismatch-lab-cli run` creates one)");
-    return open_store(a);
+    return open_store(a, intent);
 }
 
 Store writable(Store store) {
@@ -210,6 +211,10 @@ Config build_config(const Args& a) {
     for (const auto& kv : a.all("--set")) apply_set(c, kv);
     validate(c);
     return c;
+}
+
+void require_devices(const Config& c) {
+    if (const std::string problem = device_problem(c); !problem.empty()) throw UsageError(problem);
 }
 
 int run_command(const std::string& name, const std::function<int(const std::vector<std::string>&)>& command,

@@ -65,9 +65,10 @@ VerdictThresholds parse_verdict_options(const Args& a);
 // --db as a real file path: not empty, not an in-memory or URI name, not a directory.
 std::string db_path(const Args& a);
 // Opens (creating) the --db store; a file that is not a run store is bad input.
-Store open_store(const Args& a);
-// Opens the --db store, which must already exist.
-Store open_existing_store(const Args& a);
+Store open_store(const Args& a, Store::Intent intent = Store::Intent::write);
+// Opens the --db store, which must already exist; by default to read it only
+// (an empty file is an empty store, and nothing is written into it).
+Store open_existing_store(const Args& a, Store::Intent intent = Store::Intent::read);
 // `store`, for a command that writes runs; UsageError when it opened read-only.
 Store writable(Store store);
 // An option naming a directory: it must be one or be creatable (created here,
@@ -78,6 +79,11 @@ std::string output_file_option(const Args& a, const std::string& name);
 
 // Settings, layered: --preset (a model or RL preset) < --config FILE < each --set key=value.
 Config build_config(const Args& a);
+// UsageError naming the key when `c` places an engine on a device this
+// machine does not have (rollout.device / train.device = cuda without a
+// usable GPU): a request this machine cannot carry out, refused before any
+// database or warm-up is touched.
+void require_devices(const Config& c);
 // A model preset (its model, default settings) or an RL preset; ConfigError
 // naming every preset when `name` is neither.
 Config preset_named(const std::string& name);

@@ -16,8 +16,8 @@
 // The FMA peak is sampled right before every timed step and a preset's share
 // of it is taken against the mean of its own samples: on a shared VM the peak
 // moves with the other tenant (110-351 GFLOP/s within minutes on two Xeon
-// vCPUs), and one sample at the start credited or charged a whole run with
-// that moment.
+// vCPUs), and one sample at the start would credit or charge a whole run
+// with that moment.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -217,7 +217,7 @@ int cmd_bench(const Argv& argv) {
         for (const auto& d : devices) {  // each device asked for, before any preset runs
             Config on = c;
             if (d) on.rollout.device = on.train.device = *d;
-            check_devices(on);
+            require_devices(on);
         }
         if (c.kernels.threads > 0) set_num_threads(c.kernels.threads);
     }

@@ -32,11 +32,13 @@ void print_footprint(const Config& c) {
 }
 
 RunCallbacks cli_callbacks() {
-    // From here on SIGINT / SIGTERM stop the run at the next step (or the
+    // From here on SIGINT / SIGTERM / SIGHUP (Ctrl-C, a service manager or a
+    // batch system, a closed terminal) stop the run at the next step (or the
     // warm-up at its next step) with a resumable state, instead of killing
     // the process mid-write.
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    std::signal(SIGHUP, on_signal);
     RunCallbacks cb;
     cb.on_base = [layers = 0](const BaseProgress& p) mutable {
         // A growing warm-up also reports the step where the grown model takes over.
@@ -88,6 +90,11 @@ int drive(RunController& rc, bool json, bool lines) {
             }
         }
     } catch (const std::exception& e) {
+        // Said at once: recording the failure may itself wait on the store
+        // (a database locked by another process: up to its busy timeout).
+        std::fprintf(stderr, "run %lld failed; recording it (`resume` continues from its last checkpoint)\n",
+                     (long long)rc.run_id());
+        std::fflush(stderr);
         rc.finish(RunStatus::failed, e.what());
         throw;
     }
@@ -104,7 +111,7 @@ int drive(RunController& rc, bool json, bool lines) {
                      rc.divergence().c_str());
         return 1;
     }
-    return 0;
+    return status == RunStatus::stopped ? kExitStopped : 0;
 }
 
 int stopped_in_warmup(const StoppedInWarmup& e, const std::string& db, bool json) {
@@ -117,7 +124,7 @@ int stopped_in_warmup(const StoppedInWarmup& e, const std::string& db, bool json
             "run %lld stopped during the base-policy warm-up; `mismatch-lab-cli resume %lld --db %s` "
             "warms up again and runs it\n",
             (long long)e.run_id, (long long)e.run_id, db.c_str());
-    return 0;
+    return kExitStopped;
 }
 
 }  // namespace mlk::cli

@@ -1,7 +1,9 @@
 // mismatch-lab-cli: the core without widgets, for scripts, CI and sweeps.
 // This file only dispatches; each command lives in its own file
 // (commands.h), and every one reads its input through args.h, which also
-// maps what a command throws to the exit code: 0 ok, 2 bad input, 1 failure.
+// maps what a command throws to the exit code: 0 ok, 2 bad input, 1 failure
+// (and 3 for a run a signal stopped, app/cli/drive.h).
+#include <csignal>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -38,7 +40,8 @@ const char* kUsage =
     "presets: a model preset (dense-tiny, moe-tiny, dense-small, moe-small, dense-deep, moe-deep) or an RL\n"
     "         preset (see `presets`); model.* settings change single dimensions (model.num_layers=8, ...)\n"
     "RUN: a run id as `runs` lists it; N: steps, 1 to 100000\n"
-    "exit codes: 0 ok, 1 failure, 2 bad input\n";
+    "exit codes: 0 ok, 1 failure (a run failed or diverged, a write failed), 2 bad input or a refused\n"
+    "            request, 3 stopped by SIGINT/SIGTERM/SIGHUP (`resume` continues the run)\n";
 
 // `command`'s lines of the usage (its own and their continuations) and the
 // notes that follow the commands: what `CMD --help` prints.
@@ -66,6 +69,10 @@ std::string command_usage(const std::string& command) {
 int main(int argc, char** argv) {
     using namespace mlk::cli;
     const std::map<std::string, int (*)(const Argv&)> commands = {
+    // Past a file-size limit (ulimit -f) a write fails with EFBIG and the
+    // command fails naming it ("File too large"), as on a full disk, instead
+    // of the process dying silently by SIGXFSZ with its run left unmarked.
+    std::signal(SIGXFSZ, SIG_IGN);
         {"probe", cmd_probe},       {"checkpoint", cmd_checkpoint},
         {"run", cmd_run},           {"resume", cmd_resume},
         {"runs", cmd_runs},         {"show", cmd_show},

@@ -56,6 +56,7 @@ int cmd_probe(const Argv& argv) {
     spec.flags = {"--json"};
     const Args a = parse_args(argv, spec);
     const Config c = build_config(a);
+    require_devices(c);
     const std::string dump = a.has("--dump") ? output_file_option(a, "--dump") : "";
     ModelConfig m;
     std::vector<float> params = initial_params(c, a, &m);

@@ -19,7 +19,7 @@ int cmd_resume(const Argv& argv) {
     const Args a = parse_args(argv, spec);
     const int64_t id = parse_run_id("RUN", a.positional[0]);
     const int steps = parse_steps(a, 0);
-    Store store = writable(open_existing_store(a));
+    Store store = writable(open_existing_store(a, Store::Intent::write));
     // A run stopped during its warm-up warms up again (cached when it can be).
     const std::string cache = directory_option(a, "--cache-dir", default_cache_dir());
     if (!store.run_info(id))
@@ -32,6 +32,8 @@ int cmd_resume(const Argv& argv) {
         return stopped_in_warmup(StoppedInWarmup(id), store.path(), a.has("--json"));
     }
     RunController& rc = *resumed;
+    for (const std::string& note : rc.notes())
+        std::fprintf(stderr, "resuming run %lld: %s\n", (long long)id, note.c_str());
     const int64_t from = *rc.resumed_from();
     if (from < 0)
         std::fprintf(stderr, "resuming run %lld from its base policy (no step checkpoint yet); starting at step 1\n",

@@ -19,15 +19,20 @@ int cmd_run(const Argv& argv) {
     Config c = build_config(a);
     const int steps = parse_steps(a, 0);
     if (steps > 0) apply_set(c, "rl.steps=" + std::to_string(steps));
+    require_devices(c);
+    const std::string preset = a.get("--preset", "custom");
+    // Runs of one preset are told apart by what differs (seed, --set, --config), as in the GUI.
+    const std::string name = a.get("--name", default_run_name(a.get("--preset", ""), preset_base(a), c));
+    if (name.find_first_not_of(" \t\n\r") == std::string::npos)
+        throw UsageError(
+            "--name: the name is empty; allowed: any text with a visible character (without --name "
+            "the run is named after its preset and what differs from it)");
     db_path(a);  // checked before the cache directory is made
     // Checked (and made) here, before the base policy's warm-up can take minutes.
     const std::string cache = directory_option(a, "--cache-dir", default_cache_dir());
     print_warnings(c);
     if (!a.has("--json")) print_footprint(c);
     Store store = writable(open_store(a));
-    const std::string preset = a.get("--preset", "custom");
-    // Runs of one preset are told apart by what differs (seed, --set, --config), as in the GUI.
-    const std::string name = a.get("--name", default_run_name(a.get("--preset", ""), preset_base(a), c));
     std::optional<RunController> created;
     try {
         created.emplace(RunController::create(store, c, preset, name, cache, cli_callbacks()));

@@ -271,7 +271,7 @@ int cmd_sweep(const Argv& argv) {
                   std::chrono::duration<double>(Clock::now() - sweep_start).count());
     if (stopped)
         std::fprintf(stderr, "sweep %lld stopped; the same command goes on where it stopped\n", (long long)sweep_id);
-    return failed > 0 && !stopped ? 1 : 0;
+    return stopped ? kExitStopped : failed > 0 ? 1 : 0;
 }
 
 }  // namespace mlk::cli

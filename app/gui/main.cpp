@@ -1,6 +1,7 @@
 // mismatch-lab: the desktop workbench.
 #include <QApplication>
 #include <QIcon>
+#include <csignal>
 #include <cstdio>
 
 #include "app/gui/gui_args.h"
@@ -8,7 +9,7 @@
 #include "widgets/data/qt_text.h"
 
 int main(int argc, char** argv) {
-    Q_INIT_RESOURCE(resources);  // the .qrc lives in the static mlk_app library
+    Q_INIT_RESOURCE(resources);  // the .qrc lives in the static mlk_gui library
     // --help and --version answer before QApplication, so without a display too
     // (a terminal over SSH); Qt's own options are still in argv here.
     QStringList raw;
@@ -22,6 +23,10 @@ int main(int argc, char** argv) {
         std::printf("mismatch-lab %s\n", MLK_VERSION);
         return 0;
     }
+    // Past a file-size limit (ulimit -f) a write fails with EFBIG and the run
+    // is marked failed with that error, instead of the process dying by
+    // SIGXFSZ with its run left unmarked.
+    std::signal(SIGXFSZ, SIG_IGN);
     QApplication app(argc, argv);
     mlk::useOneNumberNotation();
     // Folder names without spaces: ~/.local/share/MismatchLab/mismatch-lab/runs.sqlite.

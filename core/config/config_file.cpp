@@ -199,15 +199,23 @@ Config config_merge_file(const Config& base, const std::string& path) {
     if (st.type() == fs::file_type::not_found) fail(source + ": does not exist");
     if (ec) fail(source + ": cannot be read (" + ec.message() + ")");
     if (fs::is_directory(st)) fail(source + ": is a directory, not a JSON file");
-    if (fs::is_regular_file(st)) {
-        const auto size = fs::file_size(path, ec);
-        if (!ec && size > kMaxConfigFileBytes)
-            fail(source + ": is " + std::to_string(size) + " bytes; a config file is a few KB of JSON (at most " +
-                 std::to_string(kMaxConfigFileBytes) + " bytes are read)");
+    // A FIFO would block until a writer comes, a device may never end: only
+    // a file that holds its text is read.
+    if (!fs::is_regular_file(st)) {
+        const char* kind = st.type() == fs::file_type::fifo        ? "a FIFO (named pipe)"
+                           : st.type() == fs::file_type::character ? "a character device"
+                           : st.type() == fs::file_type::block     ? "a block device"
+                           : st.type() == fs::file_type::socket    ? "a socket"
+                                                                   : "not a regular file";
+        fail(source + ": is " + kind + "; allowed: a regular JSON file (save a generated config to a file first)");
     }
+    const auto size = fs::file_size(path, ec);
+    if (!ec && size > kMaxConfigFileBytes)
+        fail(source + ": is " + std::to_string(size) + " bytes; a config file is a few KB of JSON (at most " +
+             std::to_string(kMaxConfigFileBytes) + " bytes are read)");
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(source + ": cannot be read (" + std::strerror(errno) + ")");
-    // Bounded even where the size is unknown (a pipe, /dev/zero).
+    // Bounded even if the file grows while it is read.
     std::string text;
     std::vector<char> buf(1 << 16);
     while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {

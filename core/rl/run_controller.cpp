@@ -87,10 +87,45 @@ RunController RunController::create(Store& store, const Config& cfg_in, const st
     return rc;
 }
 
+namespace {
+
+// Why a step checkpoint does not hold what the store says it holds, or "".
+// It must name the step it is filed under, that step must be stored (a
+// checkpoint ahead of the stored steps holds an update no step recorded),
+// and its optimizer must have taken exactly the updates of the steps up to
+// it: a checkpoint written after a failed step's update, before that step
+// was stored, carries one step's updates too many.
+std::string checkpoint_disagreement(const LoadedCheckpoint& loaded, int64_t step, std::optional<int64_t> last_stored,
+                                    const Config& cfg) {
+    const std::string label = "the checkpoint of step " + std::to_string(step + 1);
+    const nlohmann::json& meta = loaded.metadata;
+    if (meta.is_object() && meta.contains("step") && meta["step"].is_number_integer() &&
+        meta["step"].get<int64_t>() != step)
+        return label + " names step " + std::to_string(meta["step"].get<int64_t>() + 1);
+    if (!last_stored || *last_stored < step)
+        return label + " is ahead of the stored steps (the last is " +
+               (last_stored ? std::to_string(*last_stored + 1) : std::string("none")) + ")";
+    const int64_t updates = (step + 1) * cfg.rl.mini_step_count();
+    const int64_t held = loaded.optimizer ? loaded.optimizer->step : 0;
+    if (held != updates)
+        return label + " holds " + std::to_string(held) + " optimizer updates, not the " + std::to_string(updates) +
+               " of its steps";
+    return {};
+}
+
+}  // namespace
+
 RunController RunController::resume(Store& store, int64_t run_id, const RunCallbacks& cb, int64_t more_steps,
                                     const std::string& cache_dir) {
     std::optional<RunInfo> info = store.run_info(run_id);
     if (!info) throw std::invalid_argument("run " + std::to_string(run_id) + " is not in " + store.path());
+    // A diverged run is deterministic: resumed, it computes the same steps
+    // and diverges at the same one.
+    if (info->status == run_status_name(RunStatus::diverged))
+        throw std::invalid_argument("run " + std::to_string(run_id) + " " + info->error +
+                                    "; resuming recomputes the same steps and diverges again, so it is refused "
+                                    "(start a new run with other settings: a lower optim.lr, optim.grad_clip, "
+                                    "another precision)");
     // Everything that can fail comes before the first write to the store.
     RunWriterLock lock = RunWriterLock::acquire(store.path(), run_id);
     Config cfg = config_from_json(nlohmann::json::parse(info->config_json));
@@ -102,8 +137,24 @@ RunController RunController::resume(Store& store, int64_t run_id, const RunCallb
     rc.run_id_ = run_id;
     AdamW opt;
     int64_t from = -1;
-    if (std::optional<Checkpoint> ck = store.last_checkpoint(run_id)) {
+    bool have_weights = false;
+    const std::optional<int64_t> last_stored = store.last_step(run_id);
+    const std::vector<Checkpoint> cks = store.checkpoints(run_id);
+    for (auto ck = cks.rbegin(); ck != cks.rend() && !have_weights; ++ck) {
+        // The base policy lives in a shared cache that may have been
+        // cleared: it is deterministic, so it is warmed up again below.
+        if (ck->step < 0 && !std::filesystem::exists(ck->path)) {
+            rc.notes_.push_back("the base policy's cached copy " + ck->path + " is gone; warming it up again");
+            break;
+        }
         LoadedCheckpoint loaded = load_checkpoint(ck->path);
+        if (ck->step >= 0) {
+            const std::string why = checkpoint_disagreement(loaded, ck->step, last_stored, cfg);
+            if (!why.empty()) {
+                rc.notes_.push_back(why + ": not used");
+                continue;
+            }
+        }
         if (loaded.optimizer) {
             opt.step = loaded.optimizer->step;
             opt.m = std::move(loaded.optimizer->m);
@@ -113,10 +164,10 @@ RunController RunController::resume(Store& store, int64_t run_id, const RunCallb
         rc.base_.params = std::move(loaded.params);
         rc.base_.path = ck->path;
         rc.base_.from_cache = true;
-    } else {
-        // Stopped during the warm-up: it is deterministic, so warm up again.
-        rc.base_ = make_base_policy(cfg, cache_dir, cb.on_base, cb.cancel);
+        have_weights = true;
     }
+    // Stopped during the warm-up, or its cached base policy is gone.
+    if (!have_weights) rc.base_ = make_base_policy(cfg, cache_dir, cb.on_base, cb.cancel);
     rc.resumed_from_ = from;
     rc.total_steps_ = more_steps > 0 ? from + 1 + more_steps : cfg.rl.steps;
     rc.session_ = std::make_unique<RlSession>(cfg, std::move(rc.base_.params), &store, run_id,
@@ -147,7 +198,9 @@ void RunController::finish(RunStatus status, const std::string& error) {
     const auto checkpoint_last_step = [&] {
         std::optional<int64_t> last = store_->last_step(run_id_);
         std::optional<Checkpoint> ck = store_->last_checkpoint(run_id_);
-        if (last && (!ck || ck->step < *last)) session_->checkpoint();
+        // A step that failed after its update leaves weights no stored step
+        // holds: no rescue then, and resume recomputes from the last checkpoint.
+        if (last && (!ck || ck->step < *last) && session_->at_committed_step()) session_->checkpoint();
     };
     if (status == RunStatus::failed) {
         std::string why = error;

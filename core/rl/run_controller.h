@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/rl/base_policy.h"
 #include "core/rl/session.h"
@@ -49,12 +50,17 @@ public:
     static RunController create(Store& store, const Config& cfg, const std::string& preset, const std::string& name,
                                 const std::string& cache_dir, const RunCallbacks& cb, int64_t total_steps = 0,
                                 const std::optional<SweepRun>& sweep_slot = std::nullopt);
-    // An existing run from its last checkpoint: steps after it are dropped
-    // and recomputed (deterministically: every random stream is keyed by
-    // seed and step). more_steps > 0 extends the run by that many steps past
-    // the checkpoint; otherwise it continues to rl.steps. A run stopped
-    // before its base policy was ready warms up again (cache_dir). Nothing
-    // in the store changes unless the resume succeeds.
+    // An existing run from its last checkpoint that agrees with the store:
+    // steps after it are dropped and recomputed (deterministically: every
+    // random stream is keyed by seed and step). A checkpoint that names
+    // another step, lies ahead of the stored steps, or holds another number
+    // of optimizer updates than its steps made is passed over for the one
+    // before it (notes() says which and why). more_steps > 0 extends the run
+    // by that many steps past the checkpoint; otherwise it continues to
+    // rl.steps. A run stopped before its base policy was ready, or whose
+    // cached base policy is gone, warms up again (cache_dir). A diverged run
+    // is refused (std::invalid_argument): it would diverge again. Nothing in
+    // the store changes unless the resume succeeds.
     static RunController resume(Store& store, int64_t run_id, const RunCallbacks& cb, int64_t more_steps = 0,
                                 const std::string& cache_dir = default_cache_dir());
 
@@ -64,6 +70,8 @@ public:
     bool done() const { return next_step() >= total_steps_; }
     // The step the run was resumed from (the checkpoint's), when resumed.
     std::optional<int64_t> resumed_from() const { return resumed_from_; }
+    // What a resume passed over or did again, one line each, for the user.
+    const std::vector<std::string>& notes() const { return notes_; }
     // Where the run's weights came from (its params are the session's now).
     const BasePolicy& base() const { return base_; }
     const Config& config() const { return session_->config(); }
@@ -95,6 +103,7 @@ private:
     std::unique_ptr<RlSession> session_;
     std::optional<RunWriterLock> lock_;
     std::string divergence_;
+    std::vector<std::string> notes_;
 };
 
 }  // namespace mlk

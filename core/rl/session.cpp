@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iterator>
 #include <limits>
+#include <stdexcept>
 
 #include "core/engines/heap.h"
 #include "core/model/checkpoint.h"
@@ -52,6 +53,9 @@ RlSession::RlSession(const Config& cfg, std::vector<float> params, Store* store,
 }
 
 void RlSession::checkpoint() {
+    if (uncommitted_update_)
+        throw std::logic_error("no checkpoint: the weights hold step " + std::to_string(next_step_ + 1) +
+                               "'s update, which was never stored");
     if (next_step_ == 0) return;
     const int64_t step = next_step_ - 1;
     const std::string dir = ckpt_root_ + "/step-" + std::to_string(step);
@@ -131,12 +135,14 @@ StepRecord RlSession::step(const std::function<void(Phase)>& on_phase) {
     const CorrectionResult corr = compute_correction(correction_settings(), m.tokens.lp_train, m.tokens.lp_roll,
                                                      m.tokens.valid, m.tokens.seq_offsets);
     phase(Phase::training);
+    uncommitted_update_ = true;
     const TrainOutcome trained = train_policy(m, scores, corr);
 
     phase(Phase::saving);
     const StepRecord rec = record(step, prompts, m, scores, corr, trained, ms_since(t_step));
     if (store_) store_->append_step(run_id_, rec);
     ++next_step_;
+    uncommitted_update_ = false;
     if (next_step_ % cfg_.run.checkpoint_every == 0) checkpoint();
     return rec;
 }

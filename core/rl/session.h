@@ -1,7 +1,7 @@
 // One RL experiment: each step samples prompts, measures the rollout against
 // the training recompute (core/rl/measure.h), scores the responses, computes
 // correction weights, runs the mini-steps, and records the step in one store
-// transaction (shared/DESIGN.md, "One RL step").
+// transaction.
 #pragma once
 
 #include <functional>
@@ -46,8 +46,14 @@ public:
 
     // Writes a checkpoint for the last completed step now (also done every
     // run.checkpoint_every steps), then deletes those run.keep_last and
-    // run.keep_every do not keep.
+    // run.keep_every do not keep. Throws std::logic_error when the weights
+    // are ahead of that step (see at_committed_step).
     void checkpoint();
+    // False from a step's first parameter update until that step is stored:
+    // a step that failed in between (its store write, say) left weights and
+    // optimizer moments that belong to no stored step, so no checkpoint may
+    // be written of them; resume recomputes from the last checkpoint.
+    bool at_committed_step() const { return !uncommitted_update_; }
 
     static double metric(const StepRecord& r, const std::string& name);  // NaN when absent
 
@@ -97,6 +103,7 @@ private:
     int64_t run_id_;
     std::string ckpt_root_;
     int64_t next_step_;
+    bool uncommitted_update_ = false;
 };
 
 }  // namespace mlk

@@ -455,18 +455,32 @@ std::string stored_checkpoint_path(const std::string& db_path, const std::string
     if (rel.empty() || *rel.begin() == "..") return abs.string();
     return rel.string();
 }
-// Relative paths are relative to the database's folder. Files written before
-// that rule held paths relative to the writer's working directory, such as
-// "sub/runs.sqlite.ckpt/run-1/step-3" for `--db sub/runs.sqlite`: their part
-// from "<db file name>.ckpt/" on is what lies next to the database.
+// Relative paths are relative to the database's folder. A run's checkpoints
+// lie in "<db file name>.ckpt/" beside it, and the part from that folder on
+// is what counts: files written before paths were stored relative to the
+// database held paths relative to the writer's working directory (such as
+// "sub/runs.sqlite.ckpt/run-1/step-3" for `--db sub/runs.sqlite`), and a
+// database renamed together with its folder (runs.sqlite and
+// runs.sqlite.ckpt to b.sqlite and b.sqlite.ckpt) still names the old one.
 std::string resolved_checkpoint_path(const std::string& db_path, const std::string& stored) {
     const fs::path p(stored);
     if (p.is_absolute() || in_memory(db_path)) return stored;
     const fs::path folder = fs::path(db_path).parent_path();
-    const std::string own = fs::path(db_path).filename().string() + ".ckpt/";
-    const size_t at = stored.find(own);
-    const bool legacy = at != std::string::npos && at > 0 && stored[at - 1] == '/';
-    return (folder / (legacy ? stored.substr(at) : stored)).lexically_normal().string();
+    const fs::path own = fs::path(db_path).filename().string() + ".ckpt";
+    fs::path below;  // the part below the first "*.ckpt" folder
+    bool in_ckpt = false;
+    for (const fs::path& part : p) {
+        if (in_ckpt) below /= part;
+        else in_ckpt = part.extension() == ".ckpt";
+    }
+    if (!in_ckpt) return (folder / p).lexically_normal().string();
+    const fs::path ours = (folder / own / below).lexically_normal();
+    std::error_code ec;
+    // The old name stays valid while its folder is there and ours is not
+    // (the database renamed without its folder).
+    const fs::path as_stored = (folder / p).lexically_normal();
+    if (!fs::exists(ours, ec) && fs::exists(as_stored, ec) && *p.begin() != own) return as_stored.string();
+    return ours.string();
 }
 }  // namespace
 

@@ -7,7 +7,7 @@
 //   appends from another process.
 // - One transaction per append_step(): a step is either completely present
 //   (every metric, sample, curve and histogram row) or absent.
-// - Schema version in PRAGMA user_version; the ordered migrations in store.cpp
+// - Schema version in PRAGMA user_version; the ordered migrations in store_open.cpp
 //   run at open(). A file with a newer version, or one that is not a SQLite
 //   database, is refused with StoreError naming the file and left untouched.
 // - Doubles round-trip bit-exactly (including -0.0, subnormals and +-Inf). NaN
@@ -163,7 +163,14 @@ public:
     // mode keeps its -wal and -shm files), is opened read-only: readable,
     // every write refused with a StoreError that says so; refused whole if
     // its schema is older than this build's (bringing it up to date writes).
-    static Store open(const std::string& path);
+    //
+    // Intent::read never creates the file (StoreError when it is missing)
+    // nor writes a schema into an empty one: an empty file reads as a store
+    // without runs (read-only). A file with an older schema is still brought
+    // up to date, as the next writer would. Intent::write also removes what
+    // a writer killed while creating a store left beside it.
+    enum class Intent { write, read };
+    static Store open(const std::string& path, Intent intent = Intent::write);
 
     Store(Store&&) noexcept;
     Store& operator=(Store&&) noexcept;

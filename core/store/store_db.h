@@ -5,7 +5,9 @@
 #pragma once
 
 #include <sqlite3.h>
+#include <sys/resource.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <cstdint>
@@ -83,10 +85,20 @@ struct Store::Impl {
             msg += std::string(" (") + std::strerror(sys) + ")";
         else if (sqlite3_extended_errcode(db.get()) == SQLITE_IOERR_WRITE)
             // A short write sets no errno: the disk filled up or a file-size limit was reached.
-            msg += " (a write was cut short: the disk is full or a file-size limit was reached)";
+            msg += short_write_reason();
         else if (read_only && primary == SQLITE_READONLY)
             msg += " (opened read-only: this user may not write the file or its folder)";
         return msg;
+    }
+
+    // Under a file-size limit (ulimit -f) a short write is that limit: say so
+    // in the words of its errno, EFBIG.
+    static std::string short_write_reason() {
+        rlimit r{};
+        if (getrlimit(RLIMIT_FSIZE, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+            return " (a write was cut short: " + std::string(std::strerror(EFBIG)) + ": this process may write " +
+                   "files of at most " + std::to_string((unsigned long long)r.rlim_cur) + " bytes, `ulimit -f`)";
+        return " (a write was cut short: the disk is full)";
     }
 
     [[noreturn]] void fail(const std::string& what) const {

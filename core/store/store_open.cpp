@@ -1,11 +1,14 @@
 // Opening a run store: refusing files that are not one, and the ordered schema
 // migrations that bring an older file up to date. Also the small helpers of
 // store_db.h.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -386,6 +389,26 @@ void migrate(Store::Impl& impl, int version) {
     impl.cache.clear();  // statements prepared against the old schema
 }
 
+// What a writer killed while building a new store (create_whole) left: a
+// "<name>.new.<pid>.<n>" file and its -wal / -shm, whose process is gone. A
+// live process's file is its work in progress and stays.
+void remove_abandoned_new_files(const std::string& path) {
+    namespace fs = std::filesystem;
+    const fs::path target(path);
+    const std::string prefix = target.filename().string() + ".new.";
+    const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(folder, ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.rfind(prefix, 0) != 0) continue;
+        const std::string rest = name.substr(prefix.size());  // "<pid>.<n>[-wal|-shm|-journal]"
+        const size_t dot = rest.find('.');
+        if (dot == 0 || dot == std::string::npos || rest.find_first_not_of("0123456789") != dot) continue;
+        const long pid = std::strtol(rest.substr(0, dot).c_str(), nullptr, 10);
+        if (pid <= 0 || (::kill((pid_t)pid, 0) != 0 && errno == ESRCH)) fs::remove(e.path(), ec);
+    }
+}
+
 // A new run store appears whole: built under a temporary name beside `path`
 // and linked into place only if nothing is there yet, so no other process
 // ever opens it half made. False when another process got there first or
@@ -419,12 +442,16 @@ std::string with_doubt(const std::string& message) {
 
 }  // namespace
 
-Store Store::open(const std::string& path) {
+Store Store::open(const std::string& path, Intent intent) {
     const bool memory = in_memory(path);
     std::unique_ptr<store_detail::ConnectionMark> mark;
     if (!memory) {
         std::error_code ec;
-        if (!std::filesystem::exists(path, ec) && !ec) create_whole(path);
+        if (intent == Intent::write) remove_abandoned_new_files(path);
+        if (!std::filesystem::exists(path, ec) && !ec) {
+            if (intent == Intent::read) throw StoreError("run store " + path + ": no such file");
+            create_whole(path);
+        }
         // A file this process already has open passed the check then.
         mark = std::make_unique<store_detail::ConnectionMark>(path, [&] { check_header(path); });
     }
@@ -459,6 +486,15 @@ Store Store::open(const std::string& path) {
         throw StoreError("run store " + path +
                          ": a SQLite database but not a Mismatch Lab run store; file left unchanged");
 
+    // An empty file (no schema yet: made by `touch`, or a store a writer has
+    // not yet created) holds no runs; reading it writes nothing into it.
+    if (intent == Intent::read && h.version == 0 && h.objects == 0) {
+        auto empty = connect(":memory:");
+        migrate(*empty, 0);
+        empty->exec("PRAGMA query_only = 1");
+        empty->read_only = true;
+        return Store(std::move(empty), std::filesystem::absolute(path).lexically_normal().string());
+    }
     if (read_only) {
         if (h.version < schema_version())
             throw StoreError("run store " + path + ": schema version " + std::to_string(h.version) +

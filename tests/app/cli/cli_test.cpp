@@ -4,6 +4,7 @@
 // known to be good. Plus the `metrics` catalogue and `show`'s statistics.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -223,6 +224,50 @@ TEST(CliInput, AReadOnlyStoreIsReadAndNeverWritten) {
     fs::permissions(shared, fs::perms::owner_all);
 }
 
+// A read command never writes: an empty file (made by `touch`, or a store
+// some writer has not created yet) reads as a store without runs and stays
+// empty, with no -wal or -shm left beside it.
+TEST(CliInput, AReadCommandOnAnEmptyFileWritesNothing) {
+    const std::string empty = (fx().dir / "empty.sqlite").string();
+    std::ofstream(empty).close();
+    auto r = cli("runs --db " + empty);
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("status"), std::string::npos) << "the header, and no run\n" << r.out;
+    r = cli("runs --json --db " + empty);
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(r.out, "[]\n");
+    expect_usage("show 1 --db " + empty, {"run 1 is not in"});
+    expect_usage("export 1 --db " + empty + " --format csv --out " + (fx().dir / "e.csv").string(), {"run 1"});
+    EXPECT_EQ(fs::file_size(empty), 0u) << "nothing written into it";
+    for (const char* suffix : {"-wal", "-shm", "-journal"}) EXPECT_FALSE(fs::exists(empty + suffix)) << suffix;
+}
+
+// A run's name is how lists, legends and reports tell it apart: an empty
+// one is refused before the database is touched.
+TEST(CliInput, AnEmptyRunNameIsRefused) {
+    const std::string fresh_db = (fx().dir / "named.sqlite").string();
+    for (const char* name : {"''", "' '"}) {
+        expect_usage(std::string("run --preset dense-tiny --steps 1 --name ") + name + " --db " + fresh_db,
+                     {"--name", "empty", "allowed"});
+        EXPECT_FALSE(fs::exists(fresh_db)) << name;
+    }
+}
+
+// A config that is not a regular file (a FIFO would block the CLI until a
+// writer comes) is bad input, refused at once.
+TEST(CliInput, AConfigThatIsNotARegularFileIsRefusedAtOnce) {
+    const std::string fifo = (fx().dir / "config.fifo").string();
+    fs::remove(fifo);
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    // Under `timeout`: a CLI that opened the FIFO would wait for a writer
+    // forever, and fails this test instead of hanging it.
+    const auto r = shell("timeout 120 " + std::string(MLK_CLI_PATH) + " probe --preset dense-tiny --config " + fifo);
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("is a FIFO"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("allowed: a regular JSON file"), std::string::npos) << r.out;
+    fs::remove(fifo);
+}
+
 TEST(CliExit, AFailedWriteIsAFailureWithAMessage) {
     if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
     auto r = cli("probe --preset dense-tiny --set rl.prompts_per_step=2 --dump /dev/full");
@@ -269,8 +314,9 @@ TEST(CliExit, AFailedWriteKeepsTheFileItWouldHaveReplaced) {
     EXPECT_EQ(read_file(csv).rfind("step,", 0), 0u) << read_file(csv).substr(0, 80);
 }
 
-// Outside a desktop session (a container, CI, su) Qt warned on every report
-// that XDG_RUNTIME_DIR is not set; a headless report has no use for it.
+// Outside a desktop session (a container, CI, su) Qt warns that
+// XDG_RUNTIME_DIR is not set; a headless report has no use for it and keeps
+// that warning out of its output.
 TEST(CliReport, SaysWhatItWroteAndNothingElse) {
     if (!cli_has_reports()) GTEST_SKIP() << "this CLI has no report command (built without the GUI libraries)";
     const std::string out = (fx().dir / "quiet.html").string();
@@ -444,9 +490,15 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
     EXPECT_NE(r.out.find("allowed values: cpu, cuda, both"), std::string::npos) << r.out;
     if (mlk::cuda_devices() == 0) {
         r = cli("bench --preset dense-tiny --steps 1 --device both");
-        EXPECT_NE(r.code, 0);
+        EXPECT_EQ(r.code, 2) << "a request this machine cannot carry out\n" << r.out;
         EXPECT_NE(r.out.find("rollout.device = cuda"), std::string::npos) << r.out;
         EXPECT_EQ(r.out.find("dense-tiny "), std::string::npos) << "no preset ran: " << r.out;
+        // A run that asks for a GPU here is refused before its database exists.
+        const std::string db = (fx().dir / "gpu.sqlite").string();
+        r = cli("run --preset dense-tiny --steps 1 --set train.device=cuda --db " + db);
+        EXPECT_EQ(r.code, 2) << r.out;
+        EXPECT_NE(r.out.find("train.device = cuda"), std::string::npos) << r.out;
+        EXPECT_FALSE(fs::exists(db));
     }
     // --kernels both: the two families of one preset, their steps interleaved, with
     // batch-invariant / fast per phase; the peak is the mean of samples taken around them.
@@ -535,8 +587,8 @@ TEST(CliCommands, PresetsListEveryModelPresetAndEachIsAccepted) {
     }
 }
 
-// Issue: a sweep run's name, longer than its column, pushed the preset,
-// status and date out of line. The name is last; the rest line up.
+// A sweep run's name, longer than its column, would push the preset, status
+// and date out of line: the name is last; the rest line up.
 TEST(CliCommands, RunsListsTheNameLastWithTheOtherColumnsInLine) {
     const fs::path path = fx().dir / "names.sqlite";
     const std::string longName = "default is_level=sequence is_upper=5.0 old_policy=decoupled seed=2";

@@ -5,12 +5,17 @@
 #include "core/config/config_file.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 using namespace mlk;
 using nlohmann::json;
@@ -93,6 +98,31 @@ TEST_F(ConfigFileTest, FilesThatCannotBeReadNameTheFile) {
         msg = file_error(locked);
         EXPECT_NE(msg.find("locked.json: cannot be read"), std::string::npos) << msg;
     }
+}
+
+// A FIFO would block the reader until some writer comes (forever, if none
+// does) and a device may never end: both are refused at once, by kind.
+TEST_F(ConfigFileTest, PathsThatAreNotRegularFilesAreRefusedWithoutBlocking) {
+    const std::string fifo = (dir_ / "pipe.json").string();
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    // A reader that opened the FIFO anyway would wait for a writer: one comes
+    // and goes until the read is over, so such a reader fails this test
+    // instead of hanging it.
+    std::atomic<bool> done{false};
+    std::thread writer([&] {
+        while (!done) {
+            const int fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+            if (fd >= 0) close(fd);
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    });
+    std::string msg = file_error(fifo);
+    done = true;
+    writer.join();
+    EXPECT_NE(msg.find("config file " + fifo + ": is a FIFO"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("allowed: a regular JSON file"), std::string::npos) << msg;
+    msg = file_error("/dev/zero");
+    EXPECT_NE(msg.find("/dev/zero: is a character device"), std::string::npos) << msg;
 }
 
 TEST_F(ConfigFileTest, InvalidJsonGivesLineAndColumn) {
