@@ -29,6 +29,9 @@
 #include "widgets/panels/run_browser.h"
 #include "widgets/report/report.h"
 #include "tests/screenshot.h"
+#include "tests/event_deadline.h"
+
+using mlk::testing_deadline::kEventDeadlineMs;
 
 using namespace mlk;
 
@@ -69,8 +72,8 @@ class ExternalWriterTest : public QObject {
 private slots:
     void initTestCase() { window_test::enter("Mismatch Lab External Writer Test"); }
 
-    // A malformed message on refresh (an arg() without its placeholder) once
-    // printed "QString::arg: Argument missing" on every poll.
+    // A malformed message on refresh (an arg() without its placeholder) would
+    // print "QString::arg: Argument missing" on every poll.
     void init() { QTest::failOnWarning(QRegularExpression("QString::arg")); }
 
     void aCliRunShowsLiveWithoutRefresh() {
@@ -95,7 +98,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(inStore(db).id > 0, 60000);
         const int64_t id = inStore(db).id;
         // ... and in the browser within two seconds, with no Refresh.
-        QTRY_VERIFY_WITH_TIMEOUT(!cell(browser, id, RunBrowser::ColName).isEmpty(), 2000);
+        QTRY_VERIFY_WITH_TIMEOUT(!cell(browser, id, RunBrowser::ColName).isEmpty(), kEventDeadlineMs);
         // A CLI run is named as the GUI names one: its preset and what it changes.
         QVERIFY2(cell(browser, id, RunBrowser::ColName).contains("default sft_steps=300 prompts_per_step=4"),
                  qPrintable(cell(browser, id, RunBrowser::ColName)));
@@ -103,20 +106,20 @@ private slots:
         // Steps: once the file holds some, the browser shows at least as many.
         QTRY_VERIFY_WITH_TIMEOUT(inStore(db).steps >= 5 || cli.state() == QProcess::NotRunning, 120000);
         const int64_t stored = inStore(db).steps;
-        QTRY_VERIFY_WITH_TIMEOUT(cell(browser, id, RunBrowser::ColSteps).toLongLong() >= stored, 2000);
+        QTRY_VERIFY_WITH_TIMEOUT(cell(browser, id, RunBrowser::ColSteps).toLongLong() >= stored, kEventDeadlineMs);
         if (cli.state() != QProcess::NotRunning) shot(&w, "external-writer-mid-run");
 
         if (cli.state() != QProcess::NotRunning) QVERIFY(cli.waitForFinished(300000));
         QVERIFY2(cli.exitStatus() == QProcess::NormalExit && cli.exitCode() == 0, cli.readAll().constData());
-        QTRY_COMPARE_WITH_TIMEOUT(cell(browser, id, RunBrowser::ColStatus), QString("finished"), 2000);
-        QTRY_COMPARE_WITH_TIMEOUT(cell(browser, id, RunBrowser::ColSteps), QString::number(kSteps), 2000);
-        QTRY_COMPARE_WITH_TIMEOUT(w.data()->stepCount(id), kSteps, 2000);
+        QTRY_COMPARE_WITH_TIMEOUT(cell(browser, id, RunBrowser::ColStatus), QString("finished"), kEventDeadlineMs);
+        QTRY_COMPARE_WITH_TIMEOUT(cell(browser, id, RunBrowser::ColSteps), QString::number(kSteps), kEventDeadlineMs);
+        QTRY_COMPARE_WITH_TIMEOUT(w.data()->stepCount(id), kSteps, kEventDeadlineMs);
         // The metric summary lists the run with its final value.
         QTableWidget* summary = nullptr;
         for (auto* t : browser->findChildren<QTableWidget*>())
             if (t != browser->table() && t->isVisible() && t->columnCount() > 2) summary = t;
         QVERIFY(summary);
-        QTRY_VERIFY_WITH_TIMEOUT(summary->rowCount() >= 1, 2000);
+        QTRY_VERIFY_WITH_TIMEOUT(summary->rowCount() >= 1, kEventDeadlineMs);
         shot(&w, "external-writer-finished");
 
         // No error anywhere.

@@ -42,6 +42,9 @@
 #include "widgets/panels/lessons_panel.h"
 #include "widgets/panels/probe_panel.h"
 #include "widgets/panels/run_browser.h"
+#include "tests/event_deadline.h"
+
+using mlk::testing_deadline::kEventDeadlineMs;
 
 using namespace mlk;
 
@@ -176,12 +179,12 @@ private slots:
             return scroll->viewport()->rect().contains(shown.topLeft() + QPoint(0, 40));  // header and first rows
         };
         p->probeButton()->click();
-        QTRY_VERIFY(numbersInView());
+        QTRY_VERIFY_WITH_TIMEOUT(numbersInView(), kEventDeadlineMs);
         QVERIFY(waitProbed(probed, 1));
         scroll->verticalScrollBar()->setValue(0);  // the user scrolls back to the editors
         QVERIFY2(!numbersInView(), "premise: at this height the editors push the numbers out of view");
         p->changeButtons().front()->click();
-        QTRY_VERIFY(numbersInView());
+        QTRY_VERIFY_WITH_TIMEOUT(numbersInView(), kEventDeadlineMs);
         QTRY_VERIFY_WITH_TIMEOUT(!w.probePanel()->runner()->busy(), 60000);
     }
 
@@ -256,7 +259,8 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(firstRunSteps(w) >= std::min<int64_t>(5, l.runs.front().steps), 60000);
         if (qEnvironmentVariableIsSet("MLK_LESSONS_FULL")) {
             QTRY_VERIFY_WITH_TIMEOUT(w.lessonRuns().size() == qsizetype(l.runs.size()) && !w.isBusy(), 900000);
-            QTRY_COMPARE_WITH_TIMEOUT(w.charts()->chartFor(read)->plottedRuns().size(), qsizetype(l.runs.size()), 5000);
+            QTRY_COMPARE_WITH_TIMEOUT(w.charts()->chartFor(read)->plottedRuns().size(), qsizetype(l.runs.size()),
+                                      kEventDeadlineMs);
         }
         QTest::qWait(MetricChart::kRedrawDelayMs * 4);
         testing_shots::save(&w, QStringLiteral("lesson%1_result").arg(lesson + 1));

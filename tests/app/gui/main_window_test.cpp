@@ -48,6 +48,9 @@
 #include "widgets/data/run_data.h"
 #include "widgets/data/run_database.h"
 #include "tests/screenshot.h"
+#include "tests/event_deadline.h"
+
+using mlk::testing_deadline::kEventDeadlineMs;
 
 using namespace mlk;
 
@@ -120,11 +123,11 @@ private slots:
         Store store = Store::open(w.databasePath().toStdString());
         QCOMPARE((int)store.steps(id).size(), 6);
         // The charts got the steps through the data layer.
-        QTRY_VERIFY_WITH_TIMEOUT(w.data()->series(id, "reward_mean").size() == 6, 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.data()->series(id, "reward_mean").size() == 6, kEventDeadlineMs);
         MetricChart* reward = w.charts()->chartFor("reward_mean");
         QVERIFY(reward);
         // ...and drew them (a coalesced redraw follows the last step).
-        QTRY_VERIFY_WITH_TIMEOUT(reward->rawSeries(id) && reward->rawSeries(id)->count() == 6, 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(reward->rawSeries(id) && reward->rawSeries(id)->count() == 6, kEventDeadlineMs);
         w.runBrowser()->refresh();
         QVERIFY(w.runBrowser()->runIds().contains(id));
         shot(&w, "main_window_after_run");
@@ -149,7 +152,7 @@ private slots:
         // Both runs are overlaid in every chart.
         MetricChart* k3 = w.charts()->chartFor("k3_kl");
         QVERIFY(k3);
-        QTRY_COMPARE_WITH_TIMEOUT(k3->plottedRuns().size(), 2, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(k3->plottedRuns().size(), 2, kEventDeadlineMs);
         w.charts()->redrawAllNow();
         shot(&w, "comparison");
         // The same runs by wall time: each from its own first step.
@@ -203,7 +206,7 @@ private slots:
         auto* runsDock = w.findChild<QDockWidget*>("runsDock");
         QVERIFY(runsDock && runsDock->isVisible());
         runsDock->close();
-        QTRY_VERIFY(!runsDock->isVisible());
+        QTRY_VERIFY_WITH_TIMEOUT(!runsDock->isVisible(), kEventDeadlineMs);
         QAction* bringBack = nullptr;
         for (QAction* menu : w.menuBar()->actions())
             if (menu->text() == "&View")
@@ -211,7 +214,7 @@ private slots:
                     if (a->text() == "Runs") bringBack = a;
         QVERIFY2(bringBack, "View > Runs");
         bringBack->trigger();
-        QTRY_VERIFY(runsDock->isVisible());
+        QTRY_VERIFY_WITH_TIMEOUT(runsDock->isVisible(), kEventDeadlineMs);
         // A long status message stops short of the database label.
         const QString longMessage =
             QString("Run failed: run store %1: disk I/O error ").arg(w.databasePath()).repeated(4);
@@ -230,9 +233,9 @@ private slots:
         // and the charts go to one column, each still whole.
         w.probeDock()->show();
         w.lessonsDock()->show();
-        QTRY_VERIFY(w.lessonsDock()->isVisible());
+        QTRY_VERIFY_WITH_TIMEOUT(w.lessonsDock()->isVisible(), kEventDeadlineMs);
         w.resize(w.minimumSizeHint().width(), 800);
-        QTRY_COMPARE(w.charts()->columns(), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(w.charts()->columns(), 1, kEventDeadlineMs);
         // Nothing is cut at the right: an area without a horizontal scroll
         // bar (the form's, the charts') is as wide as what it holds needs.
         for (QScrollArea* area : w.findChildren<QScrollArea*>())
@@ -247,7 +250,7 @@ private slots:
         w.lessonsDock()->close();
         w.probeDock()->close();
         w.resize(1600, 800);
-        QTRY_COMPARE(w.charts()->columns(), 2);
+        QTRY_COMPARE_WITH_TIMEOUT(w.charts()->columns(), 2, kEventDeadlineMs);
     }
 
     // A laptop at 150 % scaling gives the window 1280 x 720 points: the
@@ -267,7 +270,7 @@ private slots:
         QTRY_VERIFY2(
             settings->height() >= 3 * row,
             qPrintable(QString("settings %1 px of %2").arg(settings->height()).arg(dockArea->viewport()->height())));
-        QTRY_VERIFY(settings->verticalScrollBar()->isVisible());
+        QTRY_VERIFY_WITH_TIMEOUT(settings->verticalScrollBar()->isVisible(), kEventDeadlineMs);
         QVERIFY2(!dockArea->verticalScrollBar()->isVisible(), qPrintable(QString("form %1 px high in a %2 px area")
                                                                              .arg(dockArea->widget()->height())
                                                                              .arg(dockArea->viewport()->height())));
@@ -280,15 +283,15 @@ private slots:
     }
 
     // The same laptop with the lessons open: the window keeps to the screen,
-    // and the lesson's text runs down beside the charts and the run list (it
-    // had three lines above a run list as wide as the window, which grew the
+    // and the lesson's text runs down beside the charts and the run list (in
+    // three lines above a run list as wide as the window it would grow the
     // window to 751 points).
     void aLaptopKeepsTheLessonsTextTall() {
         QTemporaryDir d;
         const auto w = freshWindow(d, "lessons", {1280, 720});
         QVERIFY(QTest::qWaitForWindowExposed(w.get()));
         w->lessonsDock()->show();
-        QTRY_VERIFY(w->lessonsDock()->isVisible());
+        QTRY_VERIFY_WITH_TIMEOUT(w->lessonsDock()->isVisible(), kEventDeadlineMs);
         QTest::qWait(50);
         QVERIFY2(w->width() <= 1280 && w->height() <= 720,
                  qPrintable(QString("%1 x %2").arg(w->width()).arg(w->height())));
@@ -311,7 +314,7 @@ private slots:
         const QSize minimum = w->minimumSizeHint();
         QVERIFY2(minimum.width() <= 1024 && minimum.height() <= 768,
                  qPrintable(QString("%1 x %2").arg(minimum.width()).arg(minimum.height())));
-        QTRY_VERIFY(w->height() <= 768);
+        QTRY_VERIFY_WITH_TIMEOUT(w->height() <= 768, kEventDeadlineMs);
         w->setPresentationMode(false);
     }
 
@@ -338,9 +341,9 @@ private slots:
         QVERIFY(w.queueAction()->isEnabled());
         w.togglePause();
         // Held between steps: "paused" in the store, the data layer, the browser and the run bar.
-        QTRY_COMPARE_WITH_TIMEOUT(stored(), QString("paused"), 10000);
-        QTRY_VERIFY_WITH_TIMEOUT(w.progressText().contains("paused"), 5000);
-        QTRY_COMPARE_WITH_TIMEOUT(shown()->text(), QString("paused"), 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(stored(), QString("paused"), kEventDeadlineMs);
+        QTRY_VERIFY_WITH_TIMEOUT(w.progressText().contains("paused"), kEventDeadlineMs);
+        QTRY_COMPARE_WITH_TIMEOUT(shown()->text(), QString("paused"), kEventDeadlineMs);
         QCOMPARE(shown()->foreground().color(), palette::statusColour("paused"));
         QCOMPARE(w.data()->run(id)->status, QString("paused"));
         shot(&w, "main_window_paused");
@@ -348,21 +351,21 @@ private slots:
         QTest::qWait(500);
         QCOMPARE(w.data()->series(id, "reward_mean").size(), paused_at);
         w.singleStep();
-        QTRY_COMPARE_WITH_TIMEOUT(w.data()->series(id, "reward_mean").size(), paused_at + 1, 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(w.data()->series(id, "reward_mean").size(), paused_at + 1, kEventDeadlineMs);
         QTest::qWait(300);
         QCOMPARE(w.data()->series(id, "reward_mean").size(), paused_at + 1);
         QCOMPARE(stored(), QString("paused"));  // a single step does not resume
         // Resumed: "running" again, and steps come.
         w.togglePause();
-        QTRY_COMPARE_WITH_TIMEOUT(stored(), QString("running"), 10000);
-        QTRY_COMPARE_WITH_TIMEOUT(shown()->text(), QString("running"), 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(stored(), QString("running"), kEventDeadlineMs);
+        QTRY_COMPARE_WITH_TIMEOUT(shown()->text(), QString("running"), kEventDeadlineMs);
         QCOMPARE(shown()->foreground().color(), palette::statusColour("running"));
-        QTRY_VERIFY_WITH_TIMEOUT(w.data()->series(id, "reward_mean").size() > paused_at + 1, 30000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.data()->series(id, "reward_mean").size() > paused_at + 1, kEventDeadlineMs);
         w.stopRun();
         QVERIFY(finished.wait(30000));
         QCOMPARE(finished.first().at(1).toString(), QString("stopped"));
         QCOMPARE(stored(), QString("stopped"));
-        QTRY_VERIFY_WITH_TIMEOUT(w.startAction()->isEnabled(), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.startAction()->isEnabled(), kEventDeadlineMs);
     }
 
     void trainingRunsOffTheGuiThread() {

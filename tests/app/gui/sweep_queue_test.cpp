@@ -26,6 +26,9 @@
 #include "widgets/panels/config_form.h"
 #include "widgets/panels/run_browser.h"
 #include "widgets/panels/sweep_dialog.h"
+#include "tests/event_deadline.h"
+
+using mlk::testing_deadline::kEventDeadlineMs;
 
 using namespace mlk;
 
@@ -168,7 +171,7 @@ private slots:
         QCOMPARE(s.list_sweeps().size(), size_t(1));
         QCOMPARE(s.sweep_runs(sweeps[0].id).size(), size_t(2));
         QCOMPARE(s.list_runs().size(), size_t(2));
-        QTRY_VERIFY_WITH_TIMEOUT(!w.isBusy() && w.worker()->queued() == 0, 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(!w.isBusy() && w.worker()->queued() == 0, kEventDeadlineMs);
     }
 };
 

@@ -23,6 +23,9 @@
 #include "tests/widgets/sweep_store.h"
 #include "widgets/charts/chart_grid.h"
 #include "widgets/panels/sweep_table.h"
+#include "tests/event_deadline.h"
+
+using mlk::testing_deadline::kEventDeadlineMs;
 
 using namespace mlk;
 
@@ -44,7 +47,7 @@ private slots:
         w.show();
         QVERIFY(QTest::qWaitForWindowExposed(&w));
         SweepTable* table = w.sweepTable();
-        QTRY_VERIFY_WITH_TIMEOUT(table->summary().has_value() && !table->busy(), 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(table->summary().has_value() && !table->busy(), kEventDeadlineMs);
         auto* dock = w.findChild<QDockWidget*>("sweepsDock");
         QVERIFY(dock);
         dock->raise();

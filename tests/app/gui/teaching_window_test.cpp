@@ -1,5 +1,5 @@
-// The window's teaching wiring (main_window_teach.cpp): Help > Glossary
-// first in Help, View > Probe starting from the form's configuration, and
+// The window's teaching wiring (main_window_teach.cpp): Help > Glossary on
+// F1, View > Probe starting from the form's configuration, and
 // View > Presentation mode (F11) scaling the application font and the charts
 // and going back cleanly, persisted. MLK_SCREENSHOT_DIR=<dir> saves
 // window_presentation.png and window_probe.png.
@@ -24,6 +24,9 @@
 #include "widgets/charts/chart_style.h"
 #include "widgets/panels/config_form.h"
 #include "widgets/panels/probe_panel.h"
+#include "tests/event_deadline.h"
+
+using mlk::testing_deadline::kEventDeadlineMs;
 
 using namespace mlk;
 
@@ -98,8 +101,7 @@ private slots:
         w.configForm()->setConfig(c);
         QSignalSpy probed(w.probePanel(), &ProbePanel::probed);
         w.probeDock()->toggleViewAction()->trigger();
-        for (int i = 0; i < 300 && probed.isEmpty(); ++i) probed.wait(100);
-        QVERIFY(!probed.isEmpty());
+        QTRY_VERIFY_WITH_TIMEOUT(!probed.isEmpty(), kEventDeadlineMs);
         QVERIFY(w.probePanel()->current().config == w.configForm()->config());
         QVERIFY(!w.probePanel()->valueText("k3_kl").isEmpty());
         // Nothing of the probe is cut off at the dock's edge: the panel fits its

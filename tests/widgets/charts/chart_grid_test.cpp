@@ -43,6 +43,9 @@
 #include "widgets/data/series_math.h"
 #include "tests/widgets/charts/chart_test_util.h"
 #include "widgets/charts/axis_rules.h"
+#include "tests/event_deadline.h"
+
+using mlk::testing_deadline::kEventDeadlineMs;
 
 using namespace mlk;
 using namespace mlk::test;
@@ -89,13 +92,13 @@ private slots:
         QVERIFY(tools.size() >= 6);
         const auto top = [&](QWidget* w) { return w->mapTo(&grid, QPoint(0, 0)).y(); };
         const auto right = [&](QWidget* w) { return w->mapTo(&grid, QPoint(w->width(), 0)).x(); };
-        QTRY_COMPARE(grid.columns(), 2);
+        QTRY_COMPARE_WITH_TIMEOUT(grid.columns(), 2, kEventDeadlineMs);
         const int rowTop = top(tools.front());
         for (QWidget* w : tools) QVERIFY2(std::abs(top(w) - rowTop) < w->height(), qPrintable(w->objectName()));
         QVERIFY(right(grid.findChildren<QSlider*>().front()) > 800);  // at the right
 
         grid.resize(330, 600);
-        QTRY_COMPARE(grid.columns(), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(grid.columns(), 1, kEventDeadlineMs);
         std::set<int> rowTops;
         for (QWidget* w : tools) {
             QVERIFY2(right(w) <= grid.width(), qPrintable(QString::number(right(w))));
@@ -160,12 +163,12 @@ private slots:
         QVERIFY(zoomed);
         QVERIFY(zoomed->lo > 50 && zoomed->hi < 80 && zoomed->span() > 10);
         for (MetricChart* c : grid.charts()) QCOMPARE(c->zoomedXRange(), zoomed);
-        QTRY_COMPARE(grid.chartFor(QStringLiteral("F@2"))->shownXRange(), *zoomed);
+        QTRY_COMPARE_WITH_TIMEOUT(grid.chartFor(QStringLiteral("F@2"))->shownXRange(), *zoomed, kEventDeadlineMs);
 
         // Double-click resets all.
         QTest::mouseDClick(grid.chartFor(QStringLiteral("grad_norm"))->viewport(), Qt::LeftButton, {}, plot.center());
         for (MetricChart* c : grid.charts()) QVERIFY(!c->zoomedXRange());
-        QTRY_VERIFY(covers(reward->shownXRange(), 0, 199));
+        QTRY_VERIFY_WITH_TIMEOUT(covers(reward->shownXRange(), 0, 199), kEventDeadlineMs);
     }
 
     void gridShowsChosenRunsAndHidesOnLegendClick() {

@@ -38,6 +38,9 @@
 #include "widgets/data/series_math.h"
 #include "tests/widgets/charts/chart_test_util.h"
 #include "widgets/charts/axis_rules.h"
+#include "tests/event_deadline.h"
+
+using mlk::testing_deadline::kEventDeadlineMs;
 
 using namespace mlk;
 using namespace mlk::test;
@@ -117,7 +120,7 @@ private slots:
         QVERIFY(chart.shownYRange().hi >= 1e6);
     }
 
-    // Issue: F@2 of r3-grpo (spikes to 0.0069), r3-grpo-r3 (tiny) and a truly
+    // F@2 of r3-grpo (spikes to 0.0069), r3-grpo-r3 (tiny) and a truly
     // on-policy run (all 0) overlaid: every run's peak stays inside the axis,
     // on log and on linear scale, and a linear fraction axis never goes below 0.
     void mismatchPeaksStayInsideTheAxis() {
@@ -176,7 +179,7 @@ private slots:
             }
             store.set_status(run, RunStatus::finished);
         });
-        QTRY_VERIFY_WITH_TIMEOUT(chart.rawSeries(run) && chart.rawSeries(run)->count() == kSteps, 15000);
+        QTRY_VERIFY_WITH_TIMEOUT(chart.rawSeries(run) && chart.rawSeries(run)->count() == kSteps, kEventDeadlineMs);
         writer.join();
         QVERIFY(changed.count() >= 1);
         QCOMPARE(chart.rawSeries(run)->points().back(), QPointF(kSteps - 1, 0.01 * (kSteps - 1)));
@@ -193,7 +196,7 @@ private slots:
         const int before = chart.redrawCount();
         for (int s = 0; s < 100; ++s) data.appendStep(1, stepOf(s, {{"reward_mean", std::sin(s * 0.1)}}));
         QCOMPARE(changed.count(), 100);
-        QTRY_COMPARE(chart.rawSeries(1) ? chart.rawSeries(1)->count() : 0, 100);
+        QTRY_COMPARE_WITH_TIMEOUT(chart.rawSeries(1) ? chart.rawSeries(1)->count() : 0, 100, kEventDeadlineMs);
         QTest::qWait(MetricChart::kRedrawDelayMs * 3);
         const int redraws = chart.redrawCount() - before;
         QVERIFY2(redraws >= 1 && redraws <= 3, qPrintable(QStringLiteral("%1 redraws").arg(redraws)));
@@ -217,7 +220,7 @@ private slots:
 
         // The dot follows the mouse over the plot and goes when the mouse leaves.
         QTest::mouseMove(chart.viewport(), chart.mapFromScene(scene));
-        QTRY_VERIFY(chart.hoverMarkerShown());
+        QTRY_VERIFY_WITH_TIMEOUT(chart.hoverMarkerShown(), kEventDeadlineMs);
         QEvent leave(QEvent::Leave);
         QApplication::sendEvent(chart.viewport(), &leave);
         QVERIFY(!chart.hoverMarkerShown());
@@ -380,7 +383,7 @@ private slots:
         // New data, a new colour: the cached raster must not show the old ones.
         data.appendStep(1, stepOf(4000, {{"reward_mean", 0.2}}));
         data.setColour(1, QColor(0, 150, 0));
-        QTRY_COMPARE(pixelAt(2000, 0.25), QColor(0, 150, 0));
+        QTRY_COMPARE_WITH_TIMEOUT(pixelAt(2000, 0.25), QColor(0, 150, 0), kEventDeadlineMs);
         // Hidden: the run's colour is gone from the plot (the axis may move, so
         // no point lookup; one off the image would read an invalid colour).
         const auto pixelsOf = [&](const QColor& c) {
@@ -402,7 +405,7 @@ private slots:
     }
 
     // A sweep's runs share their preset and fixed settings, so a legend that
-    // cuts long names showed "#1 default is_level=tok..." twice: it names
+    // cut long names would show "#1 default is_level=tok..." twice: it names
     // each run by what the chart's other runs lack, in rows while they fit,
     // and hover keeps the name whole.
     void legendNamesKeepWhatTellsTheRunsApart() {
@@ -425,13 +428,13 @@ private slots:
         // a second row, the labels whole; the plot gives up the height.
         const double plotOfOneRow = chart.chart()->plotArea().height();
         chart.resize(280, 400);
-        QTRY_COMPARE(legend.rows(), 2);
+        QTRY_COMPARE_WITH_TIMEOUT(legend.rows(), 2, kEventDeadlineMs);
         QCOMPARE(legend.labels(), whole);
         QCOMPARE(legend.names(), LegendItem::Names::whole);
         QCOMPARE(chart.chart()->plotArea().height(), plotOfOneRow - legend.rowHeight());
         QVERIFY(chart.chart()->plotArea().bottom() < legend.mapToScene(legend.entryRect(0).topLeft()).y());
         chart.resize(600, 400);
-        QTRY_COMPARE(legend.rows(), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(legend.rows(), 1, kEventDeadlineMs);
         QCOMPARE(chart.smoothedSeries(2)->name(), QStringLiteral("#2 ") + second);  // as the hover names it
         QVERIFY(legend.toolTipAt(legend.entryRect(1).center()).startsWith(QStringLiteral("#2 ") + second + "\n"));
         // One run alone: nothing to tell apart, its whole name.
@@ -516,19 +519,19 @@ private slots:
         QTest::mouseMove(chart.viewport(), QPoint(1, 1));
         QTest::mouseMove(chart.viewport(), chart.mapFromScene(legend.mapToScene(legend.entryRect(0).center())));
         // Run 2's line three quarters of the way to white, still blue; run 1's as it was.
-        QTRY_VERIFY(lightness(lineColour(0.8)) > lightness(blue) + 300);
+        QTRY_VERIFY_WITH_TIMEOUT(lightness(lineColour(0.8)) > lightness(blue) + 300, kEventDeadlineMs);
         QVERIFY(lineColour(0.8).blue() > lineColour(0.8).red() + 30);
         QCOMPARE(lineColour(0.2), red);
         // Off the legend: every line as it was.
         QTest::mouseMove(chart.viewport(), chart.mapFromScene(chart.toScene(10, 0.5)));
-        QTRY_COMPARE(lineColour(0.8), blue);
+        QTRY_COMPARE_WITH_TIMEOUT(lineColour(0.8), blue, kEventDeadlineMs);
         // A run this chart does not draw (the run list hovers any run) fades nothing.
         chart.setEmphasis(3);
         QCOMPARE(lineColour(0.8), blue);
         QCOMPARE(lineColour(0.2), red);
         chart.setEmphasis(0);
         QTest::mouseMove(chart.viewport(), chart.mapFromScene(legend.mapToScene(legend.entryRect(1).center())));
-        QTRY_VERIFY(lightness(lineColour(0.2)) > lightness(red) + 300);
+        QTRY_VERIFY_WITH_TIMEOUT(lightness(lineColour(0.2)) > lightness(red) + 300, kEventDeadlineMs);
         QCOMPARE(lineColour(0.8), blue);
     }
 
@@ -745,7 +748,7 @@ private slots:
         QVERIFY2(chart.noteText().contains(QStringLiteral("values <= 0")), qPrintable(chart.noteText()));
     }
 
-    // Issue: a log-scale seed band reached below the floor. Smoothed seeds
+    // A log-scale seed band never reaches below the floor: smoothed seeds
     // decaying towards 0 (tiny positive values, below the floor of the raw
     // data) stay at or above the floor, inside the axis.
     void seedBandNeverGoesBelowTheLogFloor() {

@@ -17,6 +17,9 @@
 #include "core/store/store.h"
 #include "widgets/data/palette.h"
 #include "widgets/data/run_data.h"
+#include "tests/event_deadline.h"
+
+using mlk::testing_deadline::kEventDeadlineMs;
 
 using namespace mlk;
 
@@ -60,8 +63,8 @@ class RunDataTest : public QObject {
 
 private slots:
     // Run colours stay distinguishable for red-green colour-blind users too:
-    // every pair at least 12 CIELAB units apart (d3's category10, used
-    // before, had brown and red at 4.6 for protanopes).
+    // every pair at least 12 CIELAB units apart (d3's category10 has brown
+    // and red at 4.6 for protanopes).
     void runColoursSurviveColourBlindness() {
         const double normal[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
         const double deutan[3][3] = {
@@ -80,8 +83,9 @@ private slots:
                 }
     }
 
-    // A sweep of a family's presets: every legend entry read "#1 col..."
-    // ("collapse-demo-fp8-bypass seed=2" in a sixth of a chart's width).
+    // A sweep of a family's presets: with their shared start kept, every legend
+    // entry would read "#1 col..." ("collapse-demo-fp8-bypass seed=2" in a sixth
+    // of a chart's width).
     void legendLabelsDropAFamilysSharedNameStart() {
         QCOMPARE(legendLabels({}, {"collapse-demo-fp8-bypass", "collapse-demo-fp8-bypass seed=2",
                                    "collapse-demo-on-policy seed=2"}),
@@ -209,7 +213,7 @@ private slots:
             Store other = Store::open(path_);
             writeSteps(other, run, 0, 25);
         });
-        QTRY_COMPARE_WITH_TIMEOUT(data.stepCount(run), 25, 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(data.stepCount(run), 25, kEventDeadlineMs);
         cli.join();
         data.stopPolling();
         QVERIFY(!data.isPolling());

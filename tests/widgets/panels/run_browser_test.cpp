@@ -27,6 +27,9 @@
 #include "widgets/data/run_database.h"
 #include "widgets/panels/run_browser.h"
 #include "widgets/panels/run_browser_parts.h"
+#include "tests/event_deadline.h"
+
+using mlk::testing_deadline::kEventDeadlineMs;
 
 using namespace mlk;
 
@@ -351,8 +354,8 @@ void RunBrowserTest::configDiffCutsLongRunNamesInTheMiddle() {
 }
 
 // Two runs in a wide window: each column holds its run's whole name (a cap
-// of 220 px cut the first to "#6 collapse-de…-policy seed=3" beside an empty
-// last column); many runs still share the width.
+// of 220 px would cut the first to "#6 collapse-de…-policy seed=3" beside an
+// empty last column); many runs still share the width.
 void RunBrowserTest::configDiffGivesTwoRunsTheRoomThereIs() {
     std::vector<int64_t> ids;
     for (const char* name : {"collapse-demo-on-policy seed=3", "collapse-demo-fp8-bypass seed=3"})
@@ -385,7 +388,7 @@ void RunBrowserTest::hoveringARunSaysWhichForTheCharts() {
     // (From elsewhere first: a move to where the cursor already is moves nothing.)
     QTest::mouseMove(t->viewport(), onRow + QPoint(0, 1));
     QTest::mouseMove(t->viewport(), onRow);
-    QTRY_VERIFY(!hovered.isEmpty());
+    QTRY_VERIFY_WITH_TIMEOUT(!hovered.isEmpty(), kEventDeadlineMs);
     QCOMPARE(hovered.last().front().toLongLong(), b_);
     QEvent leave(QEvent::Leave);
     QApplication::sendEvent(t->viewport(), &leave);
@@ -664,9 +667,9 @@ void RunBrowserTest::rendersStatusSwatchAndDiffColours() {
 QTEST_MAIN(RunBrowserTest)
 #include "run_browser_test.moc"
 
-// Issue: the diff said "vs run N (first selected)" for the top-most row. The
-// reference is the pinned baseline, else the run the user selected first,
-// whatever the table's order; a multi-selection can pin it from the menu.
+// The diff's reference ("vs run N (first selected)") is the pinned baseline,
+// else the run the user selected first, not the top-most row, whatever the
+// table's order; a multi-selection can pin it from the menu.
 void RunBrowserTest::diffReferenceIsThePinnedRunElseTheOneSelectedFirst() {
     RunBrowser br;
     br.setDatabase(db_.get());

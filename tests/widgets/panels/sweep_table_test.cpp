@@ -11,6 +11,7 @@
 #include <QFileInfo>
 #include <QPushButton>
 #include <QSettings>
+#include <QElapsedTimer>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -27,6 +28,9 @@
 #include "widgets/panels/sweep_table.h"
 #include "widgets/panels/verdict_thresholds.h"
 #include "widgets/data/sweep_text.h"
+#include "tests/event_deadline.h"
+
+using mlk::testing_deadline::kEventDeadlineMs;
 
 using namespace mlk;
 namespace fx = mlk::sweep_fixture;
@@ -57,8 +61,10 @@ void SweepTableTest::initTestCase() {
 void SweepTableTest::cleanupTestCase() { QFile::remove(QSettings().fileName()); }
 
 bool SweepTableTest::settle(SweepTable& t, QSignalSpy& updated, int before) {
-    for (int i = 0; i < 200 && updated.count() <= before; ++i) QTest::qWait(25);
-    for (int i = 0; i < 200 && t.busy(); ++i) QTest::qWait(25);
+    QElapsedTimer waited;
+    waited.start();
+    while (waited.elapsed() < kEventDeadlineMs && updated.count() <= before) QTest::qWait(25);
+    while (waited.elapsed() < kEventDeadlineMs && t.busy()) QTest::qWait(25);
     return updated.count() > before && !t.busy();
 }
 
@@ -90,8 +96,9 @@ void SweepTableTest::rowsMatchTheSummary() {
         Store w = Store::open(path);
         fx::add_sweep_seed(w, sweep, 1, 3);
     }
-    QTRY_COMPARE_WITH_TIMEOUT(tree->topLevelItem(1)->text(SweepTable::ColRuns), QStringLiteral("3/3"), 10000);
-    QTRY_VERIFY(!table.busy());
+    QTRY_COMPARE_WITH_TIMEOUT(tree->topLevelItem(1)->text(SweepTable::ColRuns), QStringLiteral("3/3"),
+                              kEventDeadlineMs);
+    QTRY_VERIFY_WITH_TIMEOUT(!table.busy(), kEventDeadlineMs);
 
     Store check = Store::open(path);
     auto compare = [&](const SweepSummary& want) {
@@ -172,10 +179,10 @@ void SweepTableTest::rowsMatchTheSummary() {
         QTest::mouseMove(tree->viewport(), at);
     };
     moveTo(tree->topLevelItem(0));
-    QTRY_VERIFY(!hovered.isEmpty());
+    QTRY_VERIFY_WITH_TIMEOUT(!hovered.isEmpty(), kEventDeadlineMs);
     QCOMPARE(hovered.last().at(0).toLongLong(), other.stats[0].runs[0].run_id);
     moveTo(tree->topLevelItem(0)->child(1));
-    QTRY_COMPARE(hovered.last().at(0).toLongLong(), other.stats[0].runs[1].run_id);
+    QTRY_COMPARE_WITH_TIMEOUT(hovered.last().at(0).toLongLong(), other.stats[0].runs[1].run_id, kEventDeadlineMs);
     QEvent leave(QEvent::Leave);
     QApplication::sendEvent(tree->viewport(), &leave);
     QCOMPARE(hovered.last().at(0).toLongLong(), int64_t(0));

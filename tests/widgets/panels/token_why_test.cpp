@@ -29,6 +29,9 @@
 #include "tests/scratch.h"
 #include "tests/screenshot.h"
 #include "widgets/panels/drilldown.h"
+#include "tests/event_deadline.h"
+
+using mlk::testing_deadline::kEventDeadlineMs;
 
 using namespace mlk;
 
@@ -142,7 +145,7 @@ void TokenWhyTest::scatterAndSamplesSelectTokens() {
 }
 
 // In a bitwise-equal step the sixteen "worst" tokens all have |delta| = 0:
-// the scatter rang them as if they were a finding.
+// the scatter must not ring them as if they were a finding.
 void TokenWhyTest::onlyWorstTokensThatDifferAreRinged() {
     DrillDown dd;
     dd.setRunStep(*store_, run_, spike_);
@@ -195,10 +198,11 @@ void TokenWhyTest::theWhyTabScrollsRatherThanGrowTheWindow() {
     dd.show();
     QVERIFY(QTest::qWaitForWindowExposed(&dd));
     // Taller than the other tabs need, and yet it does not raise the minimum.
-    QTRY_VERIFY(dd.whyView()->minimumSizeHint().height() > emptyMinimum);
+    QTRY_VERIFY_WITH_TIMEOUT(dd.whyView()->minimumSizeHint().height() > emptyMinimum, kEventDeadlineMs);
     QVERIFY2(dd.minimumSizeHint().height() <= emptyMinimum,
              qPrintable(QString("%1 px against %2").arg(dd.minimumSizeHint().height()).arg(emptyMinimum)));
-    QTRY_VERIFY(qobject_cast<QScrollArea*>(dd.whyPage())->verticalScrollBar()->isVisible());
+    QTRY_VERIFY_WITH_TIMEOUT(qobject_cast<QScrollArea*>(dd.whyPage())->verticalScrollBar()->isVisible(),
+                             kEventDeadlineMs);
 }
 
 void TokenWhyTest::screenshotsAtTheF2Spike() {
