@@ -1,5 +1,6 @@
-// The op set every backend implements (today: the CPU backend; a CUDA backend
-// goes beside it with the same signatures). Argument order follows llm.c:
+// The op set every backend implements: the CPU backend (kernels/cpu/) here in
+// namespace mlk, the CUDA backend (kernels/cuda/ops.h) with the same signatures
+// in namespace mlk::cuda. Argument order follows llm.c:
 // outputs, inputs, weights, sizes. Shapes are in the comments; every buffer is
 // row-major fp32 storage whose values may be rounded to a narrower Dtype.
 //
@@ -10,7 +11,8 @@
 //    chunking follows batch size and thread count). Its bits depend on M.
 //  - Family::batch_invariant uses one reduction order per reduced length,
 //    independent of M, batch composition, row position and thread count.
-// Each definition (cpu_*.cpp) states its reduction plan in a comment.
+// Each definition (kernels/cpu/*.cpp, kernels/cuda/*.cu) states its reduction
+// plan in a comment.
 //
 // Linear weights are stored [in, out] (K x N) so the batch-invariant matmul can
 // vectorise along N while every output keeps one sequential FMA chain over K.

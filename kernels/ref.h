@@ -1,7 +1,7 @@
 // The slow, obvious reference for every op in kernels.h: plain loops, one
 // sequential accumulation per output, templated on the scalar so the same code
 // runs in double for finite-difference gradient checks. Every fast kernel is
-// tested against this (tests/kernels_*_test.cpp). Nothing here is optimised and
+// tested against this (tests/kernels/kernels_*_test.cpp). Nothing here is optimised and
 // nothing here rounds to bf16/fp16: the tests do that where they need it.
 #pragma once
 

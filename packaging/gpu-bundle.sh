@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The GPU checks, prepared where the CUDA toolkit is (no GPU needed) for a
-# machine that has a GPU but not this project's build dependencies (the lent
-# device machines have nvcc, CMake and CUDA's libraries, not the headers of
-# SQLite, GoogleTest or nlohmann_json, and fetch nothing):
+# machine that has a GPU but not this project's build dependencies (nvcc,
+# CMake and CUDA's libraries, but not the headers of SQLite, GoogleTest or
+# nlohmann_json, and no network to fetch them):
 #
 #   packaging/gpu-bundle.sh   builds the GUI-free tree with CUDA (build-gpu/)
 #                             and packs into gpu-bundle/ the GPU test suites,
 #                             the CLI and the shared libraries they need
-#                             besides CUDA's and glibc's (xz: the device tool
-#                             carries 64 MiB with the repository)
+#                             besides CUDA's and glibc's (xz: the bundle
+#                             travels with the repository, 64 MiB at most)
 #   gpu-bundle/run.sh         on the GPU machine, from the repository root:
 #                             the device's name, every GPU test suite, the
 #                             fast GEMM plans' crossover table, a paired
@@ -56,8 +56,8 @@ mkdir -p "$bundle"
 tar -C "$stage" -cJf "$bundle/bundle.tar.xz" bin lib
 cat >"$bundle/run.sh" <<'EOF'
 #!/usr/bin/env bash
-# Made by packaging/gpu-bundle.sh; run on the GPU machine. A lent machine's
-# time is short, so the two device suites run side by side (the engines suite
+# Made by packaging/gpu-bundle.sh; run on the GPU machine. GPU time is
+# short, so the two device suites run side by side (the engines suite
 # in two shards: their CPU references take the cores, the GPU is shared), then
 # the bench runs alone, so that its figures see an idle machine, then, if the
 # time allows, compute-sanitizer's memcheck over the op suite. The host-run
@@ -104,7 +104,7 @@ echo "suites done at ${SECONDS} s"
 # Where the fast family's GEMM plans cross over on this device (a table).
 timeout 60 "$bin/mismatch-lab-bench-cuda-gemm" --quick >"$out/gemm.txt" 2>&1 || rc=1
 echo "GEMM plan bench done at ${SECONDS} s"
-# Issue 14's GPU item: is the fast family at least as fast as the
+# Is the fast family at least as fast as the
 # batch-invariant one in every phase? Interleaved pairs of steps give each
 # phase's paired median and its bootstrap interval: 24 pairs on the dense
 # presets, 12 on the larger ones; two identical lanes (`--kernels same`) the

@@ -13,7 +13,7 @@
 namespace mlk::testdata {
 
 // A float's bit pattern as 0x%08x. (Streamed into a gtest message, std::hex
-// did not reach the number: each << goes to a fresh stream.)
+// does not reach the number: each << goes to a fresh stream.)
 inline std::string hex_bits(float x) {
     char buf[16];
     std::snprintf(buf, sizeof buf, "0x%08x", (unsigned)float_bits(x));

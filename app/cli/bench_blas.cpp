@@ -83,8 +83,8 @@ constexpr const char* kDetectedVar = "MLK_OPENBLAS_DETECTED_CORE";
 
 // After a call OpenBLAS's worker thread spins before it sleeps (measured: a
 // whole core busy for about 0.12 s after a two-thread call). On a machine with
-// as many cores as threads it took that core from whatever ran next: our
-// kernels, timed shape by shape right after OpenBLAS's calls, ran up to 3.2
+// as many cores as threads it takes that core from whatever runs next: our
+// kernels, timed shape by shape right after OpenBLAS's calls, run up to 3.2
 // times slower (weight gradient, M = 4864, K = 384, N = 128). So each library
 // is timed in a pass of its own, and the bench waits this long after
 // OpenBLAS's pass.

@@ -14,8 +14,8 @@ namespace mlk::cli {
 // OpenBLAS picks its kernels for the CPU when the library loads. Debian 12's
 // 0.3.21 does not know CPUs newer than itself (an Emerald Rapids Xeon, family
 // 6 model 207, among them) and falls back to its generic "Prescott" kernels:
-// they ran a dense-small step's GEMMs at 28-31 GFLOP/s, its SkylakeX kernels
-// at 136-159, so the comparison was with a crippled library. So before the
+// they run a dense-small step's GEMMs at 28-31 GFLOP/s, its SkylakeX kernels
+// at 136-159, so the comparison would be with a crippled library. So before the
 // bench does any work this re-executes the process (`args` are bench's own)
 // with OPENBLAS_CORETYPE naming the kernels for the instructions the CPU has
 // (SkylakeX for AVX-512, Haswell for AVX2). It changes nothing when OpenBLAS

@@ -558,7 +558,7 @@ void MainWindow::saveSettings() {
 // its diff / summary tabs and the Runs / Sweeps tabs. On a short screen the
 // run list gives way first, down to its minimum, so that the menus, the
 // charts' toolbar and a row of charts keep kTopAtLeast: at a fixed height the
-// window's shrinking all came out of the charts (and the form beside them).
+// window's shrinking would all come out of the charts (and the form beside them).
 void MainWindow::fitRunsDock() {
     resizeDocks({runsDock_}, {std::min(kRunsDockHeight, height() - kTopAtLeast)}, Qt::Vertical);
 }

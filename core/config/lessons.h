@@ -1,8 +1,8 @@
 // The guided lessons of the workbench's Lessons dock, as data:
 // resources/lessons/*.json, compiled in as the presets and families are,
 // taken in file-name order (the number each file name starts with). A lesson
-// is a question, what to look at and an explanation drawn from the seeds
-// (their source named), the runs that answer it (a preset, `--set`-style
+// is a question, what to look at and an explanation drawn from published
+// sources (named), the runs that answer it (a preset, `--set`-style
 // overrides and a step count each), the charts to show (catalogue metric
 // names) with the one to read, and optionally probe settings with one-click
 // changes for the probe dock. Parsing is strict: an unknown field is refused

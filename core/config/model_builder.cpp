@@ -24,8 +24,8 @@ std::string ModelConfig::preset_name() const { return std::string(kind == ModelK
 
 namespace {
 
-// The six architectures. Tiny and small keep the dimensions runs were made
-// with before the builder (pinned bit for bit by tests/core/rl/pinned_run_test);
+// The six architectures. Tiny and small keep fixed dimensions, on which stored
+// runs depend (pinned bit for bit by tests/core/rl/pinned_run_test);
 // MoE presets untie the LM head, as Qwen3-MoE does. The deep MoE is deep and
 // wide in experts as real MoEs are, so a route flipped in an early layer
 // changes the input of every later router; its experts are narrow (64), so

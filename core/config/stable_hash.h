@@ -11,9 +11,9 @@
 namespace mlk {
 
 inline constexpr uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ull;
-// Sweep identities and base-policy cache names were first made with this
-// basis, a digit short of FNV's; they keep it so that stored sweeps resume
-// and cached base policies are found again.
+// Sweep identities and base-policy cache names use this basis, a digit short
+// of FNV's: stored sweeps and cached base policies are named with it, and
+// another basis would no longer find them.
 inline constexpr uint64_t kStoredNameBasis = 1469598103934665603ull;
 
 inline uint64_t fnv1a(std::string_view s, uint64_t basis = kFnvOffsetBasis) {

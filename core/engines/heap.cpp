@@ -24,11 +24,11 @@ void keep_step_buffers_in_heap() {
 }
 
 namespace {
-// Set before main, before any thread exists: a thread that allocated before
-// M_ARENA_MAX took effect kept an arena of its own for good. The pool's
-// worker did whenever a base policy loaded before the first engine was made,
-// and its arena held 10 MB at the MoE deep presets' peak (3 cached steps of
-// fp8-unified-moe-deep: 297.9-300.3 MB, 291.7-293.9 with one arena).
+// Set before main, before any thread exists: a thread that allocates before
+// M_ARENA_MAX takes effect keeps an arena of its own for good. The pool's
+// worker would whenever a base policy loads before the first engine is made,
+// and its arena would hold 10 MB at the MoE deep presets' peak (3 cached steps
+// of fp8-unified-moe-deep: 297.9-300.3 MB, 291.7-293.9 with one arena).
 [[maybe_unused]] const bool kPolicyBeforeMain = (keep_step_buffers_in_heap(), true);
 }  // namespace
 

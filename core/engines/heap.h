@@ -16,7 +16,7 @@ void keep_step_buffers_in_heap();
 
 // Hands the heap's free pages back to the kernel. Called when an RL session
 // starts: the pages the previous session's steps kept are fragments sized to
-// its model, and the next session's buffers placed among them ran slower than
+// its model, and the next session's buffers placed among them run slower than
 // fresh ones. bench --preset dense-small --preset moe-small, two threads:
 // moe-small's recompute 76-81 ms after dense-small, 46-54 ms alone or after a
 // trim. Costs the new session one round of page faults.

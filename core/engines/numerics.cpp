@@ -115,7 +115,7 @@ void cast_params(float* out, const float* master, ParamRange range, const ParamL
         if (s.transposed && !ends_with(s.name, "mlp.gate.weight") && s.name != "lm_head.weight") linear.push_back(&s);
     }
     // Each tensor is quantised on its own: the threads share them out (on
-    // one, moe-deep's 1,800 tensors took 90 ms of every fp8 rollout's step).
+    // one, moe-deep's 1,800 tensors take 90 ms of every fp8 rollout's step).
     for_parts(linear.size(), 1, [&](size_t b, size_t e) {
         for (size_t i = b; i < e; ++i) {
             const ParamSpec& s = *linear[i];

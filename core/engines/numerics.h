@@ -44,7 +44,7 @@ struct EngineNumerics {
     // Log-probs and entropies come out in fp32, from logits at lm_head.
     Exec logprob_exec(Family family) const { return {family, Dtype::f32, attn_probs, stats, Dtype::f32}; }
 
-    // The simple profile of one storage precision (today's `precision` key).
+    // The simple profile of one storage precision (the `precision` key's).
     static EngineNumerics simple(Dtype precision);
     bool operator==(const EngineNumerics&) const = default;
 };
@@ -75,8 +75,8 @@ void lm_head_weights(std::vector<float>& out, const std::vector<float>& master, 
 // A master arena rounded to bf16 in place, for an engine that computes on
 // bf16 weights without a copy of them (the rollout's default numerics): it
 // keeps what the rounding took off each weight, its low 16 bits and whether
-// it rounded up (17 bits a weight against a 32-bit copy: moe-deep's rollout
-// held 59 MB of copy beside the 59 MB master), and puts them back bit for bit.
+// it rounded up (17 bits a weight against a 32-bit copy: for moe-deep's rollout
+// 59 MB of copy beside the 59 MB master), and puts them back bit for bit.
 class Bf16InPlace {
 public:
     Bf16InPlace() = default;
@@ -103,7 +103,7 @@ private:
 // weights the cast moves further (to zero, from a subnormal), and puts every
 // bit back. A cast moves a weight by its low mantissa bits only (fp8 e5m2:
 // under 2^21 of its 2^23 units), so 3 bytes a weight hold what a 4-byte
-// copy beside the master did (fp8-rollout-moe-deep's rollout: 44 MB, not 59).
+// copy beside the master would (fp8-rollout-moe-deep's rollout: 44 MB, not 59).
 class CastInPlace {
 public:
     CastInPlace() = default;

@@ -168,10 +168,10 @@ private:
     std::vector<int> moe_layers_;  // cfg_.moe_layers()
     // The weights the last forward computes with: the master's own (fp32, no
     // fp8), or cast to its numerics a layer at a time, each time the layer
-    // runs, in forward and again in backward. A whole cast copy was 4 bytes a
-    // parameter beside the master (moe-deep: 59 MB of its training peak);
-    // casting twice left moe-deep's bf16 training phase within noise
-    // (616-634 ms before, 620-630 after).
+    // runs, in forward and again in backward. A whole cast copy would be 4 bytes
+    // a parameter beside the master (moe-deep: 59 MB of its training peak);
+    // casting twice keeps moe-deep's bf16 training phase within noise of the
+    // copy's (620-630 ms against 616-634).
     void bind_compute_weights(const std::vector<float>& params, const EngineNumerics& numerics);
     const LayerWeights& layer_weights(int l);  // w_.layers[l], cast when the master is
     struct CastWeights {

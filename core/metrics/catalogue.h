@@ -93,7 +93,7 @@ struct MetricInfo {
     std::string_view name;     // stored key, CSV column: "k3_kl"
     std::string_view title;    // chart title: "K3 KL (rollout ‖ train)"
     std::string_view meaning;  // one line for tooltips and the glossary
-    std::string_view formula;  // as in shared/REFERENCE.md; "" when it is a plain measurement
+    std::string_view formula;  // r = lp_train - lp_roll, rho = exp(r), w an IS weight; "" for a plain measurement
     std::string_view unit;     // "" for dimensionless
     Better better;
     MetricKind kind;

@@ -1,8 +1,8 @@
 // The words a student meets before the metrics make sense: K3 KL, F(t), the
 // corrections (TIS, MIS, geometric rejection, IcePop), routing replay (R2,
 // R3), batch-invariant kernels, rounding points, numerics profiles, FP8. One
-// sentence each, from shared/REFERENCE.md; the glossary window lists them
-// beside the metric catalogue (catalogue.h), which defines every metric.
+// sentence each; the glossary window lists them beside the metric catalogue
+// (catalogue.h), which defines every metric.
 #pragma once
 
 #include <string_view>

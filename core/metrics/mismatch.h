@@ -1,4 +1,5 @@
-// Training-inference mismatch metrics (REFERENCE.md, "Mismatch metrics").
+// Training-inference mismatch metrics, each with its formula beside its field
+// of MismatchMetrics / RouterDiff below.
 //
 // Pure functions over flat arrays; no model code, no Qt.
 //

@@ -15,8 +15,8 @@ namespace mlk {
 
 // An allocator whose resize() leaves new elements unset. The activation
 // buffers below are resized and then written whole by the kernel that fills
-// them, so zeroing them first was pure cost: 5% of an MoE step's samples
-// (perf: memset under moe_forward, plus the page faults it took first).
+// them, so zeroing them first would be pure cost: 5% of an MoE step's samples
+// (perf: memset under moe_forward, plus the page faults it takes first).
 template <class T>
 struct UnsetAllocator : std::allocator<T> {
     using std::allocator<T>::allocator;
@@ -71,11 +71,11 @@ inline void copy_into(ActBuffer& dst, std::span<const float> src) {
 // nest with the heap's: a training step's gradient arena, which its backward
 // fills layer by layer, the checkpointed layer inputs, each freed once its
 // layer's backward is done, and the engines' per-step weight copies. In the
-// heap (kept there for speed, heap.h) the freed inputs stayed resident, and
-// a zeroed arena was resident from the start: moe-deep's peak was both at
-// once. The price is a page fault per 4 kB each step. Huge pages
+// heap (kept there for speed, heap.h) the freed inputs would stay resident,
+// and a zeroed arena would be resident from the start: moe-deep's peak would
+// hold both at once. The price is a page fault per 4 kB each step. Huge pages
 // (MADV_HUGEPAGE) cut moe-deep's faults per step from about 46,000 to 6,000
-// here but raised its first run's peak by 17 MB, so they are not asked for.
+// here but raise its first run's peak by 17 MB, so they are not asked for.
 class PagedFloats {
 public:
     PagedFloats() = default;
@@ -99,8 +99,8 @@ private:
 // Makes the pages under p[0..n) resident and writable, changing no value,
 // before a kernel's first touch. A fresh PagedFloats reads as the shared zero
 // page, and the weight gradients' chains read C before they write it (they
-// carry through it), so each page of a gradient arena took a read fault, then
-// a write fault whose TLB flush interrupted the other thread: 5 % of
+// carry through it), so each page of a gradient arena would take a read fault,
+// then a write fault whose TLB flush interrupts the other thread: 5 % of
 // moe-deep's `bench` samples (perf: do_wp_page, smp_call_function_many_cond).
 // One call per layer keeps the arena resident only a layer ahead of its backward.
 void prefault_for_write(float* p, size_t n);

@@ -116,7 +116,7 @@ void from_hf(const ParamSpec& s, const float* in, float* arena) {
 // The arena's tensors in HF layout, written from the arena itself: a tensor
 // stored as HF stores it is written in place, a transposed one through the
 // writer's one-tensor buffer. A copy of the whole arena (twice for the
-// optimizer's moments) was the peak of a moe-deep run: +118 MB at each
+// optimizer's moments) would be the peak of a moe-deep run: +118 MB at each
 // checkpoint.
 void add_tensors(std::vector<TensorOut>& out, const ParamLayout& layout, const float* arena,
                  const std::string& prefix) {

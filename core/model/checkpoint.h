@@ -47,7 +47,7 @@ struct OptimizerState {
     bool operator==(const OptimizerState&) const = default;
 };
 // What save_checkpoint writes of an optimizer: its step and views of its
-// moments, the caller's own arrays (a copy was 118 MB on moe-deep).
+// moments, the caller's own arrays (a copy would be 118 MB on moe-deep).
 struct OptimizerStateView {
     int64_t step = 0;
     std::span<const float> m, v;

@@ -119,8 +119,8 @@ double hash_uniform(uint64_t seed, uint64_t a, uint64_t b) {
 void init_params(const ModelConfig& cfg, const ParamLayout& L, float* arena, uint64_t seed) {
     (void)cfg;
     // Each tensor draws from its own stream, so the threads share the tensors
-    // out and the bits are those of one thread: serial, the draws were 2 % of
-    // a deep preset's first run with the other thread idle.
+    // out and the bits are those of one thread: serial, the draws would be 2 %
+    // of a deep preset's first run with the other thread idle.
     std::vector<double> cost(L.specs.size());
     for (size_t i = 0; i < L.specs.size(); ++i) cost[i] = (double)L.specs[i].numel;
     parallel_tasks((int)L.specs.size(), cost.data(), [&](int i) {

@@ -40,8 +40,8 @@ std::string base_policy_key(const Config& c) {
     // find it, the hash makes it exact.
     const nlohmann::json j = config_to_json(c);
     // The growth settings enter resolved (auto as its depth) and only when
-    // the warm-up grows: a model trained directly keeps the key it had
-    // before they existed, whatever they say.
+    // the warm-up grows: a model trained directly is keyed without them,
+    // whatever they say.
     nlohmann::json base = j["base"];
     if (const int from = base_growth_layers(c); from > 0) base["grow_from_layers"] = from;
     else
@@ -163,8 +163,8 @@ int train_stage(WarmUp& w, const ModelConfig& m, std::vector<float>& params, int
         if (eval_now) {
             // The evaluation's rollout engine (a weight copy, its KV cache)
             // takes the memory of the step's gradients and activations, which
-            // the next step makes afresh: moe-deep's first run peaked here
-            // with both at once.
+            // the next step makes afresh: with both at once moe-deep's first
+            // run would peak here.
             train.release_activations();
             std::vector<float>().swap(grads);
             pr.eval_reward = evaluate_policy(cfg, m, params, w.task, cfg.task.eval_size);

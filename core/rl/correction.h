@@ -1,7 +1,7 @@
 // Rollout correction: importance-sampling weights, rejection (RS), veto and
-// batch normalisation (REFERENCE.md, "Correction").
+// batch normalisation.
 //
-// Same flat layout as core/metrics.h (concatenated tokens, seq_offsets of size
+// Same flat layout as core/metrics/mismatch.h (concatenated tokens, seq_offsets of size
 // S+1, uint8 valid mask). Weights carry no gradient: they are plain numbers the
 // policy loss multiplies in. The batch keeps its shape: dropping a token means
 // keep[t] = 0 (and weights[t] = 0), never removing it.

@@ -28,11 +28,11 @@ struct ModelFootprint {
     double training_mb = 0;
     // state_mb plus the larger phase, which frees its memory for the other
     // (short-lived buffers and the allocator's overhead left out). Against
-    // the peak RSS of a 3-step `run` less that of `presets` (6.4 MiB),
-    // 2026-11-29: from 0.80x (long-addition-scratchpad, whose long
-    // sequences' backward buffers it leaves out) to 1.22x (moe-small);
-    // dense-tiny 0.97x, dense-small 1.12x, moe-deep 1.16x, r3-grpo-8mini
-    // 1.19x. The sum of both phases had said 1.34x on moe-deep.
+    // the peak RSS of a 3-step `run` less that of `presets` (6.4 MiB) it
+    // reads from 0.80x (long-addition-scratchpad, whose long sequences'
+    // backward buffers it leaves out) to 1.22x (moe-small); dense-tiny
+    // 0.97x, dense-small 1.12x, moe-deep 1.16x, r3-grpo-8mini 1.19x. The
+    // sum of both phases would read 1.34x on moe-deep.
     double memory_mb = 0;
     // Floating-point work of one RL step at the longest sequences: 2 x active
     // params x tokens each for the rollout and the recompute, 6 x for the
@@ -52,7 +52,7 @@ double rl_step_gflops();
 // The fraction of the matmul rate a whole RL step reaches: decode steps with
 // a handful of rows, attention, norms, sampling, the MoE gather/scatter and
 // the optimizer run below it, small models far below. `bench --steps 3` on
-// the 2-core development machine (quiet; benchmark 192 GFLOP/s) measured
+// the 2-core development machine (quiet; benchmark 192 GFLOP/s) gives
 // 0.25 (moe-tiny), 0.33 (dense-tiny, moe-deep), 0.41 (moe-small), 0.56
 // (dense-small) and 0.60 (dense-deep). One value for all puts the estimate
 // between about 0.6x and 1.5x the measured step: enough to tell 0.1 s from

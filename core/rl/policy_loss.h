@@ -1,7 +1,7 @@
 // Policy-gradient losses over flat token arrays, with the analytic gradient
 // dloss/dlp_theta per token that the model backward consumes.
 //
-// Layout as in core/metrics.h: N concatenated response tokens, seq_offsets of
+// Layout as in core/metrics/mismatch.h: N concatenated response tokens, seq_offsets of
 // size S+1. `keep` (from compute_correction, or the valid mask) selects the
 // tokens that count: a dropped token contributes nothing to the loss, gets a 0
 // gradient and is NOT counted in any denominator. Weights w (IS weights, no

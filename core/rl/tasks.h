@@ -1,4 +1,4 @@
-// Verifiable-reward tasks over the character vocabulary (core/vocab.h).
+// Verifiable-reward tasks over the character vocabulary (core/model/vocab.h).
 //
 // Every task turns (seed, index) into one prompt with a unique reference
 // answer, deterministically and without global state: the random stream of a

@@ -77,7 +77,7 @@ WorstTokens capture_worst_tokens(const Config& cfg, const Measurement& m, const 
 
 // The stored form (one JSON object) and back. parse throws
 // std::invalid_argument on text that is not such an object; "" gives an
-// empty WorstTokens (a step stored before this existed).
+// empty WorstTokens (a step stored without them).
 std::string worst_tokens_json(const WorstTokens& w);
 WorstTokens parse_worst_tokens(const std::string& json);
 

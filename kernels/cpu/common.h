@@ -1,6 +1,6 @@
 // Internal to the CPU backend: the pieces shared by the public entry points
-// (cpu_*.cpp) and the per-ISA implementations (cpu_isa_*.cpp, which include
-// cpu_isa_impl.inc once per instruction set).
+// (cpu/*.cpp) and the per-ISA implementations (cpu/isa/*.cpp, which include
+// isa/impl.inc once per instruction set).
 //
 // Bit-reproducibility rules that every ISA path follows:
 //  * Every arithmetic step is an IEEE-754 single-precision operation with

@@ -161,8 +161,8 @@ void rope_apply(float* x, const int32_t* pos, int M, int H, int D, float theta, 
     }
     const IsaTable& I = isa_table();
     // 30 units per element: a row of heads costs about 0.15 ns per element
-    // (one thread), so 448 rows of 8 heads (16 us) now split where 3 per
-    // element had kept them on one thread.
+    // (one thread), so 448 rows of 8 heads (16 us) split across the threads,
+    // which 3 units per element would keep on one.
     parallel_for(
         M, [&](int m0, int m1) { I.rope_rows(x, rows.data(), H, D, dt, inverse, m0, m1); },
         M > 1 && 30.0 * M * H * D >= kParallelWork && num_threads() > 1);

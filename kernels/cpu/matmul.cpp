@@ -143,7 +143,7 @@ void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, co
         thread_local std::vector<float> wt;
         if (wt.size() < (size_t)K * N) wt.resize((size_t)K * N);
         // wt[n*K + k] = w[k*N + n], its rows n in blocks of 16 on the pool:
-        // on one thread the transpose (gathers) was a serial stretch of every
+        // on one thread the transpose (gathers) would be a serial stretch of every
         // small-M backward (3 % of a deep preset's warm-up, the other thread idle).
         // (wt is this thread's: the workers get its address, not their own copy)
         float* const wtp = wt.data();

@@ -1,5 +1,5 @@
 // Row-reduction kernels: RMSNorm, log-softmax, entropy and the MoE router.
-// Row plans (see cpu_common.h):
+// Row plans (see cpu/common.h):
 //   bi16              element j -> lane j%16, lanes accumulate ascending j, tree
 //                     (i += i+8, i+4, i+2, i+1). Depends only on the row length.
 //   fast_interleave2  two 16-lane accumulators alternating every 16 elements,
@@ -34,9 +34,9 @@ void for_rows(int M, double work_per_row, F&& f) {
 
 // An RMSNorm row's work in the units of kParallelWork (GEMM flops): a row
 // costs about 0.27 ns per element plus 9 ns (its reduction tree, square root
-// and division), far more than 4 flops per element said, so the q/k norms (rows
-// of 16) and the norms of a few hundred rows ran on one thread. One thread
-// against two, Zen 5: M = 448 C = 128 15 against 9 us, M = 3584 C = 16 43-51
+// and division), far more than 4 flops per element say, which would keep the
+// q/k norms (rows of 16) and the norms of a few hundred rows on one thread. One
+// thread against two, Zen 5: M = 448 C = 128 15 against 9 us, M = 3584 C = 16 43-51
 // against 23 us, M = 256 C = 128 9.5 against 6.5 us; M = 64 C = 128 (2 us)
 // stays on one.
 inline double rmsnorm_row_work(int C) { return 30.0 * C + 200.0; }
@@ -117,7 +117,7 @@ void entropy_forward(const Exec& ex, float* ent, const float* lp, int M, int V) 
 // A router row's work in kParallelWork's units (rmsnorm_row_work's scale,
 // about 110 a nanosecond): a row of moe-deep's (E = 48, k = 6) takes 110-130
 // ns on AVX-512, 230 on the scalar path (Zen 4, one thread). Counted as 4 E
-// (192 units, under 2 ns), the warm-up's 448-row batches ran on one thread.
+// (192 units, under 2 ns), the warm-up's 448-row batches would run on one thread.
 inline double router_row_work(int E, int k) { return 2000.0 * k + 10.0 * E; }
 
 void router_topk_forward(const Exec& ex, int32_t* ids, float* weights, const float* logits, int M, int E, int k) {

@@ -1,5 +1,5 @@
 // Persistent worker pool. A parallel region with n tasks on T threads is cut
-// into P = min(T, n) fixed parts, part p = tasks [p*n/P, (p+1)*n/P). Which
+// into P = min(4T, n) fixed parts, part p = tasks [p*n/P, (p+1)*n/P). Which
 // thread runs a part is decided at run time (the caller and the workers claim
 // parts from a counter), so a descheduled worker never stalls the caller, but
 // the parts themselves never change with timing; kernels only ever split
@@ -38,8 +38,8 @@ thread_local int tl_threads = 0;
 
 // How long an idle thread spins before it sleeps. The serial stretches
 // between a step's kernels (sampling, bookkeeping, small row ops) often last
-// longer than 50 us, after which a sleeping worker's wake-up on a VM came late
-// and the caller ran most parts alone; 300 us: dense-small 180.0 against
+// longer than 50 us, after which a sleeping worker's wake-up on a VM comes late
+// and the caller runs most parts alone; 300 us against 50: dense-small 180.0 against
 // 183.2 ms, moe-small 227.6 against 236.6 ms (best of four alternating runs,
 // two threads, busy machine). An idle workbench spins that long once per region.
 constexpr auto kSpinFor = std::chrono::microseconds(300);

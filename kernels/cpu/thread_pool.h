@@ -12,7 +12,7 @@
 // reads num_threads() (the configured count, not the threads that happen to run)
 // when it picks a reduction plan. A parallel region started while another is
 // running (another application thread, or a nested call) runs serially in the
-// caller. Workers spin ~50 us after a region, then sleep on a condition variable.
+// caller. Workers spin ~300 us after a region, then sleep on a condition variable.
 #pragma once
 
 #include <cstdint>

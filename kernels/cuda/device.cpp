@@ -170,7 +170,7 @@ cublasHandle_t cublas() {
     ThreadState& s = state();
     const int dev = current_device();
     if (!s.cublas || s.cublas_device != dev) {
-        // Opening cuBLAS and creating a handle took about 60 ms on an H200:
+        // Opening cuBLAS and creating a handle takes about 60 ms on an H200:
         // under MLK_CUDA_PROFILE that is its own line, not the host's time
         // between calls.
         if (profiling()) profile_host_span("host, between device calls");

@@ -34,9 +34,9 @@ cublasHandle_t cublas();  // the calling thread's handle, bound to stream()
 
 // The cuBLAS entry points the backend calls, from libcublas opened on first
 // use (dlopen) rather than linked: loading cuBLAS and its cublasLt maps about
-// 300 MB of relocated pages, which every process of a CUDA build paid (the
-// CLI's `presets` 239 MB RSS, a dense-tiny run 290 MB against 75 without),
-// whether or not it ever ran an engine on a GPU. Throws std::runtime_error
+// 300 MB of relocated pages, which linked, every process of a CUDA build
+// would pay (the CLI's `presets` 239 MB RSS, a dense-tiny run 290 MB against
+// 75 without), whether or not it ever ran an engine on a GPU. Throws std::runtime_error
 // naming the library where it cannot be opened.
 struct CublasApi {
     cublasStatus_t (*create)(cublasHandle_t*);

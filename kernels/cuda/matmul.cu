@@ -100,10 +100,10 @@ constexpr int kSkinnyAhead = 8;  // k loaded before their adds; a slice is a mul
 // by 128 by 384, is 2^27.8); cuBLAS above. A step on the GPU is bound by the
 // host's time between calls, tens of microseconds, so a kernel whose device
 // time stays under that costs nothing more, and a cuBLAS call's host work
-// (and at 16 bits its two extra launches) does. On an H200 (README) the
-// fast family's recompute with cuBLAS from 2^25 took 3-7 % longer than the
+// (and at 16 bits its two extra launches) does. On an H200, with cuBLAS
+// from 2^25 the fast family's recompute takes 3-7 % longer than the
 // batch-invariant one's on dense-tiny, dense-small and dense-deep; with
-// this kernel on every preset GEMM, no phase of any preset was slower.
+// this kernel on every preset GEMM, no phase of any preset is slower.
 // Up to 2^28 the kernel takes at most about 50 us (a 1024 x 1024 weight at
 // 256 rows, 2^28: 43 us, cuBLAS 15-20); past it, its time outgrows what the
 // host's time hides (at 512 rows: 131 us, cuBLAS 15-33).

@@ -2,8 +2,8 @@
 # Every C++ source follows .clang-format (clang-format 14, Debian 12's).
 # Exit 77 (CTest: skipped) where clang-format is not installed; it is a
 # developer tool, not a build dependency.
-# One clang-format process checks every file: a process per file took 52 s of
-# CI for 321 files, one process takes under 2.
+# One clang-format process checks every file: a process per file takes 52 s of
+# CI for 321 files, one process under 2.
 set -euo pipefail
 root=${1:?usage: check_format.sh SOURCE_DIR}
 command -v clang-format >/dev/null || { echo "clang-format not installed: skipped"; exit 77; }

@@ -1,4 +1,4 @@
-// The source tree's structure rules (shared/DESIGN.md, "Layout"): includes
+// The source tree's structure rules: includes
 // run only from a layer to the layers below it, no include circle, no Qt in
 // core/ or kernels/, and no source file longer than kMaxLines except the
 // tables named in kLongTables.

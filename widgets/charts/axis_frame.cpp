@@ -169,7 +169,7 @@ void AxisFrame::paintAxes(QPainter* painter, const QRectF& plot) {
     }
     if (!yTitle_.isEmpty()) {
         // Cut with an ellipsis where the plot is shorter than the title: a
-        // short drill-down plot otherwise ran it past the chart's top edge.
+        // short drill-down plot would otherwise run it past the chart's top edge.
         const QStaticText& title = text(metrics.elidedText(yTitle_, Qt::ElideRight, int(plot.height())));
         painter->save();
         painter->translate(plot.left() - yTitleOffset_, (plot.top() + plot.bottom() + title.size().width()) / 2);

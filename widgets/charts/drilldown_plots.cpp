@@ -214,8 +214,8 @@ ProbBuckets probBucketsFrom(const std::vector<std::pair<std::string, double>>& s
         b.tokenShare << value(m.frac, found);
         b.k3Share << value(m.k3_share, found);
         b.absDiff << value(m.abs_diff, found);
-        // Each decade's token count under its name (steps stored before the
-        // counts were recorded show the shares alone).
+        // Each decade's token count under its name (steps stored without the
+        // counts show the shares alone).
         const double n = value(m.count, counted);
         if (std::isfinite(n)) b.categories[int(i)] += QObject::tr("\n%1 tokens").arg(qint64(n));
     }

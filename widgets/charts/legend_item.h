@@ -3,7 +3,7 @@
 //
 // Qt Charts' bottom legend gives every entry an equal share of one row and
 // cuts each label at the right: six runs of a sweep in half a laptop's chart
-// area were six bare colour boxes. Here the labels stay whole while they fit
+// area are six bare colour boxes. Here the labels stay whole while they fit
 // in the rows the chart can spare; past that the entries take equal columns
 // in those rows, each label "#id" first and its name cut to fit; where a
 // column cannot hold an id and a few letters, the labels are the ids; and past

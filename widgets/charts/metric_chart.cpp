@@ -44,13 +44,13 @@ MetricChart::MetricChart(RunDataStore* data, const QString& metric, QWidget* par
     : QChartView(parent), data_(data), metric_(metric), title_(metricTitle(metric)) {
     buildChart();
     // No antialiasing for the frame: axis and grid lines are axis-aligned (and
-    // crisper without it), and antialiased grid lines were ~10% of a zoom
+    // crisper without it), and antialiased grid lines would be ~10% of a zoom
     // redraw. Text keeps its own antialiasing; the data lines and the hover
     // dot set theirs.
     setRenderHint(QPainter::Antialiasing, false);
     // The chart background covers the viewport: no second fill under it.
     viewport()->setAttribute(Qt::WA_OpaquePaintEvent);
-    // A zoom moves the marker items: a BSP index was measured slower than none.
+    // A zoom moves the marker items: a BSP index measures slower than none.
     scene()->setItemIndexMethod(QGraphicsScene::NoIndex);
     // Repaint the viewport as one rectangle: with the default minimal update
     // the union of ~40 changed items' rects becomes a many-rect clip region,

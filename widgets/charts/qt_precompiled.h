@@ -1,6 +1,6 @@
 // The Qt Widgets and Qt Charts headers nearly every widget file includes,
 // precompiled once per library (widgets/CMakeLists.txt): parsing them is most
-// of a widget file's compile time (a 77-line file spent ~25 s of CPU in the
+// of a widget file's compile time (a 77-line file spends ~25 s of CPU in the
 // front end alone), and a clean build of the tree on two cores is what CI
 // waits for. Only Qt and standard headers: a project header here would make
 // every file depend on it.

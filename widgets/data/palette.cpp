@@ -8,15 +8,15 @@ namespace mlk::palette {
 const QList<QColor>& runColours() {
     // Okabe & Ito's colour-blind-safe set (Wong, Nature Methods 2011), in an
     // order that keeps the first runs far apart: category10's brown and red
-    // looked alike, and to a red-green colour-blind user so did its green and
+    // look alike, and to a red-green colour-blind user so do its green and
     // orange. Its yellow is left out (unreadable as a thin line on white),
     // its black is a dark grey (axes are black), and Paul Tol's purple makes
     // eight. Every pair stays apart for normal, deuteranope and protanope
     // vision (run_data_test checks it by simulation). The sky blue sits
     // last but one, away from the first blue by five places: a sweep of
     // five seeds draws its configurations in runs 1, 6, 11, ... (indices 0,
-    // 5, 2, 7, 4), and its first two bands looked alike when the sky blue
-    // was sixth.
+    // 5, 2, 7, 4), and its first two bands would look alike with the sky blue
+    // sixth.
     static const QList<QColor> colours = {QColor(0x00, 0x72, 0xb2), QColor(0xd5, 0x5e, 0x00), QColor(0x00, 0x9e, 0x73),
                                           QColor(0xcc, 0x79, 0xa7), QColor(0xe6, 0x9f, 0x00), QColor(0x44, 0x44, 0x44),
                                           QColor(0x56, 0xb4, 0xe9), QColor(0xaa, 0x33, 0x77)};

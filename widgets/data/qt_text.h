@@ -27,8 +27,8 @@ QString utcTimeText(std::string_view iso);
 
 // One notation for numbers whatever the user's locale: the configs, the CLI,
 // the exports, the charts and num() all write "0.5", so Qt's spin boxes must
-// too (under de_DE a verdict threshold of 10 read "10,000"). Called once a
-// QApplication exists: it took the C library's locale from the user's, where
+// too (under de_DE a verdict threshold of 10 would read "10,000"). Called once a
+// QApplication exists: it takes the C library's locale from the user's, where
 // printf and strtod write and read "0,5". The core's conversions do not
 // depend on that (core/config/number_text.h); putting LC_NUMERIC back, as
 // Qt's documentation advises, keeps any other one in the process so.

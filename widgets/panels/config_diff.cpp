@@ -209,7 +209,7 @@ void ConfigDiffView::rebuild() {
     table_->resizeColumnToContents(0);
     // Each run's column as wide as its values and its name, up to an equal
     // share of the table (at least 220 px, for many runs): capped at 220
-    // alone, two runs' first header read "#6 collapse-de…-policy seed=3"
+    // alone, two runs' first header would read "#6 collapse-de…-policy seed=3"
     // beside a last column of a thousand empty pixels.
     const int valueColumns = table_->columnCount() - 1;
     const int share = valueColumns > 0 ? (table_->viewport()->width() - table_->columnWidth(0)) / valueColumns : 0;

@@ -1,5 +1,5 @@
 // ConfigForm: the run configuration as a form generated entirely from
-// config_schema() (core/config.h), so a new key appears here with its label,
+// config_schema() (core/config/config.h), so a new key appears here with its label,
 // editor, range and tooltip without touching this file.
 //
 // Layout (reads well at ~380 px wide): preset picker with the preset's

@@ -264,8 +264,8 @@ void DrillDown::buildUi() {
 
     // ---- (f) why this token ----------------------------------------------------------
     // In a scroll area: its tables show every row (twelve layers of routes
-    // on a deep MoE), which without one held the window taller than a
-    // laptop's screen while this tab was open.
+    // on a deep MoE), which without one would hold the window taller than a
+    // laptop's screen while this tab is open.
     whyPage_ = new QScrollArea(tabs_);
     whyPage_->setWidgetResizable(true);
     whyPage_->setFrameShape(QFrame::NoFrame);

@@ -1,5 +1,5 @@
 // DrillDown: the mismatch of one run at one step, from the store's drill-down
-// tables (core/store.h):
+// tables (core/store/store.h):
 //   (a) "Probabilities": training vs rollout probability of the sampled
 //       tokens (exp of the log-probs, both axes 0..1, diagonal y = x; the R3
 //       paper's Figure 2). Points off the diagonal are the mismatch.

@@ -76,7 +76,7 @@ LessonsPanel::LessonsPanel(QWidget* parent) : QWidget(parent) {
     changesColumn->setContentsMargins(0, 0, 0, 0);
     changesColumn->addWidget(new QLabel(tr("Then, in the probe, one click each:"), changes_));
     // As many a row as fit, in order: the lesson's text keeps the height on
-    // a short laptop screen (one a row took four rows of it).
+    // a short laptop screen (one a row would take four rows of it).
     changesLayout_ = new FlowLayout;
     changesColumn->addLayout(changesLayout_);
     layout->addWidget(changes_);

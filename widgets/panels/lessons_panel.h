@@ -1,6 +1,6 @@
 // The "Lessons" dock: the guided path of core's lessons (core/config/
 // lessons.h) in teaching order, the selected lesson's question, what to look
-// at and its explanation with the seeds it comes from, and one click to run
+// at and its explanation with the sources it comes from, and one click to run
 // its experiment (and, where it has one, to probe it and try its changes).
 // The panel only shows and asks: the window launches or loads the runs,
 // picks the charts and says which one to read (setReadHint).
@@ -28,7 +28,7 @@ public:
     explicit LessonsPanel(QWidget* parent = nullptr);
     static constexpr int kPreferredWidth = 420;
     // kPreferredWidth wide: the change buttons' flow would ask for all of
-    // them on one row, and the dock took that from the charts.
+    // them on one row, and the dock would take that from the charts.
     QSize sizeHint() const override;
 
     int count() const;

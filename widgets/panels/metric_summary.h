@@ -1,5 +1,5 @@
 // The "what was tried" table: for a chosen metric, each run's final value,
-// best value (max or min by metric_higher_is_better) and mean of the last
+// best value (max or min by the catalogue's Better) and mean of the last
 // kLastN steps, with the steps they come from, sortable by any column (a
 // missing value sorts last: NumberCell). Reads the run database; the same
 // statistics as the CLI and the reports (core/metrics/run_stats.h).

@@ -93,7 +93,7 @@ ProbePanel::ProbePanel(QWidget* parent) : QWidget(parent) {
     status_ = new QLabel(this);
     status_->setObjectName(QStringLiteral("probeStatus"));
     // Three short fixed lines: a wrapped label is squeezed by the table below,
-    // and two long ones made the panel wider than its dock (cut off).
+    // and two long ones would make the panel wider than its dock (cut off).
     status_->setWordWrap(false);
     status_->setMinimumHeight(3 * status_->fontMetrics().height() + 4);
     error_ = new QLabel(this);

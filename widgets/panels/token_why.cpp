@@ -91,7 +91,7 @@ TokenWhy::TokenWhy(QWidget* parent) : QWidget(parent) {
     altsTitle_->setText(tr("<b>Most likely tokens</b> under each engine (the sampled one in bold)"));
     alts_ = makeTable({tr("#"), tr("rollout"), tr("log p"), tr("p"), tr("training"), tr("log p"), tr("p")}, this);
     alts_->setObjectName(QStringLiteral("whyAlternatives"));
-    // The numbers whole ("-0.0538060" was cut in an equal share); the
+    // The numbers whole ("-0.0538060" is cut in an equal share); the
     // tokens' columns take what is left.
     for (int c : {0, 2, 3, 5, 6}) alts_->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
     left->addWidget(altsTitle_);

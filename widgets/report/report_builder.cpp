@@ -329,8 +329,8 @@ QString Builder::summary_section() {
              .arg(kLastN);
     // Each metric heads its own rows, across the table: the run cells may
     // wrap (a sweep run's name), the numbers may not. A metric cell spanning
-    // its runs' rows ran taller than them and a page break split it, its last
-    // line alone on the next page under a repeated header.
+    // its runs' rows would run taller than them and a page break split it, its
+    // last line alone on the next page under a repeated header.
     for (const auto& m : metrics) {
         const MetricInfo* info = find_metric(m);
         h += QStringLiteral(

@@ -1,4 +1,4 @@
-// AVX2 + FMA instantiation of cpu_isa_impl.inc (see cpu_isa_avx512.cpp for the
+// AVX2 + FMA instantiation of isa/impl.inc (see isa/avx512.cpp for the
 // linkage rules). Target: target("avx2,fma,f16c").
 #if defined(__x86_64__) || defined(__i386__)
 // GCC 12 reports false (maybe-)uninitialized warnings inside its own AVX-512 headers.

@@ -1,7 +1,7 @@
-// AVX-512 instantiation of cpu_isa_impl.inc. Everything in the target region
+// AVX-512 instantiation of isa/impl.inc. Everything in the target region
 // lives in an anonymous namespace (internal linkage), so no AVX-512 code can be
 // picked by the linker for a function that other translation units call; the
-// table is only used after cpu_features.cpp has checked the CPU at run time.
+// table is only used after cpu/features.cpp has checked the CPU at run time.
 // (`#pragma GCC target` gives every function in the region the attribute
 // target("avx512f,avx512bw,avx512vl,fma,f16c").)
 #if defined(__x86_64__) || defined(__i386__)

@@ -1,4 +1,4 @@
-// Portable instantiation of cpu_isa_impl.inc: 16 "lanes" of plain floats,
+// Portable instantiation of isa/impl.inc: 16 "lanes" of plain floats,
 // fma = fmaf. The reference for what the SIMD paths compute bit for bit.
 // GCC 12 cannot see that mk_splitk's tree_sum reads only the S partials its
 // loop wrote, and warns as inlining changes (as in avx2.cpp and avx512.cpp).

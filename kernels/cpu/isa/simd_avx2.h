@@ -1,5 +1,5 @@
 // 16-lane vector type for the AVX2 path (two ymm: lanes 0-7 and 8-15).
-// Included only by cpu_isa_avx2.cpp inside its `#pragma GCC target` region.
+// Included only by isa/avx2.cpp inside its `#pragma GCC target` region.
 
 struct V {
     __m256 lo, hi;

@@ -1,5 +1,5 @@
 // 16-lane vector type for the AVX-512 path (one zmm). Included only by
-// cpu_isa_avx512.cpp, inside its `#pragma GCC target` region and namespace.
+// isa/avx512.cpp, inside its `#pragma GCC target` region and namespace.
 // Every operation is the lane-wise IEEE operation of the scalar V (simd_scalar.h).
 
 struct V {

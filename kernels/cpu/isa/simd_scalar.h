@@ -1,6 +1,6 @@
 // 16-lane "vector" of plain floats: the portable fallback, and the definition
 // of what every lane of the SIMD types computes. Included only by
-// cpu_isa_scalar.cpp. fma is the correctly rounded fmaf.
+// isa/scalar.cpp. fma is the correctly rounded fmaf.
 
 // The lane masks are returned by value inside this file only; their ABI never
 // crosses it.

@@ -459,7 +459,7 @@ TEST(Config, EnumNamesRoundTrip) {
     EXPECT_EQ(enum_from_name<IsMode>("tis"), std::nullopt);
 }
 
-// Runs of one preset get names that tell them apart (issue: three "r3-grpo").
+// Runs of one preset get names that tell them apart (not three "r3-grpo").
 TEST(Config, DefaultRunNamesSayWhatDiffersFromThePreset) {
     const Config base = preset_config("r3-grpo");
     EXPECT_EQ(default_run_name("r3-grpo", base, base), "r3-grpo");
@@ -477,8 +477,8 @@ TEST(Config, DefaultRunNamesSayWhatDiffersFromThePreset) {
     EXPECT_EQ(default_run_name("", Config{}, Config{}), "custom");
 }
 
-// Issue: pasting JSON with two bad keys reported only one. Every bad key is
-// named at once (the first three in full).
+// Pasted JSON with several bad keys: every bad key is named at once (the
+// first three in full), not only the first.
 TEST(Config, EveryBadKeyIsNamedAtOnce) {
     try {
         config_from_json({{"rollout.precision", "bf17"}, {"optim.lr", -1}, {"nope", 1}});

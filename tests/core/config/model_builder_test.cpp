@@ -60,8 +60,8 @@ TEST(ModelBuilder, DefaultsGiveThePresetsExactly) {
     EXPECT_GE(d.num_experts_per_tok, 4);
 }
 
-// The dimensions of the presets that existed before the builder, written out
-// (runs, cached base policies and checkpoints were made with them).
+// The dimensions of the tiny and small presets, written out: stored runs,
+// cached base policies and checkpoints depend on them.
 TEST(ModelBuilder, EarlierPresetsKeepTheirDimensions) {
     struct Dims {
         const char* name;

@@ -74,8 +74,9 @@ TEST(Sweep, MoreThanThreeSettingsSpellEveryGridSettingOut) {
     EXPECT_NE(c[0].name, c[1].name);
 }
 
-// Issue: "default is_level=sequence is_upper=5.0 old_policy=decoupled +1
-// more" named both seeds of a configuration, the seed hidden in "+1 more".
+// A name cut to "default is_level=sequence is_upper=5.0 old_policy=decoupled
+// +1 more" must not hide the seed in "+1 more": both seeds of a configuration
+// would read the same.
 TEST(Sweep, RunNamesTellEverySlotApart) {
     SweepSpec s = grid({"rl.old_policy=decoupled", "correction.is_level=token,sequence", "correction.is_upper=5",
                         "rl.prompts_per_step=4,8"});

@@ -83,7 +83,8 @@ TEST(BasePolicy, KeyChangesWithEverySettingOfTheWarmUpAndNoOther) {
             << k.key << (changed ? " changes" : " does not change") << " the base-policy key";
         (shapes_the_warm_up(k.key) ? relevant : irrelevant) += 1;
     }
-    // The named ones the issue lists, so a schema change cannot empty the loop.
+    // Enough keys on each side, and the named ones below, so a schema change
+    // cannot empty the loop.
     EXPECT_GE(relevant, 15);
     EXPECT_GE(irrelevant, 20);
     for (const char* key : {"rollout.temperature", "task.partial_credit", "task.eval_size", "kernels.batch_invariant",
@@ -97,8 +98,8 @@ TEST(BasePolicy, KeyChangesWithEverySettingOfTheWarmUpAndNoOther) {
 }
 
 TEST(BasePolicy, GrowthSettingsEnterTheKeyOnlyWhenTheWarmUpGrows) {
-    // dense-tiny (2 layers) trains directly by default: its key is the one it
-    // had before the growth settings existed, whatever they say.
+    // dense-tiny (2 layers) trains directly by default: its key leaves the
+    // growth settings out, whatever they say.
     Config tiny;
     tiny.kernels.threads = 2;
     const std::string k0 = base_policy_key(tiny);

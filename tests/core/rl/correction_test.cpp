@@ -1,4 +1,4 @@
-// Hand-computed checks of core/correction (IS levels and modes, rejection,
+// Hand-computed checks of core/rl/correction (IS levels and modes, rejection,
 // veto, batch normalisation, validation).
 #include "core/rl/correction.h"
 

@@ -1,5 +1,5 @@
-// Hand-computed values and finite-difference gradients of core/policy_loss,
-// the advantage estimators of core/advantage, and the optimizer's gradient norm.
+// Hand-computed values and finite-difference gradients of core/rl/policy_loss,
+// the advantage estimators of core/rl/advantage, and the optimizer's gradient norm.
 #include "core/rl/policy_loss.h"
 
 #include <gtest/gtest.h>

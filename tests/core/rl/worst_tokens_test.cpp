@@ -139,7 +139,7 @@ TEST(WorstTokens, StoredFormRoundTripsAndStaysBounded) {
     Measured x;
     const std::string j = worst_tokens_json(x.m.worst);
     EXPECT_EQ(parse_worst_tokens(j), x.m.worst);
-    EXPECT_TRUE(parse_worst_tokens("").tokens.empty()) << "a step stored before worst tokens existed";
+    EXPECT_TRUE(parse_worst_tokens("").tokens.empty()) << "a step stored without worst tokens";
     EXPECT_THROW(parse_worst_tokens("[1, 2]"), std::invalid_argument);
     EXPECT_THROW(parse_worst_tokens("{\"tokens\": 3"), std::invalid_argument);
     WorstTokens odd = x.m.worst;

@@ -299,8 +299,8 @@ private slots:
     }
 
     // The drill-down's probability plot at a laptop's height is shorter than
-    // its y title: the title ran past the chart's top edge, cut mid-word.
-    // Titles longer than their side of the plot end in an ellipsis inside it.
+    // its y title, which must not run past the chart's top edge, cut mid-word:
+    // titles longer than their side of the plot end in an ellipsis inside it.
     void axisTitlesStayBesideThePlot() {
         AxisFrame frame;
         const QString title = QStringLiteral("training probability of the sampled token  exp(lp_train)");

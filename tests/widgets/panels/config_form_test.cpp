@@ -386,9 +386,9 @@ void ConfigFormTest::warningsMarkKeys() {
     QCOMPARE(form.keyState("rl.old_policy"), QString("warning"));
 }
 
-// Issue: IS bounds under correction.is_level=off and GSPO's clip under the
-// PPO loss looked as if they acted. They are greyed, saying why, and come
-// back when they act.
+// IS bounds under correction.is_level=off and GSPO's clip under the PPO loss
+// must not look as if they acted: they are greyed, saying why, and come back
+// when they act.
 void ConfigFormTest::ineffectiveKeysAreGreyedWithTheReason() {
     ConfigForm form;
     Config c;

@@ -90,7 +90,7 @@ private slots:
         b.setDatabase(&db);
         b.resize(1100, 520);
         b.show();
-        QCOMPARE(b.groupTree()->isVisible(), false);  // today's flat list by default
+        QCOMPARE(b.groupTree()->isVisible(), false);  // the flat list by default
         b.setGroupBy(RunBrowser::GroupBy::sweep);
         QVERIFY(b.groupTree()->isVisible());
         const QStringList top = labels(b.groupTree());

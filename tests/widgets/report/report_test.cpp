@@ -498,10 +498,10 @@ void ReportTest::cliErrors() {
 }
 
 // The runs' app version: one line under the Runs table when every run has
-// the same (ten columns broke words mid-way in the PDF), a column when they
-// differ.
+// the same (ten columns would break words mid-way in the PDF), a column when
+// they differ.
 // A sweep's run names share their preset and fixed settings; whole, they
-// squeezed the per-metric table's metric column to a letter a line. There,
+// would squeeze the per-metric table's metric column to a letter a line. There,
 // and in the legends, a run is named by what the report's other runs lack;
 // the runs table names it whole.
 void ReportTest::perMetricRowsNameRunsByWhatDiffers() {

@@ -76,7 +76,7 @@ void SweepReportTest::initTestCase() {
 }
 
 // Every configuration of a sweep report is a band without a raw line: the
-// x axis must still span its steps (it was 0 to 1, showing two steps).
+// x axis must still span its steps (not 0 to 1, showing two steps).
 void SweepReportTest::bandsSetTheirOwnRange() {
     report::ChartRun band{QStringLiteral("group"), QColor(255, 0, 0), {}};
     for (int x = 0; x <= 100; ++x) {
