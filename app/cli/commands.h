@@ -14,6 +14,7 @@ int cmd_probe(const Argv& argv);
 int cmd_checkpoint(const Argv& argv);
 int cmd_presets(const Argv& argv);
 int cmd_metrics(const Argv& argv);
+int cmd_settings(const Argv& argv);
 int cmd_run(const Argv& argv);
 int cmd_resume(const Argv& argv);
 int cmd_runs(const Argv& argv);

@@ -25,6 +25,7 @@ const char* kUsage =
     "  show RUN --db FILE [--verdict key=value ...]\n"
     "  presets [--json]\n"
     "  metrics [--json]\n"
+    "  settings [--json|--markdown]\n"
     "  export RUN --db FILE --format csv|json --out FILE\n"
     "  bench [--steps N] [--set k=v ...] [--preset MODEL ...] [--device cpu|cuda|both]\n"
     "        [--kernels fast|batch-invariant|both|same] [--blas] [--json]\n"
@@ -77,8 +78,8 @@ int main(int argc, char** argv) {
         {"run", cmd_run},           {"resume", cmd_resume},
         {"runs", cmd_runs},         {"show", cmd_show},
         {"presets", cmd_presets},   {"metrics", cmd_metrics},
-        {"export", cmd_export},     {"bench", cmd_bench},
-        {"sweep", cmd_sweep},
+        {"settings", cmd_settings}, {"export", cmd_export},
+        {"bench", cmd_bench},       {"sweep", cmd_sweep},
 #ifdef MLK_WITH_REPORTS
         {"report", forward_report},
 #endif
