@@ -1,5 +1,6 @@
-// MainWindow, what helps someone learn with it: Help > Glossary (the key
-// terms and every metric), the Probe dock (change a setting, see the
+// MainWindow, what helps someone learn with it: Help > User guide (the
+// guide, docs/guide.md, from the program's resources), Help > Glossary (the
+// key terms and every metric), the Probe dock (change a setting, see the
 // mismatch of one batch about a second later, against the previous probe),
 // and View > Presentation mode (larger text, thicker chart lines for a
 // projector). Kept apart from main_window.cpp so the wiring is in one place.
@@ -16,7 +17,14 @@
 #include "widgets/charts/chart_style.h"
 #include "widgets/panels/config_form.h"
 #include "widgets/panels/glossary.h"
+#include "widgets/panels/guide_window.h"
 #include "widgets/panels/probe_panel.h"
+
+// The resources (resources/resources.qrc) live in the static mlk_gui
+// library, whose linker keeps them only when asked for by name: registered
+// here, the guide is there in every program that shows this window, not
+// only in the one whose main() registers them.
+static void registerResources() { Q_INIT_RESOURCE(resources); }
 
 namespace mlk {
 
@@ -47,7 +55,7 @@ void MainWindow::buildTeaching() {
     scroll->setWidgetResizable(true);
     // As wide as the panel needs (with every dock open the window still
     // fits), widened when a probe's numbers need more: a panel wider than
-    // its dock was cut off at the right edge. A scroll bar, never a cut,
+    // its dock is cut off at the right edge. A scroll bar, never a cut,
     // where the window cannot give the width.
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
     const auto fitProbe = [this, scroll] {
@@ -88,6 +96,22 @@ void MainWindow::buildTeaching() {
     glossary->setText(tr("&Glossary"));
     glossary->setShortcut(QKeySequence::HelpContents);
     help->insertAction(help->actions().isEmpty() ? nullptr : help->actions().front(), glossary);
+    // The guide first. F1 stays the glossary's; the guide is Alt+H, U.
+    QAction* guide = new QAction(tr("&User guide"), this);
+    guide->setToolTip(tr("How to use the workbench, in a window beside it"));
+    connect(guide, &QAction::triggered, this, [this] {
+        // One window, made on first use and kept (with its place in the
+        // guide) when closed; never modal, so the workbench stays usable.
+        auto* window = findChild<GuideWindow*>();
+        if (!window) {
+            registerResources();
+            window = new GuideWindow(QUrl(QStringLiteral("qrc:/docs/guide.md")), this);
+        }
+        window->show();
+        window->raise();
+        window->activateWindow();
+    });
+    help->insertAction(glossary, guide);
 
     setPresentationMode(QSettings().value("view/presentation", false).toBool());
 }
