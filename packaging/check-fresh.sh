@@ -8,8 +8,10 @@
 #   4. `apt-get install ./mismatch-lab_*.deb`, `mismatch-lab-cli probe`, a
 #      one-step run and its `report` (which runs mismatch-lab-report),
 #      `bench --blas` without and with the recommended libopenblas0, the
-#      desktop entry's Exec until its window is up, `apt-get remove --purge`,
-#      and nothing of the package may be left.
+#      desktop entry's Exec until its window is up, each program's man page
+#      through `man` (man-db installed last, so it cannot stand in for a
+#      missing Depends), `apt-get remove --purge`, and nothing of the package
+#      may be left.
 # Prints how long each step took; exits non-zero on the first failure.
 #
 # Needs root (chroot, mount, debootstrap) and Debian's mirror. Takes about as
@@ -193,7 +195,10 @@ check_installed_files() {
   for f in usr/bin/mismatch-lab usr/bin/mismatch-lab-cli usr/bin/mismatch-lab-report \
     usr/share/applications/org.mismatchlab.MismatchLab.desktop \
     usr/share/metainfo/org.mismatchlab.MismatchLab.metainfo.xml \
-    usr/share/icons/hicolor/scalable/apps/org.mismatchlab.MismatchLab.svg; do
+    usr/share/icons/hicolor/scalable/apps/org.mismatchlab.MismatchLab.svg \
+    usr/share/man/man1/mismatch-lab.1.gz usr/share/man/man1/mismatch-lab-cli.1.gz \
+    usr/share/man/man1/mismatch-lab-report.1.gz \
+    usr/share/doc/mismatch-lab/copyright usr/share/doc/mismatch-lab/changelog.gz; do
     if ! grep -qx "/$f" "$work/files.txt" || [ ! -e "$pkg/$f" ]; then
       log "not installed: /$f"
       missing=1
@@ -202,6 +207,34 @@ check_installed_files() {
   # shellcheck disable=SC2016 # dpkg-query's own ${field} syntax
   in_root "$pkg" dpkg-query -W -f='Depends: ${Depends}\nRecommends: ${Recommends}\n' mismatch-lab
   return $missing
+}
+
+# Images trimmed for containers tell dpkg to skip manuals and documentation
+# at unpack (path-exclude in /etc/dpkg/dpkg.cfg.d/); a user's root keeps them,
+# so the package's own are checked as installed.
+keep_docs() {
+  local f
+  for f in "$pkg"/etc/dpkg/dpkg.cfg.d/*; do
+    [ -f "$f" ] || continue
+    if grep -Eq '^path-exclude[= ]+/usr/share/(man|doc)' "$f"; then
+      log "dropping path-exclude for /usr/share/man, /usr/share/doc from ${f#"$pkg"}"
+      sed -Ei '\#^path-exclude[= ]+/usr/share/(man|doc)#d' "$f"
+    fi
+  done
+}
+
+# Each program's page, as `man` shows it: the name line and the section the
+# packaging adds to what --help says (packaging/man).
+man_pages() {
+  in_root "$pkg" bash -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends man-db' >/dev/null
+  # shellcheck disable=SC2016 # expanded by the root's shell
+  in_root "$pkg" bash -c 'set -e
+    for p in mismatch-lab mismatch-lab-cli mismatch-lab-report; do
+      MANWIDTH=80 man -P cat "$p" >"/root/$p.man"
+      grep -q "^NAME" "/root/$p.man" && grep -q "^EXIT STATUS" "/root/$p.man" \
+        || { echo "man $p: no NAME or EXIT STATUS"; cat "/root/$p.man"; exit 1; }
+    done
+    head -n 12 /root/mismatch-lab-cli.man'
 }
 
 # After the purge: no file the package listed, no dpkg record, and no empty
@@ -259,6 +292,7 @@ cp "${debs[0]}" "$pkg/root/"
 # neither Xvfb nor xdotool, so only the package's Depends are there.
 mkdir -p "$pkg/tmp/.X11-unix"
 mount --bind "$dev/tmp/.X11-unix" "$pkg/tmp/.X11-unix"
+keep_docs
 timed "pkg root: apt-get install ./$deb" in_root "$pkg" bash -c \
   "cd /root && apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends ./$deb"
 check_installed_files || fail "package contents"
@@ -278,6 +312,7 @@ timed "pkg root: bench --blas with libopenblas0" in_root "$pkg" bash -c \
   'cd /root && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libopenblas0 \
    && mismatch-lab-cli bench --preset dense-tiny --steps 1 --set rl.prompts_per_step=2 --blas | grep "OpenBLAS sgemm"'
 timed "pkg root: desktop entry Exec (window up)" installed_start
+timed "pkg root: man pages (man-db)" man_pages
 timed "pkg root: apt-get remove --purge mismatch-lab" in_root "$pkg" bash -c \
   'DEBIAN_FRONTEND=noninteractive apt-get remove --purge -y -q mismatch-lab'
 check_purged || fail "files left after the purge"

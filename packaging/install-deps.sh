@@ -9,6 +9,9 @@ packages=(
   # build: compiler, CMake, Ninja; dpkg-dev (dpkg-shlibdeps) and file are what
   # CPack's DEB generator runs to compute the package's Depends
   build-essential cmake ninja-build pkg-config dpkg-dev file
+  # packaging: lintian checks the .deb against Debian policy (ctest
+  # packaging.lintian)
+  lintian
   # libraries: Qt 6 (Qt Charts' CMake config requires Qt OpenGL and the GL
   # development files, which qt6-charts-dev does not pull in), SQLite, JSON
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev

@@ -69,11 +69,11 @@ std::string command_usage(const std::string& command) {
 
 int main(int argc, char** argv) {
     using namespace mlk::cli;
-    const std::map<std::string, int (*)(const Argv&)> commands = {
     // Past a file-size limit (ulimit -f) a write fails with EFBIG and the
     // command fails naming it ("File too large"), as on a full disk, instead
     // of the process dying silently by SIGXFSZ with its run left unmarked.
     std::signal(SIGXFSZ, SIG_IGN);
+    const std::map<std::string, int (*)(const Argv&)> commands = {
         {"probe", cmd_probe},       {"checkpoint", cmd_checkpoint},
         {"run", cmd_run},           {"resume", cmd_resume},
         {"runs", cmd_runs},         {"show", cmd_show},
@@ -91,6 +91,10 @@ int main(int argc, char** argv) {
     const std::string name = argv[1];
     if (name == "--help" || name == "-h" || name == "help") {
         std::fputs(kUsage, stdout);
+        return 0;
+    }
+    if (name == "--version") {
+        std::printf("mismatch-lab-cli %s\n", MLK_VERSION);
         return 0;
     }
     const auto it = commands.find(name);
