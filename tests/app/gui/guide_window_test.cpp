@@ -27,20 +27,6 @@ using namespace mlk;
 
 namespace {
 
-QMenu* helpMenu(QMainWindow& w) {
-    for (QAction* m : w.menuBar()->actions())
-        if (m->menu() && m->text() == "&Help") return m->menu();
-    return nullptr;
-}
-
-QAction* actionIn(QMainWindow& w, const QString& menu, const QString& text) {
-    for (QAction* m : w.menuBar()->actions())
-        if (m->menu() && m->text() == menu)
-            for (QAction* a : m->menu()->actions())
-                if (a->text() == text) return a;
-    return nullptr;
-}
-
 // The text of the first "# " heading of a Markdown text, as shown: without
 // the code and emphasis marks.
 QString firstHeading(const QString& markdown) {
@@ -100,10 +86,10 @@ private slots:
         MainWindow w(dir_.path() + "/runs.sqlite");
         w.show();
         QVERIFY(QTest::qWaitForWindowExposed(&w));
-        QAction* guide = actionIn(w, "&Help", "&User guide");
+        QAction* guide = window_test::actionIn(w, "&Help", "&User guide");
         QVERIFY(guide);
         // First in Help, and no other action's shortcut (F1 is the glossary's).
-        QCOMPARE(helpMenu(w)->actions().front(), guide);
+        QCOMPARE(window_test::menuIn(w, "&Help")->actions().front(), guide);
         if (!guide->shortcut().isEmpty())
             for (QAction* a : w.findChildren<QAction*>())
                 if (a != guide) QVERIFY2(a->shortcut() != guide->shortcut(), qPrintable(a->text()));

@@ -54,14 +54,6 @@ namespace {
 // two-core machine stays well inside it.
 constexpr int kFirstStepTimeoutMs = 300000;
 
-QAction* actionIn(QMainWindow& w, const QString& menu, const QString& text) {
-    for (QAction* m : w.menuBar()->actions())
-        if (m->menu() && m->text() == menu)
-            for (QAction* a : m->menu()->actions())
-                if (a->text() == text) return a;
-    return nullptr;
-}
-
 // Steps stored of the lesson's first run so far (0 before it started).
 int64_t firstRunSteps(const MainWindow& w) {
     if (w.lessonRuns().isEmpty()) return 0;
@@ -106,7 +98,7 @@ private slots:
     void lessonsDockIsASidePanelFromTheViewMenu() {
         MainWindow w(dir_.path() + "/menu.sqlite");
         w.show();
-        QAction* toggle = actionIn(w, "&View", "Lessons");
+        QAction* toggle = window_test::actionIn(w, "&View", "Lessons");
         QVERIFY(toggle);
         QCOMPARE(toggle->shortcut(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L));
         QVERIFY(w.lessonsDock()->isHidden());

@@ -30,17 +30,7 @@ using mlk::testing_deadline::kEventDeadlineMs;
 
 using namespace mlk;
 
-namespace {
-
-QAction* actionIn(QMainWindow& w, const QString& menu, const QString& text) {
-    for (QAction* m : w.menuBar()->actions())
-        if (m->menu() && m->text() == menu)
-            for (QAction* a : m->menu()->actions())
-                if (a->text() == text) return a;
-    return nullptr;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 class TeachingWindowTest : public QObject {
     Q_OBJECT
@@ -56,12 +46,12 @@ private slots:
 
     void menusOfferGlossaryProbeAndPresentation() {
         MainWindow w(dir_.path() + "/runs.sqlite");
-        QAction* glossary = actionIn(w, "&Help", "&Glossary");
+        QAction* glossary = window_test::actionIn(w, "&Help", "&Glossary");
         QVERIFY(glossary);
         QCOMPARE(glossary->shortcut(), QKeySequence(QKeySequence::HelpContents));
         glossary->trigger();
         QVERIFY(!w.glossaryDock()->isHidden());
-        QAction* presentation = actionIn(w, "&View", "Presentation mode");
+        QAction* presentation = window_test::actionIn(w, "&View", "Presentation mode");
         QVERIFY(presentation);
         QCOMPARE(presentation->shortcut(), QKeySequence(Qt::Key_F11));
     }
@@ -73,7 +63,7 @@ private slots:
             w.resize(1400, 900);
             w.show();
             QVERIFY(!w.presentationMode());
-            actionIn(w, "&View", "Presentation mode")->trigger();
+            window_test::actionIn(w, "&View", "Presentation mode")->trigger();
             QVERIFY(w.presentationMode());
             QVERIFY(ChartStyle::instance().presentation());
             QCOMPARE(QApplication::font().pointSizeF(), normal.pointSizeF() * ChartStyle::kPresentationFontScale);
