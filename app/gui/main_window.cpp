@@ -69,6 +69,13 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
     worker_->moveToThread(&workerThread_);
     connect(&workerThread_, &QThread::finished, worker_, &QObject::deleteLater);
     workerThread_.start();
+    // Busy from the moment a job leaves the queue, its warm-up included:
+    // Stop, Pause and Single step act on it, and Start does not queue a
+    // second run behind it unsaid.
+    connect(worker_, &RunWorker::jobStarted, this, [this] {
+        busy_ = true;
+        updateRunControls();
+    });
     connect(worker_, &RunWorker::runStarted, this, [this](qint64 id, const QString& name) {
         busy_ = true;
         updateRunControls();

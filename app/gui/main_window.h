@@ -79,6 +79,8 @@ public:
     QAction* startAction() const { return startAct_; }
     QAction* queueAction() const { return queueAct_; }
     QAction* sweepAction() const { return sweepAct_; }
+    QAction* stopAction() const { return stopAct_; }
+    QAction* pauseAction() const { return pauseAct_; }
     QString progressText() const;  // the run bar's text as shown
     void showStatus(const QString& message, int timeoutMs = 0);
     // True, with a status message, when the open database is read-only for

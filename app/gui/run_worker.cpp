@@ -168,9 +168,18 @@ void RunWorker::work() {
             };
             int64_t current = 0;
             cb.on_phase = [&](Phase p) { emit phaseChanged(phase_name(p), (int)current, (int)total, eta(current)); };
+            emit jobStarted(job.name);
             emit phaseChanged(phase_name(Phase::warmup), 0, (int)total, -1);
-            RunController rc = RunController::create(store, job.config, job.preset.toStdString(),
-                                                     job.name.toStdString(), cacheDir_.toStdString(), cb, 0, slot);
+            std::optional<RunController> created;
+            try {
+                created.emplace(RunController::create(store, job.config, job.preset.toStdString(),
+                                                      job.name.toStdString(), cacheDir_.toStdString(), cb, 0, slot));
+            } catch (const StoppedInWarmup& e) {
+                // Stored "stopped": `resume` warms up again.
+                emit runFinished(e.run_id, run_status_name(RunStatus::stopped));
+                continue;
+            }
+            RunController& rc = *created;
             runId = rc.run_id();
             data_->addRun({runId, job.name, "running", job.preset, {}, {}});  // colour and seed group: from the store
             emit runStarted(runId, job.name);

@@ -65,6 +65,9 @@ public slots:
     void work();
 
 signals:
+    // A job leaves the queue: from here until idle() the worker is busy with
+    // it, its base-policy warm-up included, and stop() ends it.
+    void jobStarted(const QString& name);
     void runStarted(qint64 runId, const QString& name);
     void phaseChanged(const QString& phase, int step, int total, double etaSeconds);
     // layers < modelLayers while a growing warm-up trains its shallow model.

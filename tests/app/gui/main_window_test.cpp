@@ -362,10 +362,44 @@ private slots:
         QCOMPARE(shown()->foreground().color(), palette::statusColour("running"));
         QTRY_VERIFY_WITH_TIMEOUT(w.data()->series(id, "reward_mean").size() > paused_at + 1, kEventDeadlineMs);
         w.stopRun();
-        QVERIFY(finished.wait(30000));
+        QVERIFY(finished.wait(kEventDeadlineMs));
         QCOMPARE(finished.first().at(1).toString(), QString("stopped"));
         QCOMPARE(stored(), QString("stopped"));
         QTRY_VERIFY_WITH_TIMEOUT(w.startAction()->isEnabled(), kEventDeadlineMs);
+    }
+
+    // A base policy not in the cache trains for a while before the run's
+    // first step. The window is busy with the run from the start: Stop acts
+    // on the warm-up, Start does not queue a second run, and the stopped
+    // run reads "stopped" (resume warms up again).
+    void aRunCanBeStoppedDuringItsWarmup() {
+        QTemporaryDir d;
+        MainWindow w(d.path() + "/warmup.sqlite");
+        Config c = w.configForm()->config();
+        c.base.sft_steps = 2999;  // a base policy no other test caches
+        c.seed = 4242;
+        w.configForm()->setConfig(c);
+        w.show();
+        QSignalSpy finished(&w, &MainWindow::runFinished);
+        w.startRun();
+        QTRY_VERIFY_WITH_TIMEOUT(w.progressText().contains("base-policy warm-up") && w.progressText().contains("/2999"),
+                                 kEventDeadlineMs);
+        QVERIFY(w.isBusy());
+        QVERIFY(w.stopAction()->isEnabled());
+        QVERIFY(w.pauseAction()->isEnabled());
+        QVERIFY(!w.startAction()->isEnabled());
+        w.startRun();  // Ctrl+R now: refused with a word, nothing queued
+        QCOMPARE(w.worker()->queued(), 0);
+        w.stopRun();
+        QVERIFY(finished.wait(kEventDeadlineMs));
+        QCOMPARE(finished.first().at(1).toString(), QString("stopped"));
+        Store reader = Store::open(w.databasePath().toStdString());
+        const auto runs = reader.list_runs();
+        QCOMPARE(runs.size(), size_t(1));
+        QCOMPARE(QString::fromStdString(runs.front().status), QString("stopped"));
+        QCOMPARE(runs.front().steps, int64_t(0));
+        QTRY_VERIFY_WITH_TIMEOUT(!w.isBusy() && w.startAction()->isEnabled(), kEventDeadlineMs);
+        QVERIFY(!w.stopAction()->isEnabled());
     }
 
     void trainingRunsOffTheGuiThread() {
