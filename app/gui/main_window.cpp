@@ -81,6 +81,12 @@ MainWindow::MainWindow(const QString& dbPath, QWidget* parent) : QMainWindow(par
         updateRunControls();
         showStatus(tr("Run %1 (%2) started").arg(id).arg(name), 4000);
         browser_->refresh();
+        // A run you start is drawn whatever is shown: joined to the runs
+        // selected in the list (so the list, the charts and the comparison
+        // agree), or to the runs a sweep or lesson put on the charts.
+        const QList<int64_t> selected = browser_->selectedRunIds();
+        if (!selected.isEmpty() && !selected.contains(id)) browser_->selectRuns(selected + QList<int64_t>{id});
+        else charts_->addVisibleRun(id);
     });
     connect(worker_, &RunWorker::baseProgress, this, [this](int step, int total, double reward, int layers, int all) {
         progress_->setRange(0, std::max(total, 1));

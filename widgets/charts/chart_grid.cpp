@@ -270,6 +270,11 @@ void ChartGrid::setVisibleRuns(const QList<qint64>& runIds) {
     for (MetricChart* chart : charts_) chart->setVisibleRuns(runIds);
 }
 
+void ChartGrid::addVisibleRun(qint64 runId) {
+    if (!visibleRuns_ || visibleRuns_->contains(runId)) return;
+    setVisibleRuns(*visibleRuns_ + QList<qint64>{runId});
+}
+
 void ChartGrid::showAllRuns() {
     visibleRuns_.reset();
     for (MetricChart* chart : charts_) chart->showAllRuns();

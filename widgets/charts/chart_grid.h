@@ -54,6 +54,9 @@ public:
     // Runs taking part in every chart; showAllRuns() follows the store.
     void setVisibleRuns(const QList<qint64>& runIds);
     void showAllRuns();
+    // Adds one run to the runs shown (a run just started); nothing to do
+    // while every run is shown.
+    void addVisibleRun(qint64 runId);
     // A legend click hides/shows a run in every chart.
     void toggleRunHidden(qint64 runId);
     void setRunHidden(qint64 runId, bool hidden);

@@ -402,6 +402,47 @@ private slots:
         QVERIFY(!w.stopAction()->isEnabled());
     }
 
+    // A run started while other runs are selected in the list (a comparison,
+    // a lesson's runs) joins the selection and is drawn; so is one started
+    // while the charts show a sweep's runs with nothing selected.
+    void aRunStartedWithOtherRunsSelectedIsDrawn() {
+        QTemporaryDir d;
+        MainWindow w(d.path() + "/selected.sqlite");
+        makeQuick(w, 2);
+        w.show();
+        QSignalSpy finished(&w, &MainWindow::runFinished);
+        // Starts a run and waits for its end: its id, or 0.
+        const auto runOnce = [&]() -> qint64 {
+            const qsizetype before = finished.size();
+            w.startRun();
+            while (finished.size() <= before)
+                if (!finished.wait(kEventDeadlineMs)) return 0;
+            return finished.last().at(0).toLongLong();
+        };
+        const qint64 first = runOnce();
+        QVERIFY(first > 0);
+        RunBrowser* browser = w.runBrowser();
+        QTRY_VERIFY_WITH_TIMEOUT(browser->runIds().contains(first), kEventDeadlineMs);
+        browser->selectRuns({first});
+        MetricChart* reward = w.charts()->chartFor("reward_mean");
+        QTRY_COMPARE_WITH_TIMEOUT(reward->plottedRuns(), QList<qint64>{first}, kEventDeadlineMs);
+
+        const qint64 second = runOnce();
+        QVERIFY(second > 0);
+        QTRY_VERIFY_WITH_TIMEOUT(reward->plottedRuns().contains(second), kEventDeadlineMs);
+        QVERIFY(reward->plottedRuns().contains(first));
+        QCOMPARE(browser->selectedRunIds(), (QList<int64_t>{first, second}));
+
+        // The charts show a set the list does not select (a sweep's "Show on charts").
+        browser->selectRuns({});
+        w.charts()->setVisibleRuns({first});
+        QTRY_COMPARE_WITH_TIMEOUT(reward->plottedRuns(), QList<qint64>{first}, kEventDeadlineMs);
+        const qint64 third = runOnce();
+        QVERIFY(third > 0);
+        QTRY_VERIFY_WITH_TIMEOUT(reward->plottedRuns().contains(third), kEventDeadlineMs);
+        QVERIFY(!reward->plottedRuns().contains(second));
+    }
+
     void trainingRunsOffTheGuiThread() {
         QTemporaryDir d;
         MainWindow w(d.path() + "/thread.sqlite");
