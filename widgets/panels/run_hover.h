@@ -1,6 +1,9 @@
 // Which run the mouse is on in a list of runs (an item view), and 0 once it
 // is on no run or off the list: the charts bring that run's line forward
 // (ChartGrid::setEmphasis). The run list and the sweep table both say it.
+// Rows that change under a still mouse are asked again, so a run added on
+// top of the list is not left faded behind the one that was there. The
+// view keeps its model for its life.
 #pragma once
 
 #include <QObject>
@@ -33,6 +36,7 @@ private:
 
     std::function<int64_t(const QModelIndex&)> runAt_;
     int64_t hovered_ = 0;
+    bool recheckPending_ = false;
 };
 
 }  // namespace mlk

@@ -390,6 +390,15 @@ void RunBrowserTest::hoveringARunSaysWhichForTheCharts() {
     QTest::mouseMove(t->viewport(), onRow);
     QTRY_VERIFY_WITH_TIMEOUT(!hovered.isEmpty(), kEventDeadlineMs);
     QCOMPARE(hovered.last().front().toLongLong(), b_);
+    // A new run lands in the list under the still mouse: the run under it
+    // now is the one the charts bring forward, not the one that was there.
+    QCursor::setPos(t->viewport()->mapToGlobal(onRow));
+    const int64_t added = store_->create_run("added", "default", config_to_json(ca_).dump(), 9, RunStatus::finished);
+    br.refresh();
+    const int64_t under = br.runIds().at(t->indexAt(onRow).row());
+    QVERIFY(under != b_);
+    QTRY_COMPARE_WITH_TIMEOUT(hovered.last().front().toLongLong(), under, kEventDeadlineMs);
+    Q_UNUSED(added);
     QEvent leave(QEvent::Leave);
     QApplication::sendEvent(t->viewport(), &leave);
     QCOMPARE(hovered.last().front().toLongLong(), int64_t(0));
