@@ -411,8 +411,13 @@ private slots:
         makeQuick(w, 2);
         w.show();
         QSignalSpy finished(&w, &MainWindow::runFinished);
-        // Starts a run and waits for its end: its id, or 0.
+        // Starts a run, once the window is idle again after the last one
+        // (its end is signalled before the worker goes idle), and waits
+        // for its end: its id, or 0.
         const auto runOnce = [&]() -> qint64 {
+            QElapsedTimer idle;
+            idle.start();
+            while (w.isBusy() && idle.elapsed() < kEventDeadlineMs) QTest::qWait(10);
             const qsizetype before = finished.size();
             w.startRun();
             while (finished.size() <= before)
