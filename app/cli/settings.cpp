@@ -43,17 +43,6 @@ std::vector<std::string> setting_groups() {
     return out;
 }
 
-// The community names of a key as its tooltip gives them ("" when none).
-std::string names_text(const ConfigKey& k) {
-    std::string out;
-    for (const auto& [who, name] : {std::pair<const char*, const std::string&>{"verl", k.verl},
-                                    {"slime/Miles", k.slime},
-                                    {"ms-swift", k.swift},
-                                    {"Hugging Face config.json", k.hf}})
-        if (!name.empty()) out += (out.empty() ? "" : "; ") + std::string(who) + ": " + name;
-    return out;
-}
-
 struct Refusal {
     std::string setting;  // "moe.routing_replay=R3"
     std::string why;      // validate()'s message
@@ -167,7 +156,7 @@ void print_markdown() {
         for (const ConfigKey& k : config_schema()) {
             if (group_of(k.key) != group) continue;
             std::string what = "**" + md_text(k.label) + ".** " + md_text(k.description);
-            if (const std::string names = names_text(k); !names.empty()) what += " " + md_text(names) + ".";
+            if (const std::string names = k.community_names(); !names.empty()) what += " " + md_text(names) + ".";
             page += "| " + md_code(k.key) + " | " + std::string(value_type_name(k.type)) + " | " + default_cell(k) +
                     " | " + range_cell(k) + " | " + what + " |\n";
             for (auto& r : refusals(k)) refused.push_back(std::move(r));

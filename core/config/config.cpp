@@ -62,13 +62,17 @@ std::string ConfigKey::tooltip() const {
                                                     : "Range: ") +
          range_text() + ". Default: " +
          (default_value.is_string() && !quoted ? default_value.get<std::string>() : default_value.dump()) + ".";
+    if (const std::string names = community_names(); !names.empty()) t += "\n" + names + ".";
+    return t;
+}
+
+std::string ConfigKey::community_names() const {
     std::vector<std::string> names;
     if (!verl.empty()) names.push_back("verl: " + verl);
     if (!slime.empty()) names.push_back("slime/Miles: " + slime);
     if (!swift.empty()) names.push_back("ms-swift: " + swift);
     if (!hf.empty()) names.push_back("Hugging Face config.json: " + hf);
-    if (!names.empty()) t += "\n" + join(names, "; ") + ".";
-    return t;
+    return join(names, "; ");
 }
 
 namespace {

@@ -56,6 +56,8 @@ struct ConfigKey {
 
     std::string range_text() const;  // "[0, 1]", "(0.05, 10]", ">= 0", "fp32, bf16, fp16", "true, false", format
     std::string tooltip() const;     // description + range/default + community names, plain text
+    // "verl: x; slime/Miles: y; ..." for the names this key has ("" when none).
+    std::string community_names() const;
 };
 
 // Schema in display order; entries of one section are contiguous.
