@@ -72,10 +72,9 @@ void GuideBrowser::doSetSource(const QUrl& url, QTextDocument::ResourceType type
         return;
     }
     if (type == QTextDocument::UnknownResource && isMarkdown(url)) type = QTextDocument::MarkdownResource;
-    // Loading a page scrolls to the fragment before the headings are marked;
-    // marked, scroll again.
+    // Loading a page scrolls to the fragment before its headings are marked
+    // (on sourceChanged, which going back also sends); marked, scroll again.
     QTextBrowser::doSetSource(url, type);
-    markHeadings(document());
     if (url.hasFragment()) scrollToAnchor(url.fragment());
     emit followed(url, true);
 }
@@ -124,7 +123,7 @@ GuideWindow::GuideWindow(const QUrl& page, QWidget* parent) : QWidget(parent, Qt
         note_->setVisible(!shown);
     });
     connect(browser_, &QTextBrowser::backwardAvailable, back_, &QWidget::setEnabled);
-    // Going back restores a page without doSetSource: mark its headings here.
+    // Every page shown, followed or gone back to, gets its headings' anchors.
     connect(browser_, &QTextBrowser::sourceChanged, this, [this] { markHeadings(browser_->document()); });
     connect(back_, &QToolButton::clicked, browser_, &QTextBrowser::backward);
     connect(home_, &QToolButton::clicked, this, [this] { browser_->setSource(page_); });
