@@ -479,7 +479,7 @@ std::string resolved_checkpoint_path(const std::string& db_path, const std::stri
     // The old name stays valid while its folder is there and ours is not
     // (the database renamed without its folder).
     const fs::path as_stored = (folder / p).lexically_normal();
-    if (!fs::exists(ours, ec) && fs::exists(as_stored, ec) && *p.begin() != own) return as_stored.string();
+    if (!fs::exists(ours, ec) && fs::exists(as_stored, ec)) return as_stored.string();
     return ours.string();
 }
 }  // namespace
