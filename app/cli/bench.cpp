@@ -53,7 +53,7 @@ struct PhaseTotals {
     GemmShapeLog shapes;  // every GEMM the phase issued, over the timed steps
 };
 
-// One session of a preset on a device in one kernel family, and its timed steps.
+// One RlSession of a preset on a device in one kernel family, and its timed steps.
 struct Lane {
     Config cfg;
     std::unique_ptr<RlSession> session;
