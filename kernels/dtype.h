@@ -25,7 +25,7 @@ namespace mlk {
 // fp8_e4m3 is OCP E4M3FN (bias 7, largest finite 448, no infinities, one NaN
 // code per sign); fp8_e5m2 is OCP E5M2 (bias 15, largest finite 57344, IEEE
 // infinities and NaNs). An fp8 value is only ever stored with a scale (see
-// quantize_rows in kernels.h); round_to on its own rounds the unscaled value.
+// quantize_activations in kernels.h); round_to on its own rounds the unscaled value.
 enum class Dtype { f32, bf16, f16, fp8_e4m3, fp8_e5m2 };
 // Names by value: the config and CLI spelling of each precision.
 inline constexpr std::string_view kDtypeNames[] = {"fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"};

@@ -30,6 +30,23 @@ namespace mlk {
 
 enum class Family { fast, batch_invariant };
 
+// How an fp8 quantiser picks its scale s (x is stored as round_fp8(x / s)):
+//  - fp32: s = amax / fp8_max(fmt) as an fp32 quotient (1 for an all-zero
+//    block), as vLLM and SGLang compute it;
+//  - pow2: the smallest power of two with amax / s <= fp8_max (UE8M0, as MXFP8
+//    and DeepSeek's recipes use): dividing and multiplying back are exact.
+enum class Fp8Scale : uint8_t { fp32, pow2 };
+// Which values share one scale:
+//  - tensor: one dynamic scale per activation tensor (all rows of the call)
+//    and one per weight tensor;
+//  - channel: one per activation row (token) and one per weight output
+//    column (per-token x per-channel);
+//  - block: one per 1x128 slice of an activation row and one per 128x128
+//    block of a weight (DeepSeek-V3 / SGLang block FP8), the last block of a
+//    row or column shorter where K or N is not a multiple of 128.
+enum class Fp8Granularity : uint8_t { tensor, channel, block };
+inline constexpr int kFp8Block = 128;
+
 // How an engine computes: the kernel family and its rounding points (the
 // numerics profile's, core/engines). Every point is real rounding
 // (round-to-nearest-even; fp8 saturating with scales), applied where a fused
@@ -39,16 +56,37 @@ enum class Family { fast, batch_invariant };
 //    softmax normaliser sums the unrounded P (FlashAttention's P tile).
 //  - stats: RMSNorm's 1/rms, log-softmax's log-sum-exp and attention's
 //    softmax normaliser, as stored by a kernel that keeps them narrow.
-//  - quant: fp32 = none; fp8_e4m3 / fp8_e5m2 = every matmul input row is
-//    quantised with a dynamic per-row power-of-two scale (quantize_rows) and
-//    the weights are expected quantised per output channel (quantize_cols):
-//    W8A8 with fp32 accumulation.
+//  - norm: RMSNorm's x * (1/rms), rounded to this before the weight
+//    multiply (bf16: Hugging Face's and vLLM's `weight * x.to(dtype)`, two
+//    roundings); fp32: x * r * w rounded once (fused kernels).
+//  - silu: SwiGLU's silu(gate), rounded to this before it multiplies up
+//    (bf16: vLLM's silu_and_mul and Hugging Face's act_fn(gate) * up); fp32:
+//    silu(gate) * up rounded once.
+//  - rope_cache: RoPE's cos/sin as its cache stores them (bf16: vLLM's and
+//    Hugging Face's caches cast to the model dtype; fp32: flashinfer's, TE's).
+//  - rope: the rotation's arithmetic: each product and sum rounded to this
+//    (bf16: Hugging Face's `q * cos + rotate_half(q) * sin` in bf16 ops); fp32:
+//    the rotation in fp32, rounded once to dtype (vLLM's and flashinfer's kernels).
+//  - eager_softmax: attention normalises P (fp32 exp(s - m) / sum) before
+//    rounding it to probs and multiplying V (eager attention's softmax then
+//    P.V), instead of dividing P.V by the sum afterwards (FlashAttention).
+//  - quant: fp32 = none; fp8_e4m3 / fp8_e5m2 = every matmul input is
+//    quantised dynamically with quant_scale at quant_granularity, and the
+//    weights are expected quantised the same way (quantize_weight): W8A8 with
+//    fp32 accumulation over the dequantised values.
 struct Exec {
     Family family = Family::fast;
     Dtype dtype = Dtype::f32;
     Dtype probs = Dtype::f32;
     Dtype stats = Dtype::f32;
     Dtype quant = Dtype::f32;
+    Dtype norm = Dtype::f32;
+    Dtype silu = Dtype::f32;
+    Dtype rope = Dtype::f32;
+    Dtype rope_cache = Dtype::f32;
+    bool eager_softmax = false;
+    Fp8Scale quant_scale = Fp8Scale::fp32;
+    Fp8Granularity quant_granularity = Fp8Granularity::channel;
 };
 
 // ---- threads -------------------------------------------------------------
@@ -135,7 +173,11 @@ void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const floa
 // ---- RoPE (rotate-half, Hugging Face convention) -------------------------
 // x[M,H,D] rotated in place for positions pos[M]; D even; theta the base.
 // Angles come from a double-precision table so every engine sees the same bits.
-void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype);
+// cache (Exec::rope_cache): cos and sin rounded to it, as a cache of that
+// precision holds them. point (Exec::rope): f32 rotates in fp32 and rounds
+// once to dtype; bf16 / f16 round each product and each sum to it, then to dtype.
+void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype, Dtype point = Dtype::f32,
+                  Dtype cache = Dtype::f32);
 // Inverse rotation of the gradient, in place.
 void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float theta);
 
@@ -213,19 +255,72 @@ void moe_combine_backward(float* dy, float* dweights, const float* dout, const f
                           const int32_t* slots, int n, int k, int D);
 
 // ---- fp8 quantisation -------------------------------------------------------
-// Scales are powers of two (UE8M0, as MXFP8 and DeepSeek's FP8 recipes use):
-// s = the smallest 2^e with amax / 2^e <= fp8_max(fmt), 1 for an all-zero row.
-// Dividing by s and multiplying back are then exact, so a matmul over the
-// dequantised values with fp32 accumulation is bit for bit the fp8 GEMM that
-// accumulates q_a * q_w in fp32 and multiplies by s_a * s_w at the end.
-// out[M,K] = round_fp8(inp / s_m) * s_m per row m (dynamic per-token
-// activation scales); scale[M] receives s_m when non-null. out may be inp.
-void quantize_rows(float* out, float* scale, const float* inp, int M, int K, Dtype fmt);
-// w[K,N] quantised in place per column n (per output channel of a [in, out]
-// weight); scale[N] receives s_n when non-null.
-void quantize_cols(float* w, float* scale, int K, int N, Dtype fmt);
-// The power-of-two scale for a block whose largest magnitude is amax.
-float fp8_scale(float amax, Dtype fmt);
+// Values sharing one scale s (a block: Fp8Granularity) are stored dequantised,
+// x -> round_fp8(x / s) * s: x / s one correctly rounded fp32 division,
+// round_fp8 dtype.h's fp8_round (round to nearest even, saturating at
+// +-fp8_max(fmt), as the serving quantisers clamp before converting), the
+// product one fp32 multiply. s comes from the block's largest magnitude amax
+// (exact, so any order; a NaN never wins):
+//  - pow2: the smallest power of two >= amax / fp8_max(fmt) (that quotient
+//    in fp32); dividing and multiplying back are then exact, so a matmul over
+//    the dequantised values with fp32 accumulation is bit for bit the fp8 GEMM
+//    that accumulates q_a * q_w and multiplies by s_a * s_w at the end;
+//  - fp32: max(amax / fp8_max(fmt), floor), fp32 operations; q * s then
+//    rounds, as a kernel that dequantises its operands before the GEMM does.
+// Either is 1 where it would be 0 (an all-zero block without a floor) or amax
+// is not finite. The floor is vLLM's, for fp32 scales of activations only
+// (fp8_activation_floor):
+//  - channel: 1 / (fp8_max * 512), the min_scaling_factor of vLLM's
+//    dynamic_per_token_scaled_fp8_quant (csrc/quantization/fp8/common.cu),
+//    so a near-silent token is not scaled up past what fp8 can hold;
+//  - block: 1e-10 / fp8_max, the eps of vLLM's per_token_group_quant_8bit
+//    (csrc/quantization/fp8/per_token_group_quant.cu: max(amax, 1e-10) /
+//    fp8_max, the same fp32 quotient, correctly rounded division being
+//    monotonic);
+//  - tensor (dynamic_scaled_fp8_quant) and every weight (offline scales): none.
+// vLLM's per-token kernel divides by s as here ("to match FBGemm"); its
+// per-tensor kernel multiplies by 1 / s instead, which this does not model.
+float fp8_scale(float amax, Dtype fmt, Fp8Scale kind, float floor = 0.0f);
+// The floor above of a dynamic activation quantiser (0 for pow2 scales).
+float fp8_activation_floor(Dtype fmt, Fp8Scale kind, Fp8Granularity g);
+// How many scales a quantiser writes: activations [M,K] 1 / M / M * ceil(K/128);
+// a weight [K,N] 1 / N / ceil(K/128) * ceil(N/128) (tensor / channel / block).
+int64_t fp8_activation_scale_count(int M, int K, Fp8Granularity g);
+int64_t fp8_weight_scale_count(int K, int N, Fp8Granularity g);
+// out[M,K] = inp quantised dynamically (out may be inp), each block's scale
+// into scales (when non-null): tensor: one over all M*K values (scales[0]);
+// channel: one per row (per token, scales[m]); block: one per 1x128 slice of
+// a row, the last one shorter where K % 128 != 0 (scales[m * ceil(K/128) + k / 128]).
+void quantize_activations(float* out, float* scales, const float* inp, int M, int K, Dtype fmt, Fp8Scale kind,
+                          Fp8Granularity g);
+// w[K,N] (a linear weight [in, out]) quantised in place: tensor: one scale
+// (scales[0]); channel: one per output column n (scales[n]); block: one per
+// 128x128 block, shorter at the last rows and columns
+// (scales[(k / 128) * ceil(N/128) + n / 128]).
+void quantize_weight(float* w, float* scales, int K, int N, Dtype fmt, Fp8Scale kind, Fp8Granularity g);
+// The per-row (channel) activation quantiser with the fp8 values kept as one
+// byte each, as an fp8 KV cache stores them: codes[M,K] the fp8 bits of
+// round_fp8(inp / s_m), scales[M] = s_m; out (when non-null; may be inp)
+// their values, code * s_m: the bits quantize_activations(out, scales, inp,
+// M, K, fmt, kind, Fp8Granularity::channel) gives. One thread.
+void quantize_rows_fp8(uint8_t* codes, float* scales, float* out, const float* inp, int M, int K, Dtype fmt,
+                       Fp8Scale kind);
+// out[k] = the fp8 value of codes[k] times scale (one fp32 multiply), k < K.
+void dequantize_fp8(float* out, const uint8_t* codes, float scale, int K, Dtype fmt);
+// An fp8 KV cache of codes and scales in the [slot][Tmax][Hkv*hd] layout of
+// attention_decode, a scale per (position, KV head) at the codes' index / hd.
+// store_kv_fp8: rows x[M, Hkv*hd] quantised per KV head (quantize_rows_fp8
+// with M*Hkv rows of hd), row r's codes to codes + off[r] and its scales to
+// scales + off[r] / hd; x keeps their values (the bits of quantize_activations
+// per row of hd, as a float cache stores them).
+void store_kv_fp8(uint8_t* codes, float* scales, const int64_t* off, float* x, int M, int Hkv, int hd, Dtype fmt,
+                  Fp8Scale kind);
+// load_kv_fp8: the rows a decode step's attention reads, dequantised:
+// out[(b * span + t) * Hkv*hd ..] = slot[b]'s position t for t < len[b] <=
+// span (the rest of out untouched), b < Bq; attention_decode over out with
+// slots 0..Bq-1 and cache_stride span * Hkv*hd then reads store_kv_fp8's values.
+void load_kv_fp8(float* out, const uint8_t* codes, const float* scales, const int32_t* slot, const int32_t* len,
+                 int64_t cache_stride, int span, int Bq, int Hkv, int hd, Dtype fmt);
 
 // ---- elementwise / reductions ---------------------------------------------
 // y[n] = round(y + x) (residual add).

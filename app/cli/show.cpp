@@ -52,7 +52,7 @@ int cmd_show(const Argv& argv) {
                     store.path().c_str());
     if (!info->notes.empty()) std::printf("  notes: %s\n", info->notes.c_str());
     const Config defaults;
-    const Config c = config_from_json(nlohmann::json::parse(info->config_json));
+    const Config c = stored_config_from_json(nlohmann::json::parse(info->config_json));
     std::printf("configuration (differences from the defaults):\n");
     for (const auto& d : config_diff(defaults, c)) std::printf("  %-34s %s\n", d.key.c_str(), d.b.c_str());
     // As the report's "Settings without effect" says them: a changed setting the run did not read.

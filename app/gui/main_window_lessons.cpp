@@ -76,7 +76,7 @@ std::optional<qint64> MainWindow::finishedRunLike(const Config& cfg) const {
         try {
             const std::optional<RunInfo> info = db_->runInfo(s.id);
             if (!info) continue;
-            Config stored = config_from_json(nlohmann::json::parse(info->config_json));
+            Config stored = stored_config_from_json(nlohmann::json::parse(info->config_json));
             if (stored.rl.steps < cfg.rl.steps) continue;
             stored.rl.steps = cfg.rl.steps;
             if (stored == cfg) return s.id;

@@ -13,6 +13,7 @@
 #include "core/config/config_file.h"
 #include "core/config/model_builder.h"
 #include "core/config/number_text.h"
+#include "core/config/profiles.h"
 #include "core/config/schema_table.h"
 
 namespace mlk {
@@ -248,6 +249,16 @@ const ConfigKey* find_config_key(std::string_view key) {
 
 Config config_from_json(const json& j) { return config_merge_json(Config{}, j); }
 
+Config stored_config_from_json(const json& j) {
+    Config c;
+    overlay(c, j);
+    const Config defaults;
+    for (const NumericsKeyWithoutEffect& k : numerics_keys_without_effect(c))
+        config_set(c, k.key, config_get(defaults, k.key));
+    validate(c);
+    return c;
+}
+
 Config config_merge_json(const Config& base, const json& j) {
     Config c = base;
     overlay(c, j);
@@ -375,6 +386,20 @@ void validate(const Config& c) {
         storage_point(engine, "attn_probs_dtype", pts->attn_probs_dtype);
         storage_point(engine, "stats_dtype", pts->stats_dtype);
         storage_point(engine, "lm_head_dtype", pts->lm_head_dtype);
+        storage_point(engine, "norm_dtype", pts->norm_dtype);
+        storage_point(engine, "silu_dtype", pts->silu_dtype);
+        storage_point(engine, "rope_dtype", pts->rope_dtype);
+        storage_point(engine, "rope_cache_dtype", pts->rope_cache_dtype);
+    }
+    // A numerics setting whose every value gives the same numerics is refused
+    // when set: it would be silently ignored (`rollout.precision` under a named
+    // profile), and what decides instead is named.
+    const Config defaults;
+    for (const NumericsKeyWithoutEffect& k : numerics_keys_without_effect(c)) {
+        const std::string value = config_value_text(c, k.key);
+        if (value == config_value_text(defaults, k.key)) continue;
+        errors.push_back(k.key + "=" + value + " has no effect: " + k.reason +
+                         (k.instead.empty() ? "" : "; set " + k.instead + " instead"));
     }
     for (auto& e : model_rule_violations(c)) errors.push_back(std::move(e));
     if ((c.rl.estimator == AdvantageEstimator::grpo || c.rl.estimator == AdvantageEstimator::rloo) &&
@@ -441,13 +466,8 @@ std::vector<IgnoredKey> config_ignored_keys(const Config& c) {
     if (c.rl.loss != PolicyLossType::gspo)
         add({"rl.gspo_eps_low", "rl.gspo_eps_high"}, "only rl.loss=gspo clips with these");
     if (c.rl.loss != PolicyLossType::ppo) add({"rl.eps_low", "rl.eps_high"}, "only rl.loss=ppo clips with these");
-    const auto profile_decides = [&](const char* key, const std::string& engine, NumericsProfile profile) {
-        if (profile != NumericsProfile::simple)
-            add({key}, engine + ".profile=" + std::string(enum_name(profile)) + " is not simple: " + engine +
-                           ".matmul_dtype and the other rounding points decide");
-    };
-    profile_decides("rollout.precision", "rollout", c.rollout.profile);
-    profile_decides("train.precision", "train", c.train.profile);
+    for (const NumericsKeyWithoutEffect& k : numerics_keys_without_effect(c))
+        out.push_back({k.key, k.reason + (k.instead.empty() ? "" : "; " + k.instead + " decides")});
     if (c.model.kind != ModelKind::moe) add({"moe.routing_replay"}, "a dense model has no routers (model.kind=dense)");
     else if (c.moe.routing_replay == RoutingReplay::R2 && c.rl.mini_steps == 1)
         add({"moe.routing_replay"},

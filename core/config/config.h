@@ -68,6 +68,11 @@ const ConfigKey* find_config_key(std::string_view key);  // nullptr when unknown
 // ---- parsing, printing, validation ----------------------------------------
 // Parses nested and/or dotted JSON, then validate(). Throws ConfigError.
 Config config_from_json(const nlohmann::json& j);
+// A stored run's configuration: config_from_json, except that a numerics
+// setting without effect (numerics_keys_without_effect, refused on input) is
+// put back to its default first. It changed nothing the run computed, and a
+// database written before such settings were refused still reads.
+Config stored_config_from_json(const nlohmann::json& j);
 // Overlays keys from `j` on `base` (same rules as config_from_json), then validate().
 Config config_merge_json(const Config& base, const nlohmann::json& j);
 // Full nested form with every key (seed included); round-trips bit for bit.

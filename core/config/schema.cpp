@@ -59,50 +59,75 @@ Entry field(const char* key, Ref ref) {
 constexpr double kMaxSeed = 9007199254740991.0;  // 2^53 - 1: exact in every JSON reader
 
 constexpr const char* kProfileDesc =
-    "Where this engine rounds, as a real stack does (each point can be overridden below). simple: one storage "
-    "precision (the precision key) for weights, activations, residual stream and LM head; attention P and "
-    "statistics in fp32. fp32-reference: nothing narrow. vllm-bf16: bf16 GEMMs, residual kept in fp32 by the "
-    "fused add + RMSNorm, FlashAttention's P tile in bf16, bf16 LM head. sglang-fp8: as vllm-bf16 with FP8 e4m3 "
-    "W8A8 GEMMs (per-output-channel weight and per-token activation scales, fp32 accumulation; router and LM "
-    "head stay bf16). fsdp-bf16: Hugging Face modules under FSDP: bf16 GEMMs, residual added and stored in "
-    "bf16, FlashAttention-2's P tile in bf16, bf16 LM head. megatron-bf16: bf16 GEMMs, residual in fp32 "
-    "(fp32_residual_connection), P tile in bf16, bf16 LM head.";
+    "Where this engine rounds, each point as the named engine's own kernels do (docs/science.md gives the "
+    "source file and function of each; each point can be overridden below). simple: one storage precision (the "
+    "precision key) for weights, activations, residual stream and LM head, every fused expression rounded once. "
+    "fp32-reference: nothing narrow. Every bf16 stack below has bf16 GEMMs, the residual added and stored in "
+    "bf16, fp32 statistics, FlashAttention's online softmax with a bf16 P tile, and a bf16 LM head. vllm-bf16 "
+    "(vLLM's CUDA kernels): RMSNorm rounds x/rms to bf16 before the weight, SiLU rounded before the product, a "
+    "bf16 cos/sin cache rotated in fp32. sglang-bf16 (flashinfer's kernels): RMSNorm, SiLU-and-mul and RoPE in "
+    "fp32, rounded once. sglang-fp8: sglang-bf16 with FP8 e4m3 W8A8 GEMMs (fp32 scales, per-token activations x "
+    "per-channel weights; router and LM head stay bf16). fsdp-bf16 (Hugging Face modules): RMSNorm, SiLU and "
+    "RoPE each in bf16 steps, a bf16 cos/sin cache. megatron-bf16 (Transformer Engine): RMSNorm, SwiGLU and RoPE "
+    "fused in fp32, rounded once.";
 
-// The five rounding points of an engine, keys "<engine>.<point>_dtype".
+// The rounding points of an engine, keys "<engine>.<point>".
 template <class Section>
 void add_point_entries(std::vector<Entry>& t, const std::string& section, const Config& defaults,
                        const std::string& engine, Section sec) {
-    struct Point {
-        const char* name;
-        PointDtype RoundingPoints::*field;
-        const char* label;
-        const char* desc;
-    };
-    static const Point points[] = {
-        {"matmul_dtype", &RoundingPoints::matmul_dtype, "Matmul",
-         "Precision of the weights and of every linear layer's input (auto: the profile's). fp8_e4m3 / fp8_e5m2: "
-         "W8A8 with power-of-two scales per output channel and per token, fp32 accumulation, bf16 outputs."},
-        {"residual_dtype", &RoundingPoints::residual_dtype, "Residual stream",
-         "Storage of the residual stream between blocks: fp32 where a fused residual-add + RMSNorm keeps it wide, "
-         "bf16 where unfused modules add and store it narrow. auto: the profile's."},
-        {"attn_probs_dtype", &RoundingPoints::attn_probs_dtype, "Attention P tile",
-         "Precision of the attention probabilities as P.V reads them (FlashAttention rounds its P tile to bf16; "
-         "the softmax normaliser sums them unrounded). auto: the profile's."},
-        {"stats_dtype", &RoundingPoints::stats_dtype, "Statistics",
-         "Storage of RMSNorm's 1/rms, log-softmax's log-sum-exp and attention's normaliser. auto: the profile's."},
-        {"lm_head_dtype", &RoundingPoints::lm_head_dtype, "LM head",
-         "Precision of the LM head's weights and of the logits; log-probs are computed from them in fp32. fp32 is "
-         "MiniMax-M1's fix for the training / inference probability gap. auto: the profile's."},
-    };
-    for (const Point& p : points) {
-        const auto f = p.field;
-        Entry e = field((engine + "." + p.name).c_str(), [ sec, f ](auto& c) -> auto& { return sec(c).*f; });
-        e.label(p.label).desc(p.desc);
-        e.meta.key = engine + "." + p.name;  // the key outlives this function
+    const auto add = [&](const std::string& name, auto member, const char* label, const char* desc) {
+        Entry e = field((engine + "." + name).c_str(), [ sec, member ](auto& c) -> auto& { return sec(c).*member; });
+        e.label(label).desc(desc);
+        e.meta.key = engine + "." + name;  // the key outlives this function
         e.meta.section = section;
         e.meta.default_value = e.get(defaults);
         t.push_back(std::move(e));
-    }
+    };
+    add("matmul_dtype", &RoundingPoints::matmul_dtype, "Matmul",
+        "Precision of the weights and of every linear layer's input (auto: the profile's). fp8_e4m3 / fp8_e5m2: "
+        "W8A8 with dynamic activation scales (fp8_scale, fp8_granularity), fp32 accumulation, bf16 outputs.");
+    add("residual_dtype", &RoundingPoints::residual_dtype, "Residual stream",
+        "Storage of the residual stream between blocks: bf16 where the residual is added and stored in the "
+        "activation type (every bf16 profile: vLLM's and flashinfer's fused add + RMSNorm, Hugging Face modules, "
+        "Megatron by default), fp32 where it is kept wide (Megatron's fp32_residual_connection=True). auto: the "
+        "profile's.");
+    add("norm_dtype", &RoundingPoints::norm_dtype, "RMSNorm before weight",
+        "RMSNorm's x * (1/rms), rounded to this before it multiplies the norm weight: bf16 as vLLM's rms_norm "
+        "and Hugging Face's `weight * x.to(dtype)` (two roundings); fp32 as flashinfer's and Transformer Engine's "
+        "fused norms (x * r * w rounded once). auto: the profile's.");
+    add("silu_dtype", &RoundingPoints::silu_dtype, "SiLU before product",
+        "SwiGLU's silu(gate), rounded to this before it multiplies up: bf16 as vLLM's silu_and_mul and Hugging "
+        "Face's act_fn(gate) * up; fp32 as flashinfer's act_and_mul and Megatron's fused SwiGLU (rounded once). "
+        "auto: the profile's.");
+    add("rope_cache_dtype", &RoundingPoints::rope_cache_dtype, "RoPE cos/sin cache",
+        "Precision of RoPE's cos/sin cache: bf16 as vLLM's (cast to the model dtype) and Hugging Face's "
+        "(`cos.to(x.dtype)`); fp32 as SGLang's on CUDA and Transformer Engine's fused RoPE. auto: the profile's.");
+    add("rope_dtype", &RoundingPoints::rope_dtype, "RoPE arithmetic",
+        "RoPE's rotation arithmetic: bf16 = each product and sum rounded to bf16 (Hugging Face's "
+        "`q * cos + rotate_half(q) * sin` in bf16 ops); fp32 = the rotation in fp32, rounded once (vLLM's "
+        "rotary kernel, flashinfer, Transformer Engine). auto: the profile's.");
+    add("attn_softmax", &RoundingPoints::attn_softmax, "Attention softmax",
+        "online: FlashAttention's softmax, P = exp(s - max) rounded to the P tile's precision for P.V, the sum "
+        "taken unrounded and divided out after P.V (every profile: each engine's default attention is a "
+        "FlashAttention kernel). eager: Hugging Face's eager attention, softmax(s) in fp32 normalised first, "
+        "rounded, then P.V. auto: the profile's.");
+    add("attn_probs_dtype", &RoundingPoints::attn_probs_dtype, "Attention P tile",
+        "Precision of the attention probabilities as P.V reads them (FlashAttention rounds its P tile to bf16; "
+        "the softmax normaliser sums them unrounded). auto: the profile's.");
+    add("stats_dtype", &RoundingPoints::stats_dtype, "Statistics",
+        "Storage of RMSNorm's 1/rms, log-softmax's log-sum-exp and attention's normaliser. auto: the profile's.");
+    add("lm_head_dtype", &RoundingPoints::lm_head_dtype, "LM head",
+        "Precision of the LM head's weights and of the logits; log-probs are computed from them in fp32. fp32 is "
+        "MiniMax-M1's fix for the training / inference probability gap. auto: the profile's.");
+    add("fp8_scale", &RoundingPoints::fp8_scale, "FP8 scales",
+        "How an fp8 scale is computed, for an fp8 matmul and (rollout) an fp8 KV cache: fp32 = amax / fp8_max as "
+        "vLLM and SGLang compute it; pow2 = the smallest power of two that fits (UE8M0, as MXFP8 and DeepSeek's "
+        "recipes). Refused where nothing is fp8. auto: the profile's (fp32).");
+    add("fp8_granularity", &RoundingPoints::fp8_granularity, "FP8 granularity",
+        "Which values of an fp8 matmul share a scale: tensor (one dynamic scale per activation tensor, one per "
+        "weight), channel (per token x per output channel), block (1x128 activation slices, 128x128 weight "
+        "blocks, as DeepSeek-V3 and SGLang's block FP8). Refused unless the matmul is fp8. auto: the profile's "
+        "(channel).");
 }
 
 std::vector<Entry> build_schema() {
@@ -245,7 +270,8 @@ std::vector<Entry> build_schema() {
             .label("Rollout precision")
             .desc("With rollout.profile=simple: storage precision of the rollout engine's weights, activations, "
                   "residual stream and LM head (accumulation is always fp32); fp8_e4m3 / fp8_e5m2 mean W8A8 GEMMs "
-                  "with bf16 activations. A precision different from train.precision is a source of mismatch.")
+                  "with bf16 activations. A precision different from train.precision is a source of mismatch. Refused "
+                  "under a named profile, whose rounding points decide: set rollout.matmul_dtype there.")
             .names("actor_rollout_ref.rollout.dtype"));
     add(field(F(rollout.profile)).label("Rollout numerics").desc(kProfileDesc));
     add_points(
@@ -253,8 +279,9 @@ std::vector<Entry> build_schema() {
     add(field(F(rollout.kv_cache_dtype))
             .label("KV cache")
             .desc("How the rollout's KV cache stores keys and values: auto = as the activations; fp8_e4m3 / "
-                  "fp8_e5m2 with a power-of-two scale per token and KV head, as serving engines' FP8 KV caches "
-                  "do. The prompt's attention reads the cache's values too. The trainer has no cache.")
+                  "fp8_e5m2 one byte per value with a scale per token and KV head (rollout.fp8_scale), as serving "
+                  "engines' FP8 KV caches store them. The prompt's attention reads the cache's values too. The "
+                  "trainer has no cache.")
             .names("actor_rollout_ref.rollout.kv_cache_dtype", "--kv-cache-dtype"));
     add(field(F(rollout.temperature))
             .label("Temperature")
@@ -308,7 +335,8 @@ std::vector<Entry> build_schema() {
             .desc("With train.profile=simple: storage precision of the training engine's weights, activations, "
                   "residual stream and LM head (accumulation is always fp32); set it equal to rollout.precision "
                   "to remove precision mismatch. fp8_e4m3 / fp8_e5m2: unified FP8 (W8A8 forward, as Miles' "
-                  "unified FP8 training)."));
+                  "unified FP8 training). Refused under a named profile, whose rounding points decide: set "
+                  "train.matmul_dtype there."));
     add(field(F(train.profile)).label("Training numerics").desc(kProfileDesc));
     add_points(
         "train", [](auto& c) -> auto& { return c.train; });

@@ -32,9 +32,15 @@ enum class RsLevel { off, token, sequence, geometric, seq_mean_k3 };
 enum class VetoKind { ratio, old_prob };
 // Where an engine rounds: a named stack (core/engines/numerics.h says what
 // each one stores narrow and why), or `simple`: one storage precision.
-enum class NumericsProfile { simple, fp32_reference, vllm_bf16, sglang_fp8, fsdp_bf16, megatron_bf16 };
+enum class NumericsProfile { simple, fp32_reference, vllm_bf16, sglang_fp8, fsdp_bf16, megatron_bf16, sglang_bf16 };
 // One rounding point's precision; auto = what the engine's profile says.
 enum class PointDtype { auto_, f32, bf16, f16, fp8_e4m3, fp8_e5m2 };
+// Attention's softmax: online (FlashAttention: P.V divided by the sum after)
+// or eager (the softmax normalised in fp32, rounded, then P.V); auto = the profile's.
+enum class SoftmaxPoint { auto_, online, eager };
+// How fp8 scales are computed and shared (kernels.h Fp8Scale, Fp8Granularity); auto = the profile's.
+enum class Fp8ScalePoint { auto_, fp32, pow2 };
+enum class Fp8GranularityPoint { auto_, tensor, channel, block };
 // Where an engine computes (core/engines/device.h).
 enum class Device { cpu, cuda };
 
@@ -61,8 +67,12 @@ MLK_ENUM_NAMES(IsLevel, "off", "token", "sequence", "geometric")
 MLK_ENUM_NAMES(IsMode, "truncate", "clip", "mask")
 MLK_ENUM_NAMES(RsLevel, "off", "token", "sequence", "geometric", "seq_mean_k3")
 MLK_ENUM_NAMES(VetoKind, "ratio", "old_prob")
-MLK_ENUM_NAMES(NumericsProfile, "simple", "fp32-reference", "vllm-bf16", "sglang-fp8", "fsdp-bf16", "megatron-bf16")
+MLK_ENUM_NAMES(NumericsProfile, "simple", "fp32-reference", "vllm-bf16", "sglang-fp8", "fsdp-bf16", "megatron-bf16",
+               "sglang-bf16")
 MLK_ENUM_NAMES(PointDtype, "auto", "fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
+MLK_ENUM_NAMES(SoftmaxPoint, "auto", "online", "eager")
+MLK_ENUM_NAMES(Fp8ScalePoint, "auto", "fp32", "pow2")
+MLK_ENUM_NAMES(Fp8GranularityPoint, "auto", "tensor", "channel", "block")
 MLK_ENUM_NAMES(Device, "cpu", "cuda")
 #undef MLK_ENUM_NAMES
 template <>
@@ -132,6 +142,13 @@ struct RoundingPoints {
     PointDtype attn_probs_dtype = PointDtype::auto_;
     PointDtype stats_dtype = PointDtype::auto_;
     PointDtype lm_head_dtype = PointDtype::auto_;
+    PointDtype norm_dtype = PointDtype::auto_;
+    PointDtype silu_dtype = PointDtype::auto_;
+    PointDtype rope_dtype = PointDtype::auto_;
+    PointDtype rope_cache_dtype = PointDtype::auto_;
+    SoftmaxPoint attn_softmax = SoftmaxPoint::auto_;
+    Fp8ScalePoint fp8_scale = Fp8ScalePoint::auto_;
+    Fp8GranularityPoint fp8_granularity = Fp8GranularityPoint::auto_;
     bool operator==(const RoundingPoints&) const = default;
 };
 struct RolloutSettings : RoundingPoints {

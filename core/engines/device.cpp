@@ -32,8 +32,9 @@ void HostDeviceOps::rmsnorm_backward(float* dinp, float* dweight, const float* d
                                      const float* weight, const float* rstd, int M, int C, GradStore dinp_store) const {
     mlk::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, M, C, dinp_store);
 }
-void HostDeviceOps::rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype) const {
-    mlk::rope_forward(x, pos, M, H, D, theta, dtype);
+void HostDeviceOps::rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype,
+                                 Dtype point, Dtype cache) const {
+    mlk::rope_forward(x, pos, M, H, D, theta, dtype, point, cache);
 }
 void HostDeviceOps::rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float theta) const {
     mlk::rope_backward(dx, pos, M, H, D, theta);
@@ -97,9 +98,6 @@ void HostDeviceOps::moe_combine_backward(float* dy, float* dweights, const float
                                          const float* weights, const int32_t* slots, int n, int k, int D) const {
     mlk::moe_combine_backward(dy, dweights, dout, y, weights, slots, n, k, D);
 }
-void HostDeviceOps::quantize_rows(float* x, int M, int K, Dtype fmt) const {
-    mlk::quantize_rows(x, nullptr, x, M, K, fmt);
-}
 void HostDeviceOps::round_buffer(float* x, size_t n, Dtype d) const { mlk::round_buffer(x, n, d); }
 void HostDeviceOps::add_inplace(float* y, const float* x, int64_t n, Dtype dtype) const {
     mlk::add_inplace(y, x, n, dtype);
@@ -107,6 +105,15 @@ void HostDeviceOps::add_inplace(float* y, const float* x, int64_t n, Dtype dtype
 void HostDeviceOps::copy_rows(float* dst, const int64_t* dst_off, const float* src, const int64_t* src_off, int M,
                               int C) const {
     mlk::copy_rows(dst, dst_off, src, src_off, M, C);
+}
+void HostDeviceOps::store_kv_fp8(uint8_t* codes, float* scales, const int64_t* off, float* x, int M, int Hkv, int hd,
+                                 Dtype fmt, Fp8Scale kind) const {
+    mlk::store_kv_fp8(codes, scales, off, x, M, Hkv, hd, fmt, kind);
+}
+void HostDeviceOps::load_kv_fp8(float* out, const uint8_t* codes, const float* scales, const int32_t* slot,
+                                const int32_t* len, int64_t cache_stride, int span, int Bq, int Hkv, int hd,
+                                Dtype fmt) const {
+    mlk::load_kv_fp8(out, codes, scales, slot, len, cache_stride, span, Bq, Hkv, hd, fmt);
 }
 
 const DeviceOps& host_device_ops() {

@@ -34,8 +34,8 @@ public:
     virtual void to_device(void* dst, const void* src, size_t bytes) const = 0;
     virtual void to_host(void* dst, const void* src, size_t bytes) const = 0;
 
-    // The op set of kernels.h (matmul without a bias; quantize_rows in place,
-    // without scales; round_buffer from dtype.h), in its argument order.
+    // The op set of kernels.h (matmul without a bias; round_buffer from
+    // dtype.h), in its argument order.
     virtual void fill_zero(float* x, size_t n) const = 0;
     virtual void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, int M, int K,
                                 int N) const = 0;
@@ -45,7 +45,9 @@ public:
                                  float eps, int M, int C) const = 0;
     virtual void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
                                   const float* rstd, int M, int C, GradStore dinp_store) const = 0;
-    virtual void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype) const = 0;
+    // point, cache: Exec::rope, Exec::rope_cache (kernels.h rope_forward).
+    virtual void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype,
+                              Dtype point = Dtype::f32, Dtype cache = Dtype::f32) const = 0;
     virtual void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float theta) const = 0;
     virtual void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k,
                                    const float* v, int B, int T, int H, int Hkv, int D) const = 0;
@@ -76,17 +78,23 @@ public:
                                      int M, int k, int D) const = 0;
     virtual void moe_combine_backward(float* dy, float* dweights, const float* dout, const float* y,
                                       const float* weights, const int32_t* slots, int n, int k, int D) const = 0;
-    virtual void quantize_rows(float* x, int M, int K, Dtype fmt) const = 0;
     virtual void round_buffer(float* x, size_t n, Dtype d) const = 0;
     virtual void add_inplace(float* y, const float* x, int64_t n, Dtype dtype) const = 0;
     virtual void copy_rows(float* dst, const int64_t* dst_off, const float* src, const int64_t* src_off, int M,
                            int C) const = 0;
+    // An fp8 KV cache as bytes and scales (kernels.h: store_kv_fp8, load_kv_fp8).
+    virtual void store_kv_fp8(uint8_t* codes, float* scales, const int64_t* off, float* x, int M, int Hkv, int hd,
+                              Dtype fmt, Fp8Scale kind) const = 0;
+    virtual void load_kv_fp8(float* out, const uint8_t* codes, const float* scales, const int32_t* slot,
+                             const int32_t* len, int64_t cache_stride, int span, int Bq, int Hkv, int hd,
+                             Dtype fmt) const = 0;
 };
 
 // The CPU kernels over host memory: the device path without a device.
 // kernels_count_flops = false (tests): the device path counts the FLOPs
-// itself, as it does for a GPU, on top of the CPU kernels' own count.
-class HostDeviceOps final : public DeviceOps {
+// itself, as it does for a GPU, on top of the CPU kernels' own count. Not
+// final: a test may replace one of its ops with a reference.
+class HostDeviceOps : public DeviceOps {
 public:
     explicit HostDeviceOps(bool kernels_count_flops = true) : kernels_count_(kernels_count_flops) {}
     std::string name() const override;
@@ -104,7 +112,8 @@ public:
                          int M, int C) const override;
     void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
                           const float* rstd, int M, int C, GradStore dinp_store) const override;
-    void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype) const override;
+    void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype,
+                      Dtype point = Dtype::f32, Dtype cache = Dtype::f32) const override;
     void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float theta) const override;
     void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k, const float* v,
                            int B, int T, int H, int Hkv, int D) const override;
@@ -135,11 +144,14 @@ public:
                              int k, int D) const override;
     void moe_combine_backward(float* dy, float* dweights, const float* dout, const float* y, const float* weights,
                               const int32_t* slots, int n, int k, int D) const override;
-    void quantize_rows(float* x, int M, int K, Dtype fmt) const override;
     void round_buffer(float* x, size_t n, Dtype d) const override;
     void add_inplace(float* y, const float* x, int64_t n, Dtype dtype) const override;
     void copy_rows(float* dst, const int64_t* dst_off, const float* src, const int64_t* src_off, int M,
                    int C) const override;
+    void store_kv_fp8(uint8_t* codes, float* scales, const int64_t* off, float* x, int M, int Hkv, int hd, Dtype fmt,
+                      Fp8Scale kind) const override;
+    void load_kv_fp8(float* out, const uint8_t* codes, const float* scales, const int32_t* slot, const int32_t* len,
+                     int64_t cache_stride, int span, int Bq, int Hkv, int hd, Dtype fmt) const override;
 
 private:
     bool kernels_count_;

@@ -34,8 +34,9 @@ public:
                           const float* rstd, int M, int C, GradStore dinp_store) const override {
         cuda::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, M, C, dinp_store);
     }
-    void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype) const override {
-        cuda::rope_forward(x, pos, M, H, D, theta, dtype);
+    void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype,
+                      Dtype point = Dtype::f32, Dtype cache = Dtype::f32) const override {
+        cuda::rope_forward(x, pos, M, H, D, theta, dtype, point, cache);
     }
     void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float theta) const override {
         cuda::rope_backward(dx, pos, M, H, D, theta);
@@ -99,9 +100,6 @@ public:
                               const int32_t* slots, int n, int k, int D) const override {
         cuda::moe_combine_backward(dy, dweights, dout, y, weights, slots, n, k, D);
     }
-    void quantize_rows(float* x, int M, int K, Dtype fmt) const override {
-        cuda::quantize_rows(x, nullptr, x, M, K, fmt);
-    }
     void round_buffer(float* x, size_t n, Dtype d) const override { cuda::round_buffer(x, n, d); }
     void add_inplace(float* y, const float* x, int64_t n, Dtype dtype) const override {
         cuda::add_inplace(y, x, n, dtype);
@@ -109,6 +107,14 @@ public:
     void copy_rows(float* dst, const int64_t* dst_off, const float* src, const int64_t* src_off, int M,
                    int C) const override {
         cuda::copy_rows(dst, dst_off, src, src_off, M, C);
+    }
+    void store_kv_fp8(uint8_t* codes, float* scales, const int64_t* off, float* x, int M, int Hkv, int hd, Dtype fmt,
+                      Fp8Scale kind) const override {
+        cuda::store_kv_fp8(codes, scales, off, x, M, Hkv, hd, fmt, kind);
+    }
+    void load_kv_fp8(float* out, const uint8_t* codes, const float* scales, const int32_t* slot, const int32_t* len,
+                     int64_t cache_stride, int span, int Bq, int Hkv, int hd, Dtype fmt) const override {
+        cuda::load_kv_fp8(out, codes, scales, slot, len, cache_stride, span, Bq, Hkv, hd, fmt);
     }
 };
 

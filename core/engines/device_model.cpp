@@ -35,7 +35,14 @@ struct DeviceModel::Buffers {
     const DeviceOps* o;
     DeviceArray<float> params{*o}, head{*o};         // the engine's copy of the arena; the LM head [D, V]
     std::vector<DeviceArray<float>> kcache, vcache;  // [L][slots * t_max * Hkv*hd]
-    DeviceArray<float> x{*o}, o_proj{*o};            // the residual stream [M,D], attention's projection
+    // An fp8 num_.kv_cache instead: codes [L][slots * t_max * Hkv*hd], a scale
+    // per (position, KV head) [L][slots * t_max * Hkv], and the rows a decode
+    // step reads, dequantised: [M, span, Hkv*hd], row r at r * span (row_index).
+    std::vector<DeviceArray<uint8_t>> kcode, vcode;
+    std::vector<DeviceArray<float>> kscale, vscale;
+    DeviceArray<float> krows{*o}, vrows{*o};
+    DeviceArray<int32_t> row_index{*o};
+    DeviceArray<float> x{*o}, o_proj{*o};  // the residual stream [M,D], attention's projection
     DeviceArray<float> rows_out{*o}, lnf{*o}, rstdf{*o}, logits{*o}, lp{*o}, ent{*o};
     DeviceArray<int32_t> tok{*o}, pos{*o}, slot{*o}, len{*o};
     DeviceArray<int64_t> kv_off{*o}, gather_off{*o};
@@ -90,13 +97,22 @@ bool DeviceModel::has_weights() const { return b_->params.size() != 0; }
 void DeviceModel::open_cache(int slots, int t_max) {
     const int64_t kv = (int64_t)cfg_.num_kv_heads * cfg_.head_dim;
     cache_stride_ = (int64_t)t_max * kv;
-    for (auto* cache : {&b_->kcache, &b_->vcache}) {
-        cache->clear();
-        for (int l = 0; l < cfg_.num_layers; ++l) {
-            cache->emplace_back(ops_);
-            cache->back().resize((size_t)slots * cache_stride_);
+    const bool fp8 = is_fp8(num_.kv_cache);
+    const size_t values = (size_t)slots * cache_stride_, heads = (size_t)slots * t_max * cfg_.num_kv_heads;
+    // Each layer's array of n elements (none when n is 0).
+    const auto layers = [&](auto& cache, size_t n) {
+        cache.clear();
+        for (int l = 0; n && l < cfg_.num_layers; ++l) {
+            cache.emplace_back(ops_);
+            cache.back().resize(n);
         }
-    }
+    };
+    layers(b_->kcache, fp8 ? 0 : values);
+    layers(b_->vcache, fp8 ? 0 : values);
+    layers(b_->kcode, fp8 ? values : 0);
+    layers(b_->vcode, fp8 ? values : 0);
+    layers(b_->kscale, fp8 ? heads : 0);
+    layers(b_->vscale, fp8 ? heads : 0);
 }
 
 void DeviceModel::close_cache() {
@@ -156,8 +172,8 @@ void DeviceModel::layer_forward(const Exec& ex, int l, const Rows& rows, Layer& 
     matmul(ex, a.v.data(), a.ln1.data(), lw.wv, M, D, kv);
     ops_.rmsnorm_forward(ex, a.q.data(), keep ? a.rstd_q.data() : nullptr, a.q_pre.data(), lw.q_norm, eps, M * H, hd);
     ops_.rmsnorm_forward(ex, a.k.data(), keep ? a.rstd_k.data() : nullptr, a.k_pre.data(), lw.k_norm, eps, M * Hkv, hd);
-    ops_.rope_forward(a.q.data(), b.pos.data(), M, H, hd, cfg_.rope_theta, ex.dtype);
-    ops_.rope_forward(a.k.data(), b.pos.data(), M, Hkv, hd, cfg_.rope_theta, ex.dtype);
+    ops_.rope_forward(a.q.data(), b.pos.data(), M, H, hd, cfg_.rope_theta, ex.dtype, ex.rope, ex.rope_cache);
+    ops_.rope_forward(a.k.data(), b.pos.data(), M, Hkv, hd, cfg_.rope_theta, ex.dtype, ex.rope, ex.rope_cache);
 
     a.atty.resize((size_t)M * H * hd);
     if (rows.attend == Attend::sequences) {
@@ -169,15 +185,19 @@ void DeviceModel::layer_forward(const Exec& ex, int l, const Rows& rows, Layer& 
         ops_.attention_forward(ex, a.atty.data(), att, a.q.data(), a.k.data(), a.v.data(), rows.B, rows.T, H, Hkv, hd);
         count(2.0 * rows.B * H * (double)rows.T * (rows.T + 1) * hd);  // QK and PV over the causal triangle
     } else {
-        // K and V as the cache stores them (store_kv); the prompt's attention reads these too.
-        for (DeviceArray<float>* t : {&a.k, &a.v}) {
-            if (is_fp8(num_.kv_cache)) ops_.quantize_rows(t->data(), M * Hkv, hd, num_.kv_cache);
-            else ops_.round_buffer(t->data(), (size_t)M * kv, num_.kv_cache);
+        // K and V as the cache stores them (store_kv); the prompt's attention
+        // reads these too. An fp8 cache keeps their codes and scales.
+        const bool fp8 = is_fp8(num_.kv_cache);
+        if (!fp8) {
+            for (DeviceArray<float>* t : {&a.k, &a.v}) ops_.round_buffer(t->data(), (size_t)M * kv, num_.kv_cache);
+            ops_.copy_rows(b.kcache[l].data(), b.kv_off.data(), a.k.data(), nullptr, M, kv);
+            ops_.copy_rows(b.vcache[l].data(), b.kv_off.data(), a.v.data(), nullptr, M, kv);
+        } else {
+            ops_.store_kv_fp8(b.kcode[l].data(), b.kscale[l].data(), b.kv_off.data(), a.k.data(), M, Hkv, hd,
+                              num_.kv_cache, num_.fp8_scale);
+            ops_.store_kv_fp8(b.vcode[l].data(), b.vscale[l].data(), b.kv_off.data(), a.v.data(), M, Hkv, hd,
+                              num_.kv_cache, num_.fp8_scale);
         }
-        float* kc = b.kcache[l].data();
-        float* vc = b.vcache[l].data();
-        ops_.copy_rows(kc, b.kv_off.data(), a.k.data(), nullptr, M, kv);
-        ops_.copy_rows(vc, b.kv_off.data(), a.v.data(), nullptr, M, kv);
         if (rows.attend == Attend::prompts) {
             size_t off = 0;
             for (int len : rows.lens) {
@@ -186,9 +206,19 @@ void DeviceModel::layer_forward(const Exec& ex, int l, const Rows& rows, Layer& 
                 off += (size_t)len;
                 count(2.0 * H * (double)len * (len + 1) * hd);
             }
+        } else if (!fp8) {
+            ops_.attention_decode(ex, a.atty.data(), a.q.data(), b.kcache[l].data(), b.vcache[l].data(), b.slot.data(),
+                                  b.len.data(), cache_stride_, M, H, Hkv, hd);
+            count(4.0 * H * rows.decode_positions * hd);
         } else {
-            ops_.attention_decode(ex, a.atty.data(), a.q.data(), kc, vc, b.slot.data(), b.len.data(), cache_stride_, M,
-                                  H, Hkv, hd);
+            // The rows this step attends to, dequantised (store_kv's values):
+            // the same attention bits as a float cache.
+            ops_.load_kv_fp8(b.krows.data(), b.kcode[l].data(), b.kscale[l].data(), b.slot.data(), b.len.data(),
+                             cache_stride_, rows.span, M, Hkv, hd, num_.kv_cache);
+            ops_.load_kv_fp8(b.vrows.data(), b.vcode[l].data(), b.vscale[l].data(), b.slot.data(), b.len.data(),
+                             cache_stride_, rows.span, M, Hkv, hd, num_.kv_cache);
+            ops_.attention_decode(ex, a.atty.data(), a.q.data(), b.krows.data(), b.vrows.data(), b.row_index.data(),
+                                  b.len.data(), (int64_t)rows.span * kv, M, H, Hkv, hd);
             count(4.0 * H * rows.decode_positions * hd);
         }
     }
@@ -284,7 +314,8 @@ void DeviceModel::forward_rows(const Exec& ex, const std::vector<int32_t>& tok, 
                                std::vector<float>& lp, std::vector<float>* lp_raw,
                                std::vector<std::vector<int32_t>>& ids_out) {
     if (!has_weights()) throw std::logic_error("device forward before load_weights");
-    if (b_->kcache.empty()) throw std::logic_error("device forward_rows without a KV cache (open_cache)");
+    if (b_->kcache.empty() && b_->kcode.empty())
+        throw std::logic_error("device forward_rows without a KV cache (open_cache)");
     Buffers& b = *b_;
     const int M = (int)tok.size(), D = cfg_.hidden_size, V = cfg_.vocab_size;
     const int64_t kv = (int64_t)cfg_.num_kv_heads * cfg_.head_dim;
@@ -302,6 +333,14 @@ void DeviceModel::forward_rows(const Exec& ex, const std::vector<int32_t>& tok, 
         for (int r = 0; r < M; ++r) len[r] = pos[r] + 1, rows.decode_positions += len[r];
         b.slot.upload(row_slot);
         b.len.upload(len);
+        if (is_fp8(num_.kv_cache)) {
+            rows.span = *std::max_element(len.begin(), len.end());
+            std::vector<int32_t> index(M);
+            for (int r = 0; r < M; ++r) index[r] = r;
+            b.row_index.upload(index);
+            b.krows.resize((size_t)M * rows.span * kv);
+            b.vrows.resize((size_t)M * rows.span * kv);
+        }
     }
     b.x.resize((size_t)M * D);
     ops_.embedding_forward(b.x.data(), b.tok.data(), w_.embed, M, D, ex.dtype);

@@ -87,6 +87,7 @@ private:
         int B = 0, T = 0;                 // sequences
         std::vector<int32_t> lens;        // prompts: each prompt's length, packed in order
         double decode_positions = 0;      // decode: the attended positions, summed over rows
+        int span = 0;                     // decode: the longest attended length (an fp8 cache's rows)
         const int32_t* replay = nullptr;  // [M*k] of the layer being run (R3), or null
     };
     // One decoder layer on b_->x in place; `a` receives its activations,

@@ -7,48 +7,9 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "core/config/config.h"
-
 namespace mlk {
 
 namespace {
-
-// The profiles' table (numerics.h says what each row models).
-EngineNumerics profile_points(NumericsProfile p, Dtype precision) {
-    const Dtype b = Dtype::bf16, f = Dtype::f32;
-    switch (p) {
-        case NumericsProfile::simple: return EngineNumerics::simple(precision);
-        case NumericsProfile::fp32_reference: return {f, f, f, f, f, f};
-        case NumericsProfile::vllm_bf16: return {b, f, b, f, b, b};
-        case NumericsProfile::sglang_fp8: return {Dtype::fp8_e4m3, f, b, f, b, b};
-        case NumericsProfile::fsdp_bf16: return {b, b, b, f, b, b};
-        case NumericsProfile::megatron_bf16: return {b, f, b, f, b, b};
-    }
-    return EngineNumerics::simple(precision);
-}
-
-Dtype point(PointDtype d, Dtype from_profile) {
-    switch (d) {
-        case PointDtype::auto_: return from_profile;
-        case PointDtype::f32: return Dtype::f32;
-        case PointDtype::bf16: return Dtype::bf16;
-        case PointDtype::f16: return Dtype::f16;
-        case PointDtype::fp8_e4m3: return Dtype::fp8_e4m3;
-        case PointDtype::fp8_e5m2: return Dtype::fp8_e5m2;
-    }
-    return from_profile;
-}
-
-EngineNumerics resolve(const RoundingPoints& r, Dtype precision) {
-    EngineNumerics n = profile_points(r.profile, precision);
-    n.matmul = point(r.matmul_dtype, n.matmul);
-    n.residual = point(r.residual_dtype, n.residual);
-    n.attn_probs = point(r.attn_probs_dtype, n.attn_probs);
-    n.stats = point(r.stats_dtype, n.stats);
-    n.lm_head = point(r.lm_head_dtype, n.lm_head);
-    n.kv_cache = n.activations();
-    return n;
-}
 
 bool ends_with(const std::string& s, const char* tail) {
     const size_t n = std::char_traits<char>::length(tail);
@@ -56,45 +17,6 @@ bool ends_with(const std::string& s, const char* tail) {
 }
 
 }  // namespace
-
-EngineNumerics EngineNumerics::simple(Dtype precision) {
-    const Dtype storage = is_fp8(precision) ? Dtype::bf16 : precision;
-    return {precision, storage, Dtype::f32, Dtype::f32, storage, storage};
-}
-
-EngineNumerics rollout_numerics(const Config& c) {
-    EngineNumerics n = resolve(c.rollout, c.rollout.precision);
-    n.kv_cache = point(c.rollout.kv_cache_dtype, n.activations());
-    return n;
-}
-
-EngineNumerics train_numerics(const Config& c) { return resolve(c.train, c.train.precision); }
-
-std::string auto_dtype_of(const Config& c, const std::string& key) {
-    const bool rollout = key.rfind("rollout.", 0) == 0;
-    if (!rollout && key.rfind("train.", 0) != 0) return "";
-    const std::string point = key.substr(key.find('.') + 1);
-    static const std::pair<const char*, Dtype EngineNumerics::*> kPoints[] = {
-        {"matmul_dtype", &EngineNumerics::matmul},         {"residual_dtype", &EngineNumerics::residual},
-        {"attn_probs_dtype", &EngineNumerics::attn_probs}, {"stats_dtype", &EngineNumerics::stats},
-        {"lm_head_dtype", &EngineNumerics::lm_head},       {"kv_cache_dtype", &EngineNumerics::kv_cache}};
-    for (const auto& [name, member] : kPoints) {
-        if (point != name || (!rollout && member == &EngineNumerics::kv_cache)) continue;
-        Config at_auto = c;
-        config_set(at_auto, key, std::string("auto"));
-        const EngineNumerics n = rollout ? rollout_numerics(at_auto) : train_numerics(at_auto);
-        return std::string(dtype_name(n.*member));
-    }
-    return "";
-}
-
-std::string numerics_text(const EngineNumerics& n, bool with_kv_cache) {
-    auto d = [](Dtype x) { return std::string(dtype_name(x)); };
-    std::string s = "matmul " + d(n.matmul) + ", residual " + d(n.residual) + ", P " + d(n.attn_probs) + ", stats " +
-                    d(n.stats) + ", LM head " + d(n.lm_head);
-    if (with_kv_cache) s += ", KV " + d(n.kv_cache);
-    return s;
-}
 
 void cast_params(std::span<float> out, const std::vector<float>& master, const ParamLayout& layout,
                  const EngineNumerics& n) {
@@ -119,7 +41,8 @@ void cast_params(float* out, const float* master, ParamRange range, const ParamL
     for_parts(linear.size(), 1, [&](size_t b, size_t e) {
         for (size_t i = b; i < e; ++i) {
             const ParamSpec& s = *linear[i];
-            quantize_cols(out + (s.offset - range.begin), nullptr, (int)s.shape[0], (int)s.shape[1], n.matmul);
+            quantize_weight(out + (s.offset - range.begin), nullptr, (int)s.shape[0], (int)s.shape[1], n.matmul,
+                            n.fp8_scale, n.fp8_granularity);
         }
     });
 }
@@ -137,7 +60,10 @@ void lm_head_weights(std::vector<float>& out, const std::vector<float>& master, 
 }
 
 void store_kv(float* kv, int M, int Hkv, int hd, const EngineNumerics& n) {
-    if (is_fp8(n.kv_cache)) quantize_rows(kv, nullptr, kv, M * Hkv, hd, n.kv_cache);
+    // A scale per (token, KV head) row whatever the matmuls' granularity, of
+    // the engine's scale kind (a per-token activation scale, floor included).
+    if (is_fp8(n.kv_cache))
+        quantize_activations(kv, nullptr, kv, M * Hkv, hd, n.kv_cache, n.fp8_scale, Fp8Granularity::channel);
     else round_buffer(kv, (size_t)M * Hkv * hd, n.kv_cache);
 }
 

@@ -1,66 +1,20 @@
-// An engine's numerics: where it rounds. Real stacks differ less in fp32
-// reduction order (which rounding to bf16 mostly erases) than in which
-// intermediates their fused kernels store narrow, so each engine gets a
-// profile of rounding points; both engines run the same kernels with them.
-//
-// The profiles (rollout.profile / train.profile), one table in numerics.cpp:
-//   profile          matmul    residual  attn P  stats  LM head
-//   simple           P         P*        fp32    fp32   P*       (P = <engine>.precision, * bf16 if P is fp8)
-//   fp32-reference   fp32      fp32      fp32    fp32   fp32
-//   vllm-bf16        bf16      fp32      bf16    fp32   bf16     fused add + RMSNorm, FlashAttention
-//   sglang-fp8       fp8_e4m3  fp32      bf16    fp32   bf16     W8A8 GEMMs; router and LM head bf16
-//   fsdp-bf16        bf16      bf16      bf16    fp32   bf16     HF modules: residual added in bf16; FA2
-//   megatron-bf16    bf16      fp32      bf16    fp32   bf16     fp32_residual_connection; TE attention
-// Each point is overridden by "<engine>.<point>_dtype" unless auto.
+// An engine's weights as its numerics store them (the profile's rounding
+// points, core/config/profiles.h): the cast of the fp32 master, rounded or
+// fp8-quantised, in a copy or in place, the LM head, the KV cache's rows.
 #pragma once
 
 #include <span>
 #include <vector>
 
+#include "core/config/profiles.h"
 #include "core/model/model.h"
 
 namespace mlk {
 
-struct EngineNumerics {
-    Dtype matmul = Dtype::f32;      // weights and linear-layer inputs; fp8 = W8A8
-    Dtype residual = Dtype::f32;    // the residual stream between blocks
-    Dtype attn_probs = Dtype::f32;  // attention's P tile as P.V reads it
-    Dtype stats = Dtype::f32;       // 1/rms, log-sum-exp, the attention normaliser
-    Dtype lm_head = Dtype::f32;     // LM head weights and logits (log-probs are fp32)
-    Dtype kv_cache = Dtype::f32;    // rollout only: K and V as its cache stores them
-
-    // Storage of activations and of the non-linear weights (norms,
-    // embeddings, the MoE router): the matmul precision, bf16 under fp8.
-    Dtype activations() const { return is_fp8(matmul) ? Dtype::bf16 : matmul; }
-    // Whether cast_params leaves the master as it is (fp32, no fp8): an
-    // engine then computes on the master arena itself instead of a copy.
-    bool cast_is_identity() const { return activations() == Dtype::f32 && !is_fp8(matmul); }
-    // The body's kernels; the router and the LM head use their own.
-    Exec exec(Family family) const {
-        return {family, activations(), attn_probs, stats, is_fp8(matmul) ? matmul : Dtype::f32};
-    }
-    Exec router_exec(Family family) const { return {family, activations(), attn_probs, stats, Dtype::f32}; }
-    Exec head_exec(Family family) const { return {family, lm_head, attn_probs, stats, Dtype::f32}; }
-    // Log-probs and entropies come out in fp32, from logits at lm_head.
-    Exec logprob_exec(Family family) const { return {family, Dtype::f32, attn_probs, stats, Dtype::f32}; }
-
-    // The simple profile of one storage precision (the `precision` key's).
-    static EngineNumerics simple(Dtype precision);
-    bool operator==(const EngineNumerics&) const = default;
-};
-
-EngineNumerics rollout_numerics(const Config& c);
-EngineNumerics train_numerics(const Config& c);
-// What "auto" stands for at a rounding-point key ("rollout.residual_dtype",
-// "train.lm_head_dtype", "rollout.kv_cache_dtype", ...) under c's profile,
-// e.g. "bf16"; "" for any other key.
-std::string auto_dtype_of(const Config& c, const std::string& key);
-// One line, e.g. "matmul bf16, residual fp32, P bf16, stats fp32, LM head bf16, KV bf16".
-std::string numerics_text(const EngineNumerics& n, bool with_kv_cache);
-
 // The engine's copy of the fp32 master parameters: every tensor rounded to
 // the activations' precision and, under fp8, every linear weight but the
-// router and the LM head quantised per output channel (quantize_cols).
+// router and the LM head quantised with n.fp8_scale at n.fp8_granularity
+// (quantize_weight).
 void cast_params(std::span<float> out, const std::vector<float>& master, const ParamLayout& layout,
                  const EngineNumerics& n);
 // The same for the parameters in `range` alone, whole tensors:
@@ -127,7 +81,7 @@ private:
 };
 
 // K or V rows [M, Hkv*hd] as the KV cache stores them (n.kv_cache): rounded,
-// or fp8 with a power-of-two scale per row and KV head.
+// or fp8 with a scale of kind n.fp8_scale per row and KV head.
 void store_kv(float* kv, int M, int Hkv, int hd, const EngineNumerics& n);
 
 }  // namespace mlk

@@ -36,6 +36,11 @@ void RolloutEngine::load_weights(std::vector<float>& master, const EngineNumeric
     has_weights_ = true;
 }
 
+double RolloutEngine::kv_cache_bytes_per_token(const ModelConfig& cfg, const EngineNumerics& n) {
+    const double heads = 2.0 * cfg.num_layers * cfg.num_kv_heads;  // K and V
+    return is_fp8(n.kv_cache) ? heads * (cfg.head_dim * 1.0 + 4.0) : heads * cfg.head_dim * 4.0;
+}
+
 RolloutEngine::Borrow RolloutEngine::borrow_of(const EngineNumerics& n) {
     if (n.cast_is_identity()) return Borrow::as_is;
     return n.matmul == Dtype::bf16 ? Borrow::rounded : Borrow::cast;
@@ -94,6 +99,23 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
         dec_len.resize(M);
         for (int i = 0; i < M; ++i) dec_len[i] = pos[i] + 1;
     }
+    // An fp8 cache's decode reads rows dequantised into krows_ / vrows_:
+    // row r's at r * span (the longest length) on.
+    const bool fp8_cache = is_fp8(num_.kv_cache);
+    int span = 0;
+    std::vector<int32_t> row_index;
+    std::vector<int64_t> kv_off;  // each row's place in an fp8 cache
+    if (fp8_cache) {
+        kv_off.resize(M);
+        for (int r = 0; r < M; ++r) kv_off[r] = row_slot[r] * cache_stride_ + (int64_t)pos[r] * kv;
+    }
+    if (fp8_cache && !prefill) {
+        span = *std::max_element(dec_len.begin(), dec_len.end());
+        row_index.resize(M);
+        std::iota(row_index.begin(), row_index.end(), 0);
+        krows_.resize((size_t)M * span * kv);
+        vrows_.resize((size_t)M * span * kv);
+    }
 
     ids_out.assign(moe_layers_.size(), {});
     for (int l = 0, mi = 0; l < cfg_.num_layers; ++l) {
@@ -101,17 +123,26 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
         rmsnorm_forward(ex, ln.data(), nullptr, x.data(), lw.input_norm, cfg_.rms_norm_eps, M, D);
         qkv_forward(ex, qkv, ln.data(), pos.data(), M, lw, cfg_);
         // K and V as the cache holds them; the prompt's attention reads these too.
-        store_kv(qkv.k.data(), M, Hkv, hd, num_);
-        store_kv(qkv.v.data(), M, Hkv, hd, num_);
-        float* kc = kcache_[l].data();
-        float* vc = vcache_[l].data();
-        for_parts(M, kFloatsPerPart / (2 * kv), [&](size_t r0, size_t r1) {
-            for (size_t r = r0; r < r1; ++r) {
-                const int64_t at = row_slot[r] * cache_stride_ + (int64_t)pos[r] * kv;
-                std::copy_n(&qkv.k[r * kv], kv, kc + at);
-                std::copy_n(&qkv.v[r * kv], kv, vc + at);
-            }
-        });
+        if (!fp8_cache) {
+            store_kv(qkv.k.data(), M, Hkv, hd, num_);
+            store_kv(qkv.v.data(), M, Hkv, hd, num_);
+            float* kc = kcache_[l].data();
+            float* vc = vcache_[l].data();
+            for_parts(M, kFloatsPerPart / (2 * kv), [&](size_t r0, size_t r1) {
+                for (size_t r = r0; r < r1; ++r) {
+                    const int64_t at = row_slot[r] * cache_stride_ + (int64_t)pos[r] * kv;
+                    std::copy_n(&qkv.k[r * kv], kv, kc + at);
+                    std::copy_n(&qkv.v[r * kv], kv, vc + at);
+                }
+            });
+        } else {
+            // Codes and scales into the cache; the rows themselves become
+            // code * scale, store_kv's bits.
+            store_kv_fp8(kcode_[l].data(), kscale_[l].data(), kv_off.data(), qkv.k.data(), M, Hkv, hd, num_.kv_cache,
+                         num_.fp8_scale);
+            store_kv_fp8(vcode_[l].data(), vscale_[l].data(), kv_off.data(), qkv.v.data(), M, Hkv, hd, num_.kv_cache,
+                         num_.fp8_scale);
+        }
         if (prefill) {
             // One call per prompt, each too small to split; the threads share
             // the prompts instead (a query's bits depend on its length only).
@@ -127,9 +158,18 @@ void RolloutEngine::forward_rows(const Exec& ex, const std::vector<int32_t>& tok
                 attention_forward(ex, &atty[off * H * hd], nullptr, &qkv.q[off * H * hd], &qkv.k[off * kv],
                                   &qkv.v[off * kv], 1, prefill_lens[i], H, Hkv, hd);
             });
+        } else if (!fp8_cache) {
+            attention_decode(ex, atty.data(), qkv.q.data(), kcache_[l].data(), vcache_[l].data(), row_slot.data(),
+                             dec_len.data(), cache_stride_, M, H, Hkv, hd);
         } else {
-            attention_decode(ex, atty.data(), qkv.q.data(), kc, vc, row_slot.data(), dec_len.data(), cache_stride_, M,
-                             H, Hkv, hd);
+            // Row r's positions below its length, dequantised to rows r * span
+            // on: the values store_kv gave, so the same attention bits.
+            load_kv_fp8(krows_.data(), kcode_[l].data(), kscale_[l].data(), row_slot.data(), dec_len.data(),
+                        cache_stride_, span, M, Hkv, hd, num_.kv_cache);
+            load_kv_fp8(vrows_.data(), vcode_[l].data(), vscale_[l].data(), row_slot.data(), dec_len.data(),
+                        cache_stride_, span, M, Hkv, hd, num_.kv_cache);
+            attention_decode(ex, atty.data(), qkv.q.data(), krows_.data(), vrows_.data(), row_index.data(),
+                             dec_len.data(), (int64_t)span * kv, M, H, Hkv, hd);
         }
         matmul_forward(ex, o.data(), atty.data(), lw.wo, nullptr, M, H * hd, D);
         add_inplace(x.data(), o.data(), (int64_t)M * D, num_.residual);
@@ -243,14 +283,24 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
         throw std::invalid_argument("rollout: prompt + rollout.max_new_tokens exceeds max_position_embeddings (" +
                                     std::to_string(cfg_.max_position_embeddings) + ")");
     cache_stride_ = (int64_t)t_max_ * kv;
+    kv_cache_bytes_ = (size_t)(kv_cache_bytes_per_token(cfg_, num_) * slots * t_max_);
     // Not zeroed: attention reads a slot's positions below its length only,
     // which this batch wrote (a freed slot's next sequence already relies on it).
     if (device_) {
         device_->open_cache(slots, t_max_);
-    } else {
+    } else if (!is_fp8(num_.kv_cache)) {
         for (auto* cache : {&kcache_, &vcache_}) {
             cache->assign(L, ActBuffer());
             for (ActBuffer& layer : *cache) layer.resize((size_t)slots * cache_stride_);
+        }
+    } else {
+        for (auto* codes : {&kcode_, &vcode_}) {
+            codes->assign(L, ByteBuffer());
+            for (ByteBuffer& layer : *codes) layer.resize((size_t)slots * cache_stride_);
+        }
+        for (auto* scales : {&kscale_, &vscale_}) {
+            scales->assign(L, ActBuffer());
+            for (ActBuffer& layer : *scales) layer.resize((size_t)slots * t_max_ * cfg_.num_kv_heads);
         }
     }
 
@@ -392,6 +442,12 @@ RolloutResult RolloutEngine::generate(Family family, const std::vector<std::vect
     // phase reuses its memory instead of adding to it.
     std::vector<ActBuffer>().swap(kcache_);
     std::vector<ActBuffer>().swap(vcache_);
+    std::vector<ByteBuffer>().swap(kcode_);
+    std::vector<ByteBuffer>().swap(vcode_);
+    std::vector<ActBuffer>().swap(kscale_);
+    std::vector<ActBuffer>().swap(vscale_);
+    ActBuffer().swap(krows_);
+    ActBuffer().swap(vrows_);
     scratch_ = Scratch{};
     std::vector<float>().swap(logits_);
     if (device_) device_->close_cache();

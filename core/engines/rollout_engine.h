@@ -114,6 +114,15 @@ public:
         ~WeightsLoan() { engine.release_weights(); }
     };
     const EngineNumerics& numerics() const { return num_; }
+    // Bytes of K and V cache per cached token, every layer, under `numerics`:
+    // 4 a value (every precision but fp8 is held in fp32 storage), fp8 1 a
+    // value (its code) and 4 a scale per KV head.
+    static double kv_cache_bytes_per_token(const ModelConfig& cfg, const EngineNumerics& numerics);
+    // The K and V cache the last generate held, in bytes (its slots times
+    // the longest prompt plus max_new_tokens, kv_cache_bytes_per_token each):
+    // what the cache costs, not the one-layer scratch an fp8 cache's decode
+    // dequantises into.
+    size_t kv_cache_bytes() const { return kv_cache_bytes_; }
 
     // seed keys the sampler: token s of sequence i uses hash(seed, i, s), so
     // a sequence's samples do not depend on which others share its batch.
@@ -145,7 +154,16 @@ private:
     int t_max_ = 0;
     int64_t cache_stride_ = 0;
     std::vector<ActBuffer> kcache_, vcache_;  // [L][slots*Tmax*Hkv*hd]
-    std::vector<int> moe_layers_;             // cfg_.moe_layers()
+    // An fp8 num_.kv_cache instead: the codes [L][slots*Tmax*Hkv*hd] and
+    // one scale per (token, KV head) [L][slots*Tmax*Hkv], store_kv's values
+    // as code * scale; a decode step dequantises the rows its attention
+    // reads into krows_ / vrows_ (one layer's: [M, longest length, Hkv*hd]).
+    using ByteBuffer = std::vector<uint8_t, UnsetAllocator<uint8_t>>;
+    std::vector<ByteBuffer> kcode_, vcode_;
+    std::vector<ActBuffer> kscale_, vscale_;
+    ActBuffer krows_, vrows_;
+    size_t kv_cache_bytes_ = 0;
+    std::vector<int> moe_layers_;  // cfg_.moe_layers()
     // One layer's activations, kept from one forward_rows call to the next
     // of a generate() (freed with the cache): a decode step of a few rows
     // then reuses them instead of allocating them again.

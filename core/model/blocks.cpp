@@ -27,8 +27,8 @@ void qk_norm_rope(const Exec& ex, QkvActs& a, const int32_t* pos, int M, const L
     // Qwen3's per-head RMSNorm on q and k: rows of head_dim.
     rmsnorm_forward(ex, a.q.data(), a.rstd_q.data(), a.q_pre.data(), w.q_norm, cfg.rms_norm_eps, M * H, hd);
     rmsnorm_forward(ex, a.k.data(), a.rstd_k.data(), a.k_pre.data(), w.k_norm, cfg.rms_norm_eps, M * Hkv, hd);
-    rope_forward(a.q.data(), pos, M, H, hd, cfg.rope_theta, ex.dtype);
-    rope_forward(a.k.data(), pos, M, Hkv, hd, cfg.rope_theta, ex.dtype);
+    rope_forward(a.q.data(), pos, M, H, hd, cfg.rope_theta, ex.dtype, ex.rope, ex.rope_cache);
+    rope_forward(a.k.data(), pos, M, Hkv, hd, cfg.rope_theta, ex.dtype, ex.rope, ex.rope_cache);
 }
 
 void qkv_backward(float* dln, LayerWeights& gw, float* dq, float* dk, const float* dv, const QkvActs& a,

@@ -36,9 +36,12 @@ ModelFootprint model_footprint(const Config& c) {
     const double S = double(c.rl.prompts_per_step) * c.rl.samples_per_prompt;
     const double T = tb.prompt_tokens + c.rollout.max_new_tokens, M = S * T;
     const double slots = c.rollout.max_batch > 0 ? std::min<double>(c.rollout.max_batch, S) : S;
-    double rollout = RolloutEngine::borrowed_bytes_per_param(rollout_numerics(c)) * P;
-    rollout += 4.0 * 2.0 * m.num_layers * slots * T * m.num_kv_heads * m.head_dim;  // K and V cache
-    rollout += 4.0 * TrainEngine::logprob_forward_floats(m, S, tb.prompt_tokens);   // a prefill layer
+    const EngineNumerics rn = rollout_numerics(c);
+    double rollout = RolloutEngine::borrowed_bytes_per_param(rn) * P;
+    rollout += RolloutEngine::kv_cache_bytes_per_token(m, rn) * slots * T;  // K and V cache
+    // An fp8 cache's decode reads one layer's rows dequantised to fp32.
+    if (is_fp8(rn.kv_cache)) rollout += 4.0 * 2.0 * slots * T * m.num_kv_heads * m.head_dim;
+    rollout += 4.0 * TrainEngine::logprob_forward_floats(m, S, tb.prompt_tokens);  // a prefill layer
     f.rollout_mb = rollout / kMB;
 
     // Several mini-steps: the recompute keeps nothing, each slice's forward

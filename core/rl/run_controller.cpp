@@ -128,7 +128,7 @@ RunController RunController::resume(Store& store, int64_t run_id, const RunCallb
                                     "another precision)");
     // Everything that can fail comes before the first write to the store.
     RunWriterLock lock = RunWriterLock::acquire(store.path(), run_id);
-    Config cfg = config_from_json(nlohmann::json::parse(info->config_json));
+    Config cfg = stored_config_from_json(nlohmann::json::parse(info->config_json));
     check_devices(cfg);
     const std::string machine = machine_description(cfg);
     RunController rc;

@@ -71,6 +71,11 @@ using namespace cpu;
 //  normaliser summed it unrounded; the normaliser is rounded to ex.stats.
 //  att (when non-null, saved for the backward) receives p_j * (1/sum) (fast:
 //  exp(s_j - m_final) * (1/l)) in fp32, zeros for j > t.
+//  Eager softmax (ex.eager_softmax): both families run the batch-invariant
+//  plan (the full row's max and sum before any P.V), normalising first:
+//  p_j = round(exp(s_j - max) / round(sum, ex.stats), ex.probs) (an fp32
+//  division), o = FMA chain over j of p_j*v_j, out = round(o) with no division
+//  afterwards; att as in the bi plan (impl_attention.inc).
 // Threads split (b, h) pairs; nothing in a query depends on the split.
 void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k, const float* v, int B,
                        int T, int H, int Hkv, int D) {
@@ -79,7 +84,7 @@ void attention_forward(const Exec& ex, float* out, float* att, const float* q, c
     const int group = H / Hkv;
     const float scale = 1.0f / std::sqrt((float)D);
     const int ldk = round_up(T, 64);
-    const bool bi = ex.family == Family::batch_invariant;
+    const bool bi = ex.family == Family::batch_invariant || ex.eager_softmax;
     const double work = 4.0 * B * H * (double)T * T * D / 2;
     count_flops(2.0 * B * H * (double)T * (T + 1) * D);  // QK and PV over the causal triangle
     const size_t slot = bi ? (size_t)ldk + 64 : 2 * (size_t)ldk + 2 * (ldk / 16) + 64;
@@ -111,6 +116,7 @@ void attention_forward(const Exec& ex, float* out, float* att, const float* q, c
                     a.dt = ex.dtype;
                     a.pdt = ex.probs;
                     a.sdt = ex.stats;
+                    a.eager = ex.eager_softmax;
                     a.scratch = s + (t % 8) * slot;  // distinct within any group of queries run together
                     a.q = q + (((int64_t)b * T + t) * H + h) * D;
                     a.out = out + (((int64_t)b * T + t) * H + h) * D;
@@ -137,6 +143,8 @@ void attention_forward(const Exec& ex, float* out, float* att, const float* q, c
 //    keys): m_c = max, p = exp(s - m_c), l_c = interleave2 plan, o_c = FMA chain over its keys. Combined over c
 //    ascending: w_c = exp(m_c - M), L = fma(l_c, w_c, L), O = fma(w_c, o_c, O); out = round(O / L). Bits depend on len,
 //    Bq and the thread count.
+//  * eager softmax (either family): the batch-invariant plan with eager's
+//    normalisation (attention_forward), so decode equals prefill.
 // Threads split (sequence, kv head) pairs (bi) or (sequence, head) pairs (fast).
 void attention_decode(const Exec& ex, float* out, const float* q, const float* kcache, const float* vcache,
                       const int32_t* cache_slot, const int32_t* len, int64_t cache_stride, int Bq, int H, int Hkv,
@@ -162,9 +170,10 @@ void attention_decode(const Exec& ex, float* out, const float* q, const float* k
         a.dt = ex.dtype;
         a.pdt = ex.probs;
         a.sdt = ex.stats;
+        a.eager = ex.eager_softmax;
         return a;
     };
-    if (ex.family == Family::batch_invariant) {
+    if (ex.family == Family::batch_invariant || ex.eager_softmax) {
         parallel_for(
             Bq * Hkv,
             [&](int b0, int b1) {

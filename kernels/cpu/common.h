@@ -119,6 +119,7 @@ struct AttnQuery {
     Dtype dt = Dtype::f32;
     Dtype pdt = Dtype::f32;    // P rounded to this before P.V (Exec::probs)
     Dtype sdt = Dtype::f32;    // the softmax normaliser rounded to this (Exec::stats)
+    bool eager = false;        // P normalised before probs and P.V (Exec::eager_softmax; bi plan only)
     float* att = nullptr;      // optional [len] probabilities
     float* scratch = nullptr;  // own scratch: >= ldk (bi) / 2*ldk + 2*(ldk/16) + 1 (fast prefill) floats
     int nsplit = 1;            // fast decode: number of KV splits
@@ -132,9 +133,10 @@ struct IsaTable {
     // s < S of the fresh chain over k in [s*K/S, (s+1)*K/S), + bias), S <= kMaxSplitK.
     void (*gemm_splitk)(const GemmCall& g, int S, int m0, int m1, int n0, int n1);
     float (*row_sum)(Plan plan, const float* x, int64_t n);
-    // sdt: the storage precision of 1/rms (Exec::stats).
+    // sdt: the storage precision of 1/rms (Exec::stats); ndt: x * (1/rms) is
+    // rounded to it before the weight multiply (Exec::norm).
     void (*rmsnorm_rows)(Plan plan, float* out, float* rstd, const float* inp, const float* w, float eps, int C,
-                         Dtype dt, Dtype sdt, int m0, int m1);
+                         Dtype dt, Dtype sdt, Dtype ndt, int m0, int m1);
     void (*rmsnorm_bwd_rows)(float* dinp, const float* dout, const float* inp, const float* w, const float* rstd, int C,
                              bool add, int m0, int m1);
     void (*rmsnorm_bwd_dweight)(float* dw, const float* dout, const float* inp, const float* rstd, int M, int C, int c0,
@@ -144,14 +146,22 @@ struct IsaTable {
                             int m1);
     void (*logsoftmax_bwd_rows)(float* dz, const float* dlp, const float* lp, float inv_temp, int V, int m0, int m1);
     void (*entropy_rows)(Plan plan, float* ent, const float* lp, int V, Dtype dt, int m0, int m1);
-    void (*swiglu)(float* out, const float* g, const float* u, Dtype dt, int64_t i0, int64_t i1);
+    // sdt: silu(g) is rounded to it before it multiplies u (Exec::silu).
+    void (*swiglu)(float* out, const float* g, const float* u, Dtype dt, Dtype sdt, int64_t i0, int64_t i1);
     void (*swiglu_bwd)(float* dg, float* du, const float* dout, const float* g, const float* u, bool add, int64_t i0,
                        int64_t i1);
     void (*add_round)(float* y, const float* x, Dtype dt, int64_t i0, int64_t i1);
     void (*copy_round)(float* dst, const float* src, Dtype dt, int64_t n);  // dst may equal src
-    // quantize_rows' rows m0..m1 and quantize_cols, whole (kernels.h)
-    void (*fp8_quantize_rows)(float* out, float* scale, const float* inp, Dtype fmt, int m0, int m1, int K);
-    void (*fp8_quantize_cols)(float* w, float* scale, int K, int N, Dtype fmt);
+    // The pieces kernels.h's fp8 quantisers are made of (cpu/dtype.cpp):
+    // the largest |x[i]| of n floats (0 for none; a NaN never wins); per
+    // column c in [c0, c1) of rows 0..rows-1 of x[., ld], amax[c] = the larger
+    // of amax[c] and those |x|; out = round_fp8(x / s) * s for n floats (out
+    // may be x); the same in place over rows 0..rows-1 of w[., ld], columns
+    // c0..c1, with column c's scale s[c].
+    float (*fp8_amax)(const float* x, int64_t n);
+    void (*fp8_col_amax)(float* amax, const float* x, int64_t ld, int rows, int c0, int c1);
+    void (*fp8_scale_round)(float* out, const float* x, float s, Dtype fmt, int64_t n);
+    void (*fp8_scale_round_cols)(float* w, const float* s, int64_t ld, int rows, int c0, int c1, Dtype fmt);
     void (*accumulate)(float* dst, const float* src, int64_t n);  // dst += src
     // rows m0..m1 of moe_combine_forward's out[M,D]
     void (*moe_combine_rows)(float* out, const float* const* slot_rows, const float* w, int k, int D, Dtype dt, int m0,
@@ -166,8 +176,11 @@ struct IsaTable {
     // over replay[m*k..] (ids unused).
     void (*router_rows)(int32_t* ids, float* weights, const float* logits, const int32_t* replay, bool bi, Dtype dt,
                         int E, int k, int m0, int m1);
-    // x rows m0..m1 of [M,H,D]; cs[m] -> cos[D/2] followed by sin[D/2].
-    void (*rope_rows)(float* x, const float* const* cs, int H, int D, Dtype dt, bool inverse, int m0, int m1);
+    // x rows m0..m1 of [M,H,D]; cs[m] -> cos[D/2] followed by sin[D/2]; the
+    // forward's cos/sin rounded to ct (Exec::rope_cache), its products and
+    // sums to pt (Exec::rope).
+    void (*rope_rows)(float* x, const float* const* cs, int H, int D, Dtype dt, Dtype pt, Dtype ct, bool inverse,
+                      int m0, int m1);
     // dst[c*ldd + r] = src[r*stride + c] for r < rows, c < cols; dst columns rows..ldd-1 zeroed.
     void (*transpose)(float* dst, int ldd, const float* src, int64_t stride, int rows, int cols);
     // n queries sharing Kt/ldk/v/vstride/D/scale (each its own q/len/out/att/scratch);

@@ -28,11 +28,12 @@ void for_range(int64_t n, double work_per_elem, F&& f) {
 
 }  // namespace
 
-// swiglu_forward: out = round((g / (1 + exp(-g))) * up), elementwise.
+// swiglu_forward: out = round(round(g / (1 + exp(-g)), ex.silu) * up),
+// elementwise (ex.silu f32: one rounding of silu(g) * up).
 void swiglu_forward(const Exec& ex, float* out, const float* gate, const float* up, int64_t n) {
     if (n <= 0) return;
     const IsaTable& I = isa_table();
-    for_range(n, 20.0, [&](int64_t i0, int64_t i1) { I.swiglu(out, gate, up, ex.dtype, i0, i1); });
+    for_range(n, 20.0, [&](int64_t i0, int64_t i1) { I.swiglu(out, gate, up, ex.dtype, ex.silu, i0, i1); });
 }
 
 // swiglu_backward: sig = 1/(1+exp(-g)); dup += (dout*g)*sig;
@@ -91,6 +92,11 @@ void copy_rows(float* dst, const int64_t* dst_off, const float* src, const int64
 // x1' = x1*c - x2*s, x2' = x2*c + x1*s (separately rounded products, no fma),
 // then rounded to dtype; identical for decode and prefill (same table, same
 // per-row code), and bitwise equal to ref::rope_forward<float> in fp32.
+// With a narrow point (Exec::rope, bf16: a bf16 cos/sin cache rotated in
+// bf16, as Hugging Face's q*cos + rotate_half(q)*sin and vLLM's rotary kernel
+// in scalar_t): c = round(cos, point), s = round(sin, point),
+// x1' = round(round(x1*c) - round(x2*s)), x2' = round(round(x2*c) + round(x1*s))
+// (each rounding to point), then rounded to dtype.
 namespace {
 
 struct RopeTable {
@@ -133,7 +139,8 @@ std::shared_ptr<const RopeTable> rope_table(int D, float theta, int need) {
     return ct;
 }
 
-void rope_apply(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dt, bool inverse) {
+void rope_apply(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dt, Dtype pt, Dtype ct,
+                bool inverse) {
     if (M <= 0 || H <= 0 || D < 2) return;
     int maxp = 0;
     bool negative = false;
@@ -164,19 +171,20 @@ void rope_apply(float* x, const int32_t* pos, int M, int H, int D, float theta, 
     // (one thread), so 448 rows of 8 heads (16 us) split across the threads,
     // which 3 units per element would keep on one.
     parallel_for(
-        M, [&](int m0, int m1) { I.rope_rows(x, rows.data(), H, D, dt, inverse, m0, m1); },
+        M, [&](int m0, int m1) { I.rope_rows(x, rows.data(), H, D, dt, pt, ct, inverse, m0, m1); },
         M > 1 && 30.0 * M * H * D >= kParallelWork && num_threads() > 1);
 }
 
 }  // namespace
 
-void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype) {
-    rope_apply(x, pos, M, H, D, theta, dtype, false);
+void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype, Dtype point,
+                  Dtype cache) {
+    rope_apply(x, pos, M, H, D, theta, dtype, point, cache, false);
 }
 
 // rope_backward: the inverse rotation g1' = g1*c + g2*s, g2' = g2*c - g1*s (fp32).
 void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float theta) {
-    rope_apply(dx, pos, M, H, D, theta, Dtype::f32, true);
+    rope_apply(dx, pos, M, H, D, theta, Dtype::f32, Dtype::f32, Dtype::f32, true);
 }
 
 // adamw_update: elementwise (kernels.h gives the order); threads split the range.

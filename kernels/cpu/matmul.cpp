@@ -82,8 +82,10 @@ using namespace cpu;
 //      a CPU BLAS's K panel; K <= 256 is then the one chain (the batch-invariant
 //      bits), which costs nothing where most of the FLOPs are.
 //    So the bits of a row depend on M (and, for M <= 8, on the thread count).
-//  * ex.quant fp8: the input rows are first quantised (quantize_rows, per-row
-//    power-of-two scales) into a buffer; the plans above then run on it.
+//  * ex.quant fp8: the input is first quantised (quantize_activations with
+//    ex.quant_scale at ex.quant_granularity: a tensor scale depends on every
+//    row of the call, as a dynamic per-tensor scale does) into a buffer; the
+//    plans above then run on it.
 void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, const float* bias, int M, int K,
                     int N) {
     if (M <= 0 || N <= 0) return;
@@ -93,7 +95,7 @@ void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w
     std::unique_ptr<float[]> quantised;
     if (is_fp8(ex.quant)) {
         quantised.reset(new float[(size_t)M * K]);
-        quantize_rows(quantised.get(), nullptr, inp, M, K, ex.quant);
+        quantize_activations(quantised.get(), nullptr, inp, M, K, ex.quant, ex.quant_scale, ex.quant_granularity);
         inp = quantised.get();
     }
     const IsaTable& T = isa_table();

@@ -45,14 +45,16 @@ inline double rmsnorm_row_work(int C) { return 30.0 * C + 200.0; }
 
 // rmsnorm_forward: ss = sum_c x_c^2 as fma(x, x, lane) under the row plan
 // (bi16 / fast by M and threads); r = round(1 / sqrtf(ss / C + eps), ex.stats);
-// out = round((x * r) * w). rstd = r.
+// out = round(round(x * r, ex.norm) * w) (ex.norm f32: round((x * r) * w)).
+// rstd = r.
 void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, const float* weight, float eps, int M,
                      int C) {
     if (M <= 0 || C <= 0) return;
     const IsaTable& I = isa_table();
     const Plan plan = plan_for(ex, M);
-    for_rows(M, rmsnorm_row_work(C),
-             [&](int m0, int m1) { I.rmsnorm_rows(plan, out, rstd, inp, weight, eps, C, ex.dtype, ex.stats, m0, m1); });
+    for_rows(M, rmsnorm_row_work(C), [&](int m0, int m1) {
+        I.rmsnorm_rows(plan, out, rstd, inp, weight, eps, C, ex.dtype, ex.stats, ex.norm, m0, m1);
+    });
 }
 
 // rmsnorm_backward: per row, dot = bi16 over c of fma(g*w, x); dinp += (r*g)*w -

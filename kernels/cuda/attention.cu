@@ -294,13 +294,16 @@ struct DkDvF {
 //    bits of attention_decode at the same position.
 //  * fast: tiled online softmax (above), CUDA's expf; D > 256 takes the
 //    batch-invariant kernel.
+//  * eager softmax (ex.eager_softmax, either family): the batch-invariant
+//    kernel, normalising P before it is rounded and P.V (bodies_attention.h),
+//    so the CPU's bits.
 // Rounding points as the CPU: P to ex.probs before P.V, the normaliser to
 // ex.stats; att (non-null) gets p_j / normaliser in fp32, zeros for j > t.
 void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k, const float* v, int B,
                        int T, int H, int Hkv, int D) {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
     const float scale = 1.0f / std::sqrt((float)D);
-    if (ex.family == Family::fast && D <= kFpMaxD) {
+    if (ex.family == Family::fast && D <= kFpMaxD && !ex.eager_softmax) {
         const size_t bytes = fast_prefill_smem(D);
         detail::allow_smem((const void*)k_attn_fast_prefill, bytes, "attention_forward (fast)");
         const FastPrefillArgs a{out, att, q, k, v, B, T, H, Hkv, D, scale, ex.dtype, ex.probs, ex.stats};
@@ -308,7 +311,8 @@ void attention_forward(const Exec& ex, float* out, float* att, const float* q, c
         check_launch("attention_forward (fast)");
         return;
     }
-    const body::AttnPrefillArgs a{{D, scale, ex.dtype, ex.probs, ex.stats}, out, att, q, k, v, B, T, H, Hkv};
+    const body::AttnPrefillArgs a{
+        {D, scale, ex.dtype, ex.probs, ex.stats, ex.eager_softmax}, out, att, q, k, v, B, T, H, Hkv};
     const size_t bytes = bi_smem_bytes(T);
     detail::allow_smem((const void*)k_attn_bi_prefill, bytes, "attention_forward");
     k_attn_bi_prefill<<<(unsigned)((int64_t)B * H * T), body::kAttnThreads, bytes, stream()>>>(a, T);
@@ -320,15 +324,25 @@ void attention_forward(const Exec& ex, float* out, float* att, const float* q, c
 //    the cache's keys (bodies_attention.h), so the bits equal the prefill
 //    output at that position and depend on nothing but len[s].
 //  * fast: split-KV (above). Bits depend on len, Bq and the device.
+//  * eager softmax (either family): the batch-invariant kernel (as prefill).
 // A sequence with len <= 0 leaves its output as it was.
 void attention_decode(const Exec& ex, float* out, const float* q, const float* kcache, const float* vcache,
                       const int32_t* slot, const int32_t* len, int64_t cache_stride, int Bq, int H, int Hkv, int D) {
     if (Bq <= 0 || H <= 0 || D <= 0) return;
     const float scale = 1.0f / std::sqrt((float)D);
     const int cap = decode_capacity(len, cache_stride, Bq, Hkv, D);
-    if (ex.family == Family::batch_invariant) {
-        const body::AttnDecodeArgs a{
-            {D, scale, ex.dtype, ex.probs, ex.stats}, out, q, kcache, vcache, slot, len, cache_stride, Bq, H, Hkv};
+    if (ex.family == Family::batch_invariant || ex.eager_softmax) {
+        const body::AttnDecodeArgs a{{D, scale, ex.dtype, ex.probs, ex.stats, ex.eager_softmax},
+                                     out,
+                                     q,
+                                     kcache,
+                                     vcache,
+                                     slot,
+                                     len,
+                                     cache_stride,
+                                     Bq,
+                                     H,
+                                     Hkv};
         const size_t bytes = bi_smem_bytes(cap);
         detail::allow_smem((const void*)k_attn_bi_decode, bytes, "attention_decode");
         k_attn_bi_decode<<<(unsigned)(Bq * H), body::kAttnThreads, bytes, stream()>>>(a, cap);

@@ -91,11 +91,12 @@ MLK_HD inline float chain(float acc, const float* a, int64_t as, const float* b,
 MLK_HD inline void add_round_at(float* y, const float* x, Dtype dt, int64_t i) { y[i] = round_to(y[i] + x[i], dt); }
 MLK_HD inline void round_at(float* x, Dtype dt, int64_t i) { x[i] = round_to(x[i], dt); }
 
-// out = round((g / (1 + exp(0 - g))) * up)
-MLK_HD inline void swiglu_at(float* out, const float* g, const float* u, Dtype dt, int64_t i) {
+// out = round(round(g / (1 + exp(0 - g)), silu) * up, dt) (silu: Exec::silu;
+// f32 rounds nothing)
+MLK_HD inline void swiglu_at(float* out, const float* g, const float* u, Dtype dt, Dtype silu, int64_t i) {
     const float gv = g[i];
     const float s = div_rn(gv, 1.0f + exp_s(0.0f - gv));
-    out[i] = round_to(s * u[i], dt);
+    out[i] = round_to(round_to(s, silu) * u[i], dt);
 }
 // sig = 1/(1+exp(0-g)); dup += (dout*g)*sig; dgate += ((dout*up)*sig)*(1 + g*(1-sig))
 // (= rather than += when !add)
@@ -138,7 +139,10 @@ inline void rope_cs_row(float* row, int64_t p, int D, float theta) {
 
 // RoPE, one rotated pair per index i over M*H*(D/2). The row of cos/sin for
 // row m is table + pos[m]*D (a position table) or table + m*D (per_row: a
-// table made for this call). Products rounded separately, no fma.
+// table made for this call). Products rounded separately, no fma. The
+// forward with a narrow cache ct (Exec::rope_cache) or arithmetic pt
+// (Exec::rope): c and s rounded to ct, each product and the sum or
+// difference to pt, then to dt (the CPU's rope_rows).
 struct RopeArgs {
     float* x;
     const int32_t* pos;
@@ -147,6 +151,8 @@ struct RopeArgs {
     int M, H, D;
     Dtype dt;
     bool inverse;
+    Dtype pt = Dtype::f32;
+    Dtype ct = Dtype::f32;
 };
 MLK_HD inline void rope_at(const RopeArgs& a, int64_t i) {
     const int half = a.D / 2;
@@ -157,64 +163,17 @@ MLK_HD inline void rope_at(const RopeArgs& a, int64_t i) {
     const float c = cs[ii], s = cs[half + ii];
     float* v = a.x + mh * a.D;
     const float x1 = v[ii], x2 = v[half + ii];
-    if (!a.inverse) {
+    if (!a.inverse && (a.pt != Dtype::f32 || a.ct != Dtype::f32)) {
+        const Dtype pt = a.pt;
+        const float cr = round_to(c, a.ct), sr = round_to(s, a.ct);
+        v[ii] = round_to(round_to(round_to(x1 * cr, pt) - round_to(x2 * sr, pt), pt), a.dt);
+        v[half + ii] = round_to(round_to(round_to(x2 * cr, pt) + round_to(x1 * sr, pt), pt), a.dt);
+    } else if (!a.inverse) {
         v[ii] = round_to(x1 * c - x2 * s, a.dt);
         v[half + ii] = round_to(x2 * c + x1 * s, a.dt);
     } else {
         v[ii] = x1 * c + x2 * s;
         v[half + ii] = x2 * c - x1 * s;
-    }
-}
-
-// ---- fp8 quantisation ------------------------------------------------------------
-// fp8_scale of kernels.h (frexpf / ldexpf are exact on host and device).
-MLK_HD inline float fp8_scale_of(float amax, Dtype fmt) {
-    if (!(amax > 0.0f) || !(amax <= bits_float(0x7f7fffffu))) return 1.0f;
-    int e = 0;
-    const float m = frexpf(div_rn(amax, fp8_max(fmt)), &e);
-    return ldexpf(1.0f, m == 0.5f ? e - 1 : e);
-}
-// x / s for a power-of-two s: the multiply by the exact inverse where it is
-// normal (the same correctly rounded quotient), else the division; as the CPU.
-MLK_HD inline float scale_divide(float x, float s) {
-    const bool exact = s >= 0x1p-126f && s <= 0x1p126f;
-    return exact ? x * div_rn(1.0f, s) : div_rn(x, s);
-}
-// Row quantisation, a 128-thread block per row (amax is exact: any order).
-inline constexpr int kQuantThreads = 128;
-// Phase 1: this thread's part of the row's amax (NaN never wins) -> sm[tid].
-MLK_HD inline void quantize_row_p1(const float* inp, int K, int m, int tid, float* sm) {
-    const float* x = inp + (int64_t)m * K;
-    float amax = 0.0f;
-    for (int k = tid; k < K; k += kQuantThreads) {
-        const float a = x[k] < 0 ? -x[k] : x[k];
-        amax = a > amax ? a : amax;
-    }
-    sm[tid] = amax;
-}
-// Phase 2: the scale and the quantised values (out may be inp).
-MLK_HD inline void quantize_row_p2(float* out, float* scale, const float* inp, int K, Dtype fmt, int m, int tid,
-                                   const float* sm) {
-    float amax = 0.0f;
-    for (int i = 0; i < kQuantThreads; ++i) amax = sm[i] > amax ? sm[i] : amax;
-    const float s = fp8_scale_of(amax, fmt);
-    if (scale && tid == 0) scale[m] = s;
-    const float* x = inp + (int64_t)m * K;
-    float* o = out + (int64_t)m * K;
-    for (int k = tid; k < K; k += kQuantThreads) o[k] = fp8_round(scale_divide(x[k], s), fmt) * s;
-}
-// Column n of w[K, N], in place.
-MLK_HD inline void quantize_col(float* w, float* scale, int K, int N, Dtype fmt, int n) {
-    float amax = 0.0f;
-    for (int k = 0; k < K; ++k) {
-        const float a = bits_float(float_bits(w[(int64_t)k * N + n]) & 0x7fffffffu);
-        amax = a > amax ? a : amax;  // fmax: NaN never wins
-    }
-    const float s = fp8_scale_of(amax, fmt);
-    if (scale) scale[n] = s;
-    for (int k = 0; k < K; ++k) {
-        float& v = w[(int64_t)k * N + n];
-        v = fp8_round(scale_divide(v, s), fmt) * s;
     }
 }
 
@@ -267,6 +226,7 @@ struct RmsnormArgs {
     float eps;
     int M, C;
     Dtype dt, sdt;
+    Dtype ndt = Dtype::f32;  // x * r rounded to it before the weight multiply (Exec::norm)
 };
 // ss lanes: fma(x, x, lane)
 MLK_HD inline void rmsnorm_p1(const RmsnormArgs& a, int block, int tid, float* sm) {
@@ -278,7 +238,7 @@ MLK_HD inline void rmsnorm_p1(const RmsnormArgs& a, int block, int tid, float* s
     }
     sm[kRowThreads + tid] = acc;
 }
-// r = round(1 / sqrt(ss / C + eps), sdt); out = round((x * r) * w, dt)
+// r = round(1 / sqrt(ss / C + eps), sdt); out = round(round(x * r, ndt) * w, dt)
 MLK_HD inline void rmsnorm_p2(const RmsnormArgs& a, int block, int tid, const float* sm) {
     const RowThread r = row_thread(block, tid);
     if (r.row >= a.M) return;
@@ -287,7 +247,7 @@ MLK_HD inline void rmsnorm_p2(const RmsnormArgs& a, int block, int tid, const fl
     if (a.rstd && r.lane == 0) a.rstd[r.row] = rs;
     const float* x = a.inp + (int64_t)r.row * a.C;
     float* o = a.out + (int64_t)r.row * a.C;
-    for (int j = r.lane; j < a.C; j += kLanes) o[j] = round_to((x[j] * rs) * a.w[j], a.dt);
+    for (int j = r.lane; j < a.C; j += kLanes) o[j] = round_to(round_to(x[j] * rs, a.ndt) * a.w[j], a.dt);
 }
 
 struct LogsoftmaxArgs {

@@ -13,6 +13,13 @@
 //      att_len); p_j rounded to probs (the P tile P.V reads; the normaliser
 //      summed it unrounded).
 //  P5  out[d] = round((FMA chain over j ascending of p_j*v_j[d] from +0) / div).
+// Eager softmax (AttnCommon::eager, Exec::eager_softmax; PyTorch eager
+// attention, softmax(s, fp32).to(probs) @ V): P4 saves att as above, then
+// p_j = round(div_rn(p_j, div), probs) (the fp32 division by the stored
+// normaliser, before the rounding); P5 out[d] = round(FMA chain over j of
+// p_j*v_j[d] from +0) with no division. attention.cu runs eager queries of
+// the fast family through these bodies too (the full row's max and sum
+// first), as the CPU does.
 // Decode maps block (s, h) to the same query struct with its KV-cache
 // pointers, so decode equals prefill bit for bit at every position.
 #pragma once
@@ -39,6 +46,7 @@ struct AttnCommon {
     int D;
     float scale;
     Dtype dt, pdt, sdt;
+    bool eager = false;  // Exec::eager_softmax
 };
 
 // attention_forward: block = (b * H + h) * T + t.
@@ -135,7 +143,9 @@ MLK_HD inline void attn_bi_p4(const AttnCommon& c, const AttnQuery& q, int tid, 
         const float rl = div_rn(1.0f, div);
         for (int j = tid; j < q.att_len; j += kAttnThreads) q.att[j] = j < q.len ? s.p[j] * rl : 0.0f;
     }
-    if (c.pdt != Dtype::f32)
+    if (c.eager)
+        for (int j = tid; j < q.len; j += kAttnThreads) s.p[j] = round_to(div_rn(s.p[j], div), c.pdt);
+    else if (c.pdt != Dtype::f32)
         for (int j = tid; j < q.len; j += kAttnThreads) s.p[j] = round_to(s.p[j], c.pdt);
 }
 MLK_HD inline void attn_bi_p5(const AttnCommon& c, const AttnQuery& q, int tid, AttnSmem s) {
@@ -143,7 +153,7 @@ MLK_HD inline void attn_bi_p5(const AttnCommon& c, const AttnQuery& q, int tid, 
     const float div = round_to(tree16(s.lanes), c.sdt);
     for (int d = tid; d < c.D; d += kAttnThreads) {
         const float o = chain(0.0f, s.p, 1, q.v + d, q.kvstride, q.len);
-        q.out[d] = round_to(div_rn(o, div), c.dt);
+        q.out[d] = round_to(c.eager ? o : div_rn(o, div), c.dt);
     }
 }
 

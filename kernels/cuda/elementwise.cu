@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cuda/bodies.h"
+#include "kernels/cuda/bodies_fp8.h"
 #include "kernels/cuda/internal.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/ops.h"
@@ -25,8 +26,8 @@ namespace {
 struct SwigluF {
     float* out;
     const float *g, *u;
-    Dtype dt;
-    __device__ void operator()(int64_t i) const { body::swiglu_at(out, g, u, dt, i); }
+    Dtype dt, silu;
+    __device__ void operator()(int64_t i) const { body::swiglu_at(out, g, u, dt, silu, i); }
 };
 struct SwigluBwdF {
     float *dg, *du;
@@ -83,17 +84,78 @@ struct AdamwF {
     __device__ void operator()(int64_t i) const { body::adamw_at(p, m, v, g, s, i); }
 };
 struct QuantizeColF {
-    float *w, *scale;
+    float *w, *scales;
     int K, N;
     Dtype fmt;
-    __device__ void operator()(int64_t n) const { body::quantize_col(w, scale, K, N, fmt, (int)n); }
+    Fp8Scale kind;
+    __device__ void operator()(int64_t n) const { body::quantize_col(w, scales, K, N, fmt, kind, (int)n); }
+};
+struct QuantizeTensorF {
+    float* out;
+    const float* inp;
+    const float* s;
+    Dtype fmt;
+    __device__ void operator()(int64_t i) const { body::quantize_tensor_at(out, inp, s, fmt, i); }
 };
 
-__global__ void k_quantize_rows(float* out, float* scale, const float* inp, int K, Dtype fmt) {
+// fp8 block kernels: a 128-thread block per segment / row / weight block,
+// grid-striding over them (every thread of a block takes the same ones).
+__global__ void k_quantize_segs(float* out, float* scales, const float* inp, int K, int len, int64_t nseg, Dtype fmt,
+                                Fp8Scale kind, float floor) {
     __shared__ float sm[body::kQuantThreads];
-    body::quantize_row_p1(inp, K, blockIdx.x, threadIdx.x, sm);
+    for (int64_t seg = blockIdx.x; seg < nseg; seg += gridDim.x) {
+        body::quantize_seg_p1(inp, K, len, seg, threadIdx.x, sm);
+        __syncthreads();
+        body::quantize_seg_p2(out, scales, inp, K, len, fmt, kind, floor, seg, threadIdx.x, sm);
+        __syncthreads();
+    }
+}
+__global__ void k_row_amax(float* partial, const float* inp, int C, int64_t R) {
+    __shared__ float sm[body::kQuantThreads];
+    for (int64_t r = blockIdx.x; r < R; r += gridDim.x) {
+        body::quantize_seg_p1(inp, C, C, r, threadIdx.x, sm);
+        __syncthreads();
+        body::row_amax_p2(partial, r, threadIdx.x, sm);
+        __syncthreads();
+    }
+}
+__global__ void k_tensor_scale(float* s, float* scales, const float* partial, int64_t R, Dtype fmt, Fp8Scale kind,
+                               float floor) {
+    __shared__ float sm[body::kQuantThreads];
+    body::amax_p1(partial, R, threadIdx.x, sm);
     __syncthreads();
-    body::quantize_row_p2(out, scale, inp, K, fmt, blockIdx.x, threadIdx.x, sm);
+    body::tensor_scale_p2(s, scales, fmt, kind, floor, threadIdx.x, sm);
+}
+__global__ void k_store_kv_fp8(uint8_t* codes, float* scales, const int64_t* off, float* x, int Hkv, int hd,
+                               int64_t nseg, Dtype fmt, Fp8Scale kind) {
+    __shared__ float sm[body::kQuantThreads];
+    for (int64_t seg = blockIdx.x; seg < nseg; seg += gridDim.x) {
+        body::amax_p1(x + seg * hd, hd, threadIdx.x, sm);
+        __syncthreads();
+        body::store_kv_p2(codes, scales, off, x, Hkv, hd, fmt, kind, seg, threadIdx.x, sm);
+        __syncthreads();
+    }
+}
+struct LoadKvF {
+    float* out;
+    const uint8_t* codes;
+    const float* scales;
+    const int32_t *slot, *len;
+    int64_t cache_stride;
+    int span, kv, hd;
+    Dtype fmt;
+    __device__ void operator()(int64_t i) const {
+        body::load_kv_at(out, codes, scales, slot, len, cache_stride, span, kv, hd, fmt, i);
+    }
+};
+__global__ void k_quantize_wblocks(float* w, float* scales, int K, int N, int64_t nblocks, Dtype fmt, Fp8Scale kind) {
+    __shared__ float sm[body::kQuantThreads];
+    for (int64_t b = blockIdx.x; b < nblocks; b += gridDim.x) {
+        body::quantize_wblock_p1(w, K, N, b, threadIdx.x, sm);
+        __syncthreads();
+        body::quantize_wblock_p2(w, scales, K, N, fmt, kind, b, threadIdx.x, sm);
+        __syncthreads();
+    }
 }
 
 // ---- RoPE position tables -------------------------------------------------------
@@ -133,7 +195,8 @@ const float* rope_table(int D, float theta, int need) {
     return t.rows;
 }
 
-void rope_apply(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dt, bool inverse) {
+void rope_apply(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dt, Dtype pt, Dtype ct,
+                bool inverse) {
     if (M <= 0 || H <= 0 || D < 2) return;
     std::vector<int32_t> hpos(M);
     copy_to_host(hpos.data(), pos, (size_t)M * sizeof(int32_t));
@@ -149,15 +212,16 @@ void rope_apply(float* x, const int32_t* pos, int M, int H, int D, float theta, 
         copy_to_device(ws, rows.data(), rows.size() * sizeof(float));
         table = ws;
     }
-    const body::RopeArgs a{x, pos, table, negative, M, H, D, inverse ? Dtype::f32 : dt, inverse};
+    const body::RopeArgs a{x, pos, table, negative, M, H, D, inverse ? Dtype::f32 : dt, inverse,
+                           inverse ? Dtype::f32 : pt, inverse ? Dtype::f32 : ct};
     launch_elementwise((int64_t)M * H * (D / 2), RopeF{a}, "rope");
 }
 
 }  // namespace
 
-// swiglu_forward: out = round((g / (1 + exp(0 - g))) * up); exp_s (scalar_math.h).
+// swiglu_forward: out = round(round(g / (1 + exp(0 - g)), ex.silu) * up); exp_s (scalar_math.h).
 void swiglu_forward(const Exec& ex, float* out, const float* gate, const float* up, int64_t n) {
-    launch_elementwise(n, SwigluF{out, gate, up, ex.dtype}, "swiglu_forward");
+    launch_elementwise(n, SwigluF{out, gate, up, ex.dtype, ex.silu}, "swiglu_forward");
 }
 
 // swiglu_backward: the CPU's expression per element (bodies.h).
@@ -201,26 +265,94 @@ void round_buffer(float* x, size_t n, Dtype d) {
 
 // rope_forward / rope_backward: the CPU's rotation per pair with the CPU's
 // cos/sin bits (a host-made table). The positions are read back to the host
-// first (the call waits for the stream).
-void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype) {
-    rope_apply(x, pos, M, H, D, theta, dtype, false);
+// first (the call waits for the stream). point, cache: Exec::rope,
+// Exec::rope_cache (bodies.h rope_at).
+void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype, Dtype point,
+                  Dtype cache) {
+    rope_apply(x, pos, M, H, D, theta, dtype, point, cache, false);
 }
 void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float theta) {
-    rope_apply(dx, pos, M, H, D, theta, Dtype::f32, true);
+    rope_apply(dx, pos, M, H, D, theta, Dtype::f32, Dtype::f32, Dtype::f32, true);
 }
 
-// quantize_rows: a 128-thread block per row: exact amax, the power-of-two
-// scale (fp8_scale), x / s rounded to fp8 and multiplied back (bodies.h).
-void quantize_rows(float* out, float* scale, const float* inp, int M, int K, Dtype fmt) {
-    if (M <= 0) return;
-    k_quantize_rows<<<M, body::kQuantThreads, 0, stream()>>>(out, scale, inp, K, fmt);
-    check_launch("quantize_rows");
+// One scale over a tensor of rows [R,C]: each row's largest |x| into
+// partial[R] (a block per row), one block reduces them to partial[R] (the
+// scale), then a thread per value quantises (out may be inp).
+void detail::quantize_tensor(float* out, float* scales, const float* inp, int64_t R, int C, Dtype fmt, Fp8Scale kind,
+                             float floor, float* partial) {
+    if (R <= 0 || C <= 0) return;
+    k_row_amax<<<blocks_for(R, 1), body::kQuantThreads, 0, stream()>>>(partial, inp, C, R);
+    check_launch("quantize (row maxima)");
+    k_tensor_scale<<<1, body::kQuantThreads, 0, stream()>>>(partial + R, scales, partial, R, fmt, kind, floor);
+    check_launch("quantize (tensor scale)");
+    launch_elementwise(R * C, QuantizeTensorF{out, inp, partial + R, fmt}, "quantize (tensor)");
 }
 
-// quantize_cols: a thread per column, in place.
-void quantize_cols(float* w, float* scale, int K, int N, Dtype fmt) {
-    if (N <= 0) return;
-    launch_elementwise(N, QuantizeColF{w, scale, K, N, fmt}, "quantize_cols");
+void detail::quantize_activations_with(float* out, float* scales, const float* inp, int M, int K, Dtype fmt,
+                                       Fp8Scale kind, Fp8Granularity g, float* partial) {
+    if (M <= 0 || K <= 0) return;
+    const float floor = body::fp8_floor_of(fmt, kind, g);
+    if (g == Fp8Granularity::tensor) return quantize_tensor(out, scales, inp, M, K, fmt, kind, floor, partial);
+    const int len = g == Fp8Granularity::block ? kFp8Block : K;
+    const int64_t nseg = (int64_t)M * ((K + len - 1) / len);
+    k_quantize_segs<<<blocks_for(nseg, 1), body::kQuantThreads, 0, stream()>>>(out, scales, inp, K, len, nseg, fmt,
+                                                                               kind, floor);
+    check_launch("quantize_activations");
+}
+
+// quantize_activations: a 128-thread block per row (channel) or per 1x128
+// slice (block): exact amax, the scale (bodies.h: fp8_scale_of), x / s
+// rounded to fp8 and multiplied back; tensor: detail::quantize_tensor, its
+// M + 1 floats of scratch the workspace's.
+void quantize_activations(float* out, float* scales, const float* inp, int M, int K, Dtype fmt, Fp8Scale kind,
+                          Fp8Granularity g) {
+    if (M <= 0 || K <= 0) return;
+    float* partial =
+        g == Fp8Granularity::tensor ? static_cast<float*>(detail::workspace(((size_t)M + 1) * sizeof(float))) : nullptr;
+    detail::quantize_activations_with(out, scales, inp, M, K, fmt, kind, g, partial);
+}
+
+// store_kv_fp8: a 128-thread block per (row, KV head), as the activations'
+// per-row quantiser, writing codes and scales at the row's offset.
+void store_kv_fp8(uint8_t* codes, float* scales, const int64_t* off, float* x, int M, int Hkv, int hd, Dtype fmt,
+                  Fp8Scale kind) {
+    const int64_t nseg = (int64_t)M * Hkv;
+    if (nseg <= 0 || hd <= 0) return;
+    k_store_kv_fp8<<<detail::blocks_for(nseg, 1), body::kQuantThreads, 0, stream()>>>(codes, scales, off, x, Hkv, hd,
+                                                                                      nseg, fmt, kind);
+    check_launch("store_kv_fp8");
+}
+
+// load_kv_fp8: a thread per value of out.
+void load_kv_fp8(float* out, const uint8_t* codes, const float* scales, const int32_t* slot, const int32_t* len,
+                 int64_t cache_stride, int span, int Bq, int Hkv, int hd, Dtype fmt) {
+    const int kv = Hkv * hd;
+    launch_elementwise((int64_t)Bq * span * kv, LoadKvF{out, codes, scales, slot, len, cache_stride, span, kv, hd, fmt},
+                       "load_kv_fp8");
+}
+
+// quantize_weight, in place: channel a thread per column; block a 128-thread
+// block per 128x128 block, a thread per column; tensor detail::quantize_tensor
+// over the K rows.
+void quantize_weight(float* w, float* scales, int K, int N, Dtype fmt, Fp8Scale kind, Fp8Granularity g) {
+    if (K <= 0 || N <= 0) return;
+    switch (g) {
+        case Fp8Granularity::channel:
+            launch_elementwise(N, QuantizeColF{w, scales, K, N, fmt, kind}, "quantize_weight");
+            return;
+        case Fp8Granularity::block: {
+            const int64_t nb = (int64_t)((K + kFp8Block - 1) / kFp8Block) * ((N + kFp8Block - 1) / kFp8Block);
+            k_quantize_wblocks<<<detail::blocks_for(nb, 1), body::kQuantThreads, 0, stream()>>>(w, scales, K, N, nb,
+                                                                                                fmt, kind);
+            check_launch("quantize_weight");
+            return;
+        }
+        case Fp8Granularity::tensor: {
+            float* partial = static_cast<float*>(detail::workspace(((size_t)K + 1) * sizeof(float)));
+            detail::quantize_tensor(w, scales, w, K, N, fmt, kind, 0.0f, partial);
+            return;
+        }
+    }
 }
 
 }  // namespace mlk::cuda

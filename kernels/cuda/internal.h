@@ -66,6 +66,15 @@ FastGemm fast_gemm_plan(int M, int K, int N);  // by_batch's choice for [M,K] @ 
 void matmul_forward_planned(const Exec& ex, float* out, const float* inp, const float* w, const float* bias, int M,
                             int K, int N, FastGemm plan);
 
+// fp8 quantisation with the caller's scratch (elementwise.cu): `partial`,
+// M + 1 device floats, is used by the tensor granularity only, so matmul can
+// quantise into its workspace without a second workspace() call moving it.
+void quantize_activations_with(float* out, float* scales, const float* inp, int M, int K, Dtype fmt, Fp8Scale kind,
+                               Fp8Granularity g, float* partial);
+// One scale over a tensor of rows [R,C] (R + 1 floats of partial scratch).
+void quantize_tensor(float* out, float* scales, const float* inp, int64_t R, int C, Dtype fmt, Fp8Scale kind,
+                     float floor, float* partial);
+
 // Blocks of `threads` for n items (grid-stride loops cover the rest).
 inline unsigned blocks_for(int64_t n, int threads) {
     const int64_t b = (n + threads - 1) / threads;

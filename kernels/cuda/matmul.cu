@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/cuda/bodies.h"
+#include "kernels/cuda/bodies_fp8.h"
 #include "kernels/cuda/internal.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/ops.h"
@@ -229,8 +230,10 @@ void gemm_fast(const Exec& ex, float* out, const float* inp, const float* w, int
 //    engine stores them) and cublasGemmEx on tensor cores with fp32
 //    accumulation (CUBLAS_COMPUTE_32F), fp32 output. Then + bias, rounded (an
 //    epilogue kernel).
-//  * ex.quant fp8: the input rows are first quantised (quantize_rows) into
-//    scratch; the plans above then run on it (fp8 values are exact in 16 bits).
+//  * ex.quant fp8: the input is first quantised (quantize_activations with
+//    ex.quant_scale at ex.quant_granularity) into scratch; the plans above
+//    then run on it (fp8 values are exact in 16 bits; with fp32 scales the
+//    dequantised values q * s are not, and the 16-bit conversion rounds them).
 void matmul_forward(const Exec& ex, float* out, const float* inp, const float* w, const float* bias, int M, int K,
                     int N) {
     detail::matmul_forward_planned(ex, out, inp, w, bias, M, K, N, detail::FastGemm::by_batch);
@@ -247,12 +250,18 @@ void detail::matmul_forward_planned(const Exec& ex, float* out, const float* inp
     if (plan == FastGemm::by_batch) plan = fast_gemm_plan(M, K, N);
     const bool library = ex.family == Family::fast && plan == FastGemm::cublas;
     const bool narrow = library && K > 0 && (ex.dtype == Dtype::bf16 || ex.dtype == Dtype::f16);
-    const size_t qbytes = is_fp8(ex.quant) ? align_up((size_t)M * K * sizeof(float)) : 0;
+    // fp8: the quantised input, then (tensor scales) M + 1 floats of row maxima and the scale.
+    const size_t pbytes = is_fp8(ex.quant) && ex.quant_granularity == Fp8Granularity::tensor
+                              ? align_up(((size_t)M + 1) * sizeof(float))
+                              : 0;
+    const size_t qbytes = is_fp8(ex.quant) ? align_up((size_t)M * K * sizeof(float)) + pbytes : 0;
     const size_t nbytes = narrow ? align_up((size_t)M * K * 2) + align_up((size_t)K * N * 2) : 0;
     char* scratch = (qbytes + nbytes) ? static_cast<char*>(detail::workspace(qbytes + nbytes)) : nullptr;
     if (qbytes) {
         float* q = reinterpret_cast<float*>(scratch);
-        cuda::quantize_rows(q, nullptr, inp, M, K, ex.quant);
+        float* partial = pbytes ? reinterpret_cast<float*>(scratch + qbytes - pbytes) : nullptr;
+        detail::quantize_activations_with(q, nullptr, inp, M, K, ex.quant, ex.quant_scale, ex.quant_granularity,
+                                          partial);
         inp = q;
     }
     if (ex.family == Family::batch_invariant) {

@@ -23,7 +23,7 @@
 // one deterministic plan, the CPU's, and equal the CPU bit for bit.
 //
 // Not provided (host-side only): set_num_threads, the work accounting and
-// fp8_scale (a host helper).
+// the fp8 scale helpers (fp8_scale, fp8_activation_floor, the scale counts).
 #pragma once
 
 #include <cstdint>
@@ -43,7 +43,8 @@ void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, 
 void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
                       const float* rstd, int M, int C, GradStore dinp_store = GradStore::add);
 
-void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype);
+void rope_forward(float* x, const int32_t* pos, int M, int H, int D, float theta, Dtype dtype, Dtype point = Dtype::f32,
+                  Dtype cache = Dtype::f32);
 void rope_backward(float* dx, const int32_t* pos, int M, int H, int D, float theta);
 
 void attention_forward(const Exec& ex, float* out, float* att, const float* q, const float* k, const float* v, int B,
@@ -79,8 +80,14 @@ void moe_combine_forward(const Exec& ex, float* out, const float* const* slot_ro
 void moe_combine_backward(float* dy, float* dweights, const float* dout, const float* y, const float* weights,
                           const int32_t* slots, int n, int k, int D);
 
-void quantize_rows(float* out, float* scale, const float* inp, int M, int K, Dtype fmt);
-void quantize_cols(float* w, float* scale, int K, int N, Dtype fmt);
+// scales: device memory (or null), as many as kernels.h's fp8_*_scale_count.
+void quantize_activations(float* out, float* scales, const float* inp, int M, int K, Dtype fmt, Fp8Scale kind,
+                          Fp8Granularity g);
+void quantize_weight(float* w, float* scales, int K, int N, Dtype fmt, Fp8Scale kind, Fp8Granularity g);
+void store_kv_fp8(uint8_t* codes, float* scales, const int64_t* off, float* x, int M, int Hkv, int hd, Dtype fmt,
+                  Fp8Scale kind);
+void load_kv_fp8(float* out, const uint8_t* codes, const float* scales, const int32_t* slot, const int32_t* len,
+                 int64_t cache_stride, int span, int Bq, int Hkv, int hd, Dtype fmt);
 
 void add_inplace(float* y, const float* x, int64_t n, Dtype dtype);
 // Offsets (device arrays, or null) as mlk::copy_rows.

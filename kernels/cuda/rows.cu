@@ -88,7 +88,8 @@ __device__ FastRow fast_row(int M) {
     return {row, (int)(threadIdx.x % TPR), row < M};
 }
 
-// ss = sum of fma(x, x); r = round(rsqrtf(ss / C + eps), stats); out = round((x*r)*w)
+// ss = sum of fma(x, x); r = round(rsqrtf(ss / C + eps), stats);
+// out = round(round(x*r, norm)*w)
 template <int TPR>
 __global__ void k_rmsnorm_fast(body::RmsnormArgs a) {
     __shared__ float red[kFastThreads / 32];
@@ -102,7 +103,7 @@ __global__ void k_rmsnorm_fast(body::RmsnormArgs a) {
     const float rs = round_to(rsqrtf(ss / (float)a.C + a.eps), a.sdt);
     if (a.rstd && r.t == 0) a.rstd[r.row] = rs;
     float* o = a.out + (int64_t)r.row * a.C;
-    for (int j = r.t; j < a.C; j += TPR) o[j] = round_to((x[j] * rs) * a.w[j], a.dt);
+    for (int j = r.t; j < a.C; j += TPR) o[j] = round_to(round_to(x[j] * rs, a.ndt) * a.w[j], a.dt);
 }
 
 // mx = max(z*it); sum = sum expf(z*it - mx); lse = round(mx + logf(sum), stats)
@@ -221,11 +222,11 @@ struct DweightF {
 
 // rmsnorm_forward. batch_invariant: ss = bi16 over c of fma(x, x, lane);
 // r = round(1 / sqrt(ss / C + eps), stats) (IEEE division and square root);
-// out = round((x * r) * w). fast: see the top of the file (rsqrtf).
+// out = round(round(x * r, ex.norm) * w). fast: see the top of the file (rsqrtf).
 void rmsnorm_forward(const Exec& ex, float* out, float* rstd, const float* inp, const float* weight, float eps, int M,
                      int C) {
     if (M <= 0 || C <= 0) return;
-    const body::RmsnormArgs a{out, rstd, inp, weight, eps, M, C, ex.dtype, ex.stats};
+    const body::RmsnormArgs a{out, rstd, inp, weight, eps, M, C, ex.dtype, ex.stats, ex.norm};
     if (ex.family == Family::batch_invariant) {
         k_rmsnorm_bi<<<row_blocks(M), body::kRowThreads, 0, stream()>>>(a);
         check_launch("rmsnorm_forward");

@@ -16,6 +16,7 @@
 
 #include "kernels/cpu/features.h"
 #include "kernels/cuda/bodies.h"
+#include "kernels/cuda/bodies_fp8.h"
 #include "kernels/cuda/bodies_attention.h"
 #include "kernels/kernels.h"
 #include "kernels/ref.h"
@@ -77,10 +78,14 @@ TEST(CudaBodies, Elementwise) {
                        y0 = rounded(testdata::uniform(n, 3), dt), d = testdata::uniform(n, 4);
             for_each_cpu_config([&] {
                 const Exec ex{Family::batch_invariant, dt};
-                std::vector<float> want(n), got(n);
-                swiglu_forward(ex, want.data(), g.data(), u.data(), n);
-                for (int64_t i = 0; i < n; ++i) B::swiglu_at(got.data(), g.data(), u.data(), dt, i);
-                EXPECT_TRUE(bits_equal(got, want)) << "swiglu";
+                for (Dtype silu : kStorage) {  // Exec::silu
+                    Exec es = ex;
+                    es.silu = silu;
+                    std::vector<float> want(n), got(n);
+                    swiglu_forward(es, want.data(), g.data(), u.data(), n);
+                    for (int64_t i = 0; i < n; ++i) B::swiglu_at(got.data(), g.data(), u.data(), dt, silu, i);
+                    EXPECT_TRUE(bits_equal(got, want)) << "swiglu, silu point " << dt_name(silu);
+                }
                 for (GradStore store : {GradStore::add, GradStore::overwrite}) {
                     SCOPED_TRACE(store == GradStore::add ? "add" : "overwrite");
                     std::vector<float> dgw(n, 0.5f), duw(n, -0.25f), dgg = dgw, dug = duw;
@@ -140,55 +145,187 @@ TEST(CudaBodies, Rope) {
         const auto x0 = rounded(testdata::uniform((size_t)M * H * D, 8, -2, 2), Dtype::bf16);
         for_each_cpu_config([&] {
             for (Dtype dt : kStorage)
-                for (bool inverse : {false, true})
-                    for (bool negative : {false, true}) {
-                        SCOPED_TRACE(testing::Message() << "D " << D << " " << dt_name(dt) << " inverse " << inverse
-                                                        << " negative positions " << negative);
-                        const auto& p = negative ? neg : pos;
-                        std::vector<float> want = x0, got = x0;
-                        if (inverse) rope_backward(want.data(), p.data(), M, H, D, theta);
-                        else rope_forward(want.data(), p.data(), M, H, D, theta, dt);
-                        const B::RopeArgs a{got.data(),
-                                            p.data(),
-                                            negative ? rowtab.data() : table.data(),
-                                            negative,
-                                            M,
-                                            H,
-                                            D,
-                                            inverse ? Dtype::f32 : dt,
-                                            inverse};
-                        for (int64_t i = 0; i < (int64_t)M * H * (D / 2); ++i) B::rope_at(a, i);
-                        EXPECT_TRUE(bits_equal(got, want));
-                    }
+                for (Dtype pt : kStorage)                       // Exec::rope (the forward's arithmetic)
+                    for (Dtype ct : {Dtype::f32, Dtype::bf16})  // Exec::rope_cache
+                        for (bool inverse : {false, true})
+                            for (bool negative : {false, true}) {
+                                if (inverse && (pt != Dtype::f32 || ct != Dtype::f32)) continue;
+                                SCOPED_TRACE(testing::Message()
+                                             << "D " << D << " " << dt_name(dt) << " point " << dt_name(pt) << " cache "
+                                             << dt_name(ct) << " inverse " << inverse << " negative positions "
+                                             << negative);
+                                const auto& p = negative ? neg : pos;
+                                std::vector<float> want = x0, got = x0;
+                                if (inverse) rope_backward(want.data(), p.data(), M, H, D, theta);
+                                else rope_forward(want.data(), p.data(), M, H, D, theta, dt, pt, ct);
+                                const B::RopeArgs a{got.data(),
+                                                    p.data(),
+                                                    negative ? rowtab.data() : table.data(),
+                                                    negative,
+                                                    M,
+                                                    H,
+                                                    D,
+                                                    inverse ? Dtype::f32 : dt,
+                                                    inverse,
+                                                    pt,
+                                                    ct};
+                                for (int64_t i = 0; i < (int64_t)M * H * (D / 2); ++i) B::rope_at(a, i);
+                                EXPECT_TRUE(bits_equal(got, want));
+                            }
         });
     }
 }
 
-TEST(CudaBodies, QuantizeRowsAndCols) {
+// fp8 quantisation: the scale bodies, then each kernel's blocks and threads
+// (activations and weights, every scale kind and granularity) against the CPU.
+TEST(CudaBodies, Fp8Quantisation) {
+    const Fp8Granularity kGrans[] = {Fp8Granularity::tensor, Fp8Granularity::channel, Fp8Granularity::block};
     for (Dtype fmt : {Dtype::fp8_e4m3, Dtype::fp8_e5m2})
-        for (auto [M, K] : {std::pair{1, 1}, std::pair{5, 300}, std::pair{3, 64}}) {
-            SCOPED_TRACE(testing::Message() << dt_name(fmt) << " " << M << "x" << K);
-            auto x = testdata::uniform((size_t)M * K, 9, -30, 30);
-            if (M > 1) std::fill(x.begin() + K, x.begin() + 2 * K, 0.0f);  // an all-zero row: scale 1
-            x[0] = 1e-41f;                                                 // a subnormal
-            for_each_cpu_config([&] {
-                std::vector<float> want(x.size()), got(x.size()), sw(M), sg(M);
-                quantize_rows(want.data(), sw.data(), x.data(), M, K, fmt);
-                run_blocks(
-                    M, B::kQuantThreads, B::kQuantThreads,
-                    [&](int64_t b, int t, float* sm) { B::quantize_row_p1(x.data(), K, (int)b, t, sm); },
-                    [&](int64_t b, int t, float* sm) {
-                        B::quantize_row_p2(got.data(), sg.data(), x.data(), K, fmt, (int)b, t, sm);
-                    });
-                EXPECT_TRUE(bits_equal(got, want)) << "rows";
-                EXPECT_TRUE(bits_equal(sg, sw)) << "row scales";
-                std::vector<float> cw = x, cg = x, scw(K), scg(K);
-                quantize_cols(cw.data(), scw.data(), M, K, fmt);
-                for (int n = 0; n < K; ++n) B::quantize_col(cg.data(), scg.data(), M, K, fmt, n);
-                EXPECT_TRUE(bits_equal(cg, cw)) << "cols";
-                EXPECT_TRUE(bits_equal(scg, scw)) << "col scales";
-            });
+        for (Fp8Scale kind : {Fp8Scale::fp32, Fp8Scale::pow2}) {
+            for (Fp8Granularity g : kGrans)
+                EXPECT_TRUE(bits_equal(std::vector<float>{B::fp8_floor_of(fmt, kind, g)},
+                                       std::vector<float>{fp8_activation_floor(fmt, kind, g)}));
+            for (float amax : {0.0f, 1e-41f, 1e-30f, 1e-3f, 0.7f, 448.0f, 3e4f, 57344.0f, 1e30f, 3.4e38f,
+                               bits_float(0x7f800000u), bits_float(0x7fc00000u)})
+                for (float floor : {0.0f, fp8_activation_floor(fmt, Fp8Scale::fp32, Fp8Granularity::channel)})
+                    EXPECT_TRUE(bits_equal(std::vector<float>{B::fp8_scale_of(amax, fmt, kind, floor)},
+                                           std::vector<float>{fp8_scale(amax, fmt, kind, floor)}))
+                        << amax << " floor " << floor;
         }
+    for (Dtype fmt : {Dtype::fp8_e4m3, Dtype::fp8_e5m2})
+        for (auto [M, K] : {std::pair{1, 1}, std::pair{5, 300}, std::pair{3, 64}, std::pair{131, 129}}) {
+            auto x = testdata::uniform((size_t)M * K, 9, -30, 30);
+            if (M > 1) std::fill(x.begin() + K, x.begin() + 2 * K, 0.0f);  // an all-zero row
+            x[0] = 1e-41f;                                                 // a subnormal
+            if (M > 2)
+                for (int k = 0; k < K; ++k) x[(size_t)2 * K + k] *= 1e-5f;  // a quiet row: the floor
+            for (Fp8Scale kind : {Fp8Scale::fp32, Fp8Scale::pow2})
+                for (Fp8Granularity g : kGrans) {
+                    SCOPED_TRACE(testing::Message() << dt_name(fmt) << " " << M << "x" << K << " scale " << (int)kind
+                                                    << " granularity " << (int)g);
+                    for_each_cpu_config([&] {
+                        // activations
+                        const int64_t ns = fp8_activation_scale_count(M, K, g);
+                        std::vector<float> want(x.size()), got(x.size()), sw(ns), sg(ns, -1.0f);
+                        quantize_activations(want.data(), sw.data(), x.data(), M, K, fmt, kind, g);
+                        const float floor = B::fp8_floor_of(fmt, kind, g);
+                        if (g == Fp8Granularity::tensor) {
+                            std::vector<float> partial((size_t)M + 1);
+                            run_blocks(
+                                M, B::kQuantThreads, B::kQuantThreads,
+                                [&](int64_t b, int t, float* sm) { B::quantize_seg_p1(x.data(), K, K, b, t, sm); },
+                                [&](int64_t b, int t, float* sm) { B::row_amax_p2(partial.data(), b, t, sm); });
+                            run_blocks(
+                                1, B::kQuantThreads, B::kQuantThreads,
+                                [&](int64_t, int t, float* sm) { B::amax_p1(partial.data(), M, t, sm); },
+                                [&](int64_t, int t, float* sm) {
+                                    B::tensor_scale_p2(partial.data() + M, sg.data(), fmt, kind, floor, t, sm);
+                                });
+                            for (int64_t i = 0; i < (int64_t)M * K; ++i)
+                                B::quantize_tensor_at(got.data(), x.data(), partial.data() + M, fmt, i);
+                        } else {
+                            const int len = g == Fp8Granularity::block ? kFp8Block : K;
+                            run_blocks(
+                                ns, B::kQuantThreads, B::kQuantThreads,
+                                [&](int64_t b, int t, float* sm) { B::quantize_seg_p1(x.data(), K, len, b, t, sm); },
+                                [&](int64_t b, int t, float* sm) {
+                                    B::quantize_seg_p2(got.data(), sg.data(), x.data(), K, len, fmt, kind, floor, b, t,
+                                                       sm);
+                                });
+                        }
+                        EXPECT_TRUE(bits_equal(got, want)) << "activations";
+                        EXPECT_TRUE(bits_equal(sg, sw)) << "activation scales";
+                        // x as a weight [M, K]
+                        const int64_t nw = fp8_weight_scale_count(M, K, g);
+                        std::vector<float> ww = x, wg = x, scw(nw), scg(nw, -1.0f);
+                        quantize_weight(ww.data(), scw.data(), M, K, fmt, kind, g);
+                        if (g == Fp8Granularity::channel) {
+                            for (int n = 0; n < K; ++n) B::quantize_col(wg.data(), scg.data(), M, K, fmt, kind, n);
+                        } else if (g == Fp8Granularity::block) {
+                            run_blocks(
+                                nw, B::kQuantThreads, B::kQuantThreads,
+                                [&](int64_t b, int t, float* sm) { B::quantize_wblock_p1(wg.data(), M, K, b, t, sm); },
+                                [&](int64_t b, int t, float* sm) {
+                                    B::quantize_wblock_p2(wg.data(), scg.data(), M, K, fmt, kind, b, t, sm);
+                                });
+                        } else {
+                            std::vector<float> partial((size_t)M + 1);
+                            run_blocks(
+                                M, B::kQuantThreads, B::kQuantThreads,
+                                [&](int64_t b, int t, float* sm) { B::quantize_seg_p1(wg.data(), K, K, b, t, sm); },
+                                [&](int64_t b, int t, float* sm) { B::row_amax_p2(partial.data(), b, t, sm); });
+                            run_blocks(
+                                1, B::kQuantThreads, B::kQuantThreads,
+                                [&](int64_t, int t, float* sm) { B::amax_p1(partial.data(), M, t, sm); },
+                                [&](int64_t, int t, float* sm) {
+                                    B::tensor_scale_p2(partial.data() + M, scg.data(), fmt, kind, 0.0f, t, sm);
+                                });
+                            for (int64_t i = 0; i < (int64_t)M * K; ++i)
+                                B::quantize_tensor_at(wg.data(), wg.data(), partial.data() + M, fmt, i);
+                        }
+                        EXPECT_TRUE(bits_equal(wg, ww)) << "weight";
+                        EXPECT_TRUE(bits_equal(scg, scw)) << "weight scales";
+                    });
+                }
+        }
+}
+
+// The fp8 KV cache in bytes: every code's value and back, then store and
+// load against the CPU's store_kv_fp8 / load_kv_fp8 (codes, scales, the rows
+// left in x, the dequantised rows).
+TEST(CudaBodies, Fp8KvCacheBytes) {
+    for (Dtype fmt : {Dtype::fp8_e4m3, Dtype::fp8_e5m2}) {
+        SCOPED_TRACE(dt_name(fmt));
+        for (int c = 0; c < 256; ++c) {
+            const float v = fp8_bits_to_f32((uint8_t)c, fmt), got = B::fp8_value_of((uint8_t)c, fmt);
+            if (v != v) {
+                EXPECT_NE(got, got) << c;
+                continue;
+            }
+            EXPECT_EQ(float_bits(got), float_bits(v)) << c;
+            EXPECT_EQ((int)B::fp8_code_of(v, fmt), c) << c;
+        }
+        const int M = 5, Hkv = 3, hd = 40, kv = Hkv * hd, slots = 4, t_max = 9;
+        const int64_t stride = (int64_t)t_max * kv;
+        auto x = testdata::uniform((size_t)M * kv, 21, -40, 40);
+        for (int k = 0; k < hd; ++k) x[(size_t)kv + k] = 0.0f;        // an all-zero head
+        for (int k = 0; k < hd; ++k) x[(size_t)2 * kv + k] *= 1e-6f;  // a quiet one: the floor
+        const std::vector<int64_t> off = {0 * stride + 3 * kv, 1 * stride + 0 * kv, 3 * stride + 8 * kv,
+                                          2 * stride + 5 * kv, 0 * stride + 4 * kv};
+        for (Fp8Scale kind : {Fp8Scale::fp32, Fp8Scale::pow2})
+            for_each_cpu_config([&] {
+                std::vector<uint8_t> cw((size_t)slots * stride, 0), cg(cw.size(), 0);
+                std::vector<float> sw((size_t)slots * t_max * Hkv, 0.0f), sg(sw.size(), 0.0f), xw = x, xg = x;
+                store_kv_fp8(cw.data(), sw.data(), off.data(), xw.data(), M, Hkv, hd, fmt, kind);
+                run_blocks((int64_t)M * Hkv, B::kQuantThreads, B::kQuantThreads,
+                           [&](int64_t b, int t, float* sm) { B::amax_p1(xg.data() + b * hd, hd, t, sm); },
+                           [&](int64_t b, int t, float* sm) {
+                               B::store_kv_p2(cg.data(), sg.data(), off.data(), xg.data(), Hkv, hd, fmt, kind, b, t,
+                                              sm);
+                           });
+                EXPECT_EQ(cg, cw) << "codes";
+                EXPECT_TRUE(bits_equal(sg, sw)) << "scales";
+                EXPECT_TRUE(bits_equal(xg, xw)) << "rows";
+                // the rows kept equal quantize_activations' per row of hd
+                std::vector<float> xq = x;
+                quantize_activations(xq.data(), nullptr, xq.data(), M * Hkv, hd, fmt, kind, Fp8Granularity::channel);
+                EXPECT_TRUE(bits_equal(xw, xq)) << "store_kv's bits";
+                // read back: slots 0 and 3 up to lengths 5 and 9
+                const std::vector<int32_t> slot = {0, 3}, len = {5, 9};
+                const int span = 9;
+                std::vector<float> lw((size_t)2 * span * kv, -1.0f), lg(lw.size(), -1.0f);
+                load_kv_fp8(lw.data(), cw.data(), sw.data(), slot.data(), len.data(), stride, span, 2, Hkv, hd, fmt);
+                for (int64_t i = 0; i < (int64_t)lg.size(); ++i)
+                    B::load_kv_at(lg.data(), cg.data(), sg.data(), slot.data(), len.data(), stride, span, kv, hd, fmt,
+                                  i);
+                EXPECT_TRUE(bits_equal(lg, lw)) << "loaded rows";
+                // slot 0's position 3 and slot 3's position 8 are rows 0 and 2 of x
+                for (int k = 0; k < kv; ++k) {
+                    EXPECT_EQ(float_bits(lw[(size_t)3 * kv + k]), float_bits(xw[k]));
+                    EXPECT_EQ(float_bits(lw[((size_t)span + 8) * kv + k]), float_bits(xw[(size_t)2 * kv + k]));
+                }
+            });
+    }
 }
 
 TEST(CudaBodies, MatmulForwardBatchInvariant) {
@@ -210,12 +347,14 @@ TEST(CudaBodies, MatmulForwardBatchInvariant) {
                         const float* b = with_bias ? bias.data() : nullptr;
                         matmul_forward(ex, want.data(), x.data(), w.data(), b, s.M, s.K, s.N);
                         std::vector<float> xq = x;  // the device quantises the rows first, as the CPU
-                        if (is_fp8(quant))
+                        const float floor = B::fp8_floor_of(quant, ex.quant_scale, ex.quant_granularity);
+                        if (is_fp8(quant) && s.K > 0)  // Exec's default: fp32 scales per row
                             run_blocks(
                                 s.M, B::kQuantThreads, B::kQuantThreads,
-                                [&](int64_t r, int t, float* sm) { B::quantize_row_p1(x.data(), s.K, (int)r, t, sm); },
+                                [&](int64_t r, int t, float* sm) { B::quantize_seg_p1(x.data(), s.K, s.K, r, t, sm); },
                                 [&](int64_t r, int t, float* sm) {
-                                    B::quantize_row_p2(xq.data(), nullptr, x.data(), s.K, quant, (int)r, t, sm);
+                                    B::quantize_seg_p2(xq.data(), nullptr, x.data(), s.K, s.K, quant, ex.quant_scale,
+                                                       floor, r, t, sm);
                                 });
                         for (int m = 0; m < s.M; ++m)
                             for (int n = 0; n < s.N; ++n)
@@ -262,16 +401,19 @@ TEST(CudaBodies, RmsnormBatchInvariant) {
                 const auto x = rounded(testdata::uniform((size_t)M * C, 16, -3, 3), dt),
                            w = rounded(testdata::uniform(C, 17, 0.5, 1.5), dt);
                 for_each_cpu_config([&] {
-                    const Exec ex{Family::batch_invariant, dt, Dtype::f32, sdt};
-                    std::vector<float> want((size_t)M * C), got(want.size()), rw(M), rg(M);
-                    rmsnorm_forward(ex, want.data(), rw.data(), x.data(), w.data(), 1e-6f, M, C);
-                    const B::RmsnormArgs a{got.data(), rg.data(), x.data(), w.data(), 1e-6f, M, C, dt, sdt};
-                    run_blocks(
-                        row_blocks(M), B::kRowThreads, B::kRowSmem,
-                        [&](int64_t b, int t, float* sm) { B::rmsnorm_p1(a, (int)b, t, sm); },
-                        [&](int64_t b, int t, float* sm) { B::rmsnorm_p2(a, (int)b, t, sm); });
-                    EXPECT_TRUE(bits_equal(got, want)) << "out";
-                    EXPECT_TRUE(bits_equal(rg, rw)) << "rstd";
+                    for (Dtype ndt : {Dtype::f32, Dtype::bf16}) {  // Exec::norm
+                        Exec ex{Family::batch_invariant, dt, Dtype::f32, sdt};
+                        ex.norm = ndt;
+                        std::vector<float> want((size_t)M * C), got(want.size()), rw(M), rg(M);
+                        rmsnorm_forward(ex, want.data(), rw.data(), x.data(), w.data(), 1e-6f, M, C);
+                        const B::RmsnormArgs a{got.data(), rg.data(), x.data(), w.data(), 1e-6f, M, C, dt, sdt, ndt};
+                        run_blocks(
+                            row_blocks(M), B::kRowThreads, B::kRowSmem,
+                            [&](int64_t b, int t, float* sm) { B::rmsnorm_p1(a, (int)b, t, sm); },
+                            [&](int64_t b, int t, float* sm) { B::rmsnorm_p2(a, (int)b, t, sm); });
+                        EXPECT_TRUE(bits_equal(got, want)) << "out, norm point " << dt_name(ndt);
+                        EXPECT_TRUE(bits_equal(rg, rw)) << "rstd";
+                    }
                 });
             }
 }
@@ -503,56 +645,69 @@ void run_bi_attention(const B::AttnCommon& c, int64_t nblocks, int cap, Locate l
 
 }  // namespace
 
+// Eager softmax (Exec::eager_softmax) runs the batch-invariant bodies in
+// either family, on the CPU and on the device: both families' CPU bits are
+// checked against the bodies.
 TEST(CudaBodies, AttentionPrefillAndDecodeBatchInvariant) {
-    for (const AttnShape& s : kAttnShapes) {
-        SCOPED_TRACE(testing::Message() << "B" << s.B << " T" << s.T << " H" << s.H << "/" << s.Hkv << " D" << s.D
-                                        << " " << dt_name(s.dt) << " probs " << dt_name(s.pdt) << " stats "
-                                        << dt_name(s.sdt));
-        const size_t nq = (size_t)s.B * s.T * s.H * s.D, nk = (size_t)s.B * s.T * s.Hkv * s.D;
-        const auto q = rounded(testdata::uniform(nq, 26, -2, 2), s.dt),
-                   k = rounded(testdata::uniform(nk, 27, -2, 2), s.dt), v = rounded(testdata::uniform(nk, 28), s.dt);
-        const Exec ex{Family::batch_invariant, s.dt, s.pdt, s.sdt};
-        const B::AttnCommon c{s.D, 1.0f / std::sqrt((float)s.D), s.dt, s.pdt, s.sdt};
-        // the KV cache: sequence b in slot (2b+1) % (B+2), capacity T+5
-        const int Tmax = s.T + 5;
-        const int64_t cs = (int64_t)Tmax * s.Hkv * s.D;
-        std::vector<float> kc((size_t)(s.B + 2) * cs, 0.0f), vc(kc.size(), 0.0f);
-        std::vector<int32_t> slot(s.B);
-        for (int b = 0; b < s.B; ++b) {
-            slot[b] = (2 * b + 1) % (s.B + 2);
-            for (int t = 0; t < s.T; ++t)
-                for (int i = 0; i < s.Hkv * s.D; ++i) {
-                    kc[slot[b] * cs + (size_t)t * s.Hkv * s.D + i] = k[((size_t)b * s.T + t) * s.Hkv * s.D + i];
-                    vc[slot[b] * cs + (size_t)t * s.Hkv * s.D + i] = v[((size_t)b * s.T + t) * s.Hkv * s.D + i];
-                }
-        }
-        for_each_cpu_config([&] {
-            std::vector<float> want(nq), watt((size_t)s.B * s.H * s.T * s.T, 7.0f);
-            attention_forward(ex, want.data(), watt.data(), q.data(), k.data(), v.data(), s.B, s.T, s.H, s.Hkv, s.D);
-            std::vector<float> got(nq), gatt(watt.size(), 7.0f);
-            const B::AttnPrefillArgs pa{c, got.data(), gatt.data(), q.data(), k.data(), v.data(), s.B, s.T, s.H, s.Hkv};
-            run_bi_attention(c, (int64_t)s.B * s.H * s.T, s.T, [&](int64_t b) { return B::prefill_query(pa, b); });
-            ASSERT_TRUE(bits_equal(got, want)) << "prefill";
-            ASSERT_TRUE(bits_equal(gatt, watt)) << "att";
-            // decode: sequence b at position (t + 7b) % T, so lengths differ within a step
-            for (int t = 0; t < s.T; t += std::max(1, s.T / 7)) {
-                std::vector<float> qt((size_t)s.B * s.H * s.D), ow(qt.size()), og(qt.size(), 3.0f);
-                std::vector<int32_t> len(s.B);
+    for (const AttnShape& s : kAttnShapes)
+        for (bool eager : {false, true})
+            for (Family fam : {Family::batch_invariant, Family::fast}) {
+                if (!eager && fam == Family::fast) continue;  // the fast family's own plan is not the bodies'
+                SCOPED_TRACE(testing::Message()
+                             << "B" << s.B << " T" << s.T << " H" << s.H << "/" << s.Hkv << " D" << s.D << " "
+                             << dt_name(s.dt) << " probs " << dt_name(s.pdt) << " stats " << dt_name(s.sdt)
+                             << (eager ? " eager" : "") << (fam == Family::fast ? " fast" : ""));
+                const size_t nq = (size_t)s.B * s.T * s.H * s.D, nk = (size_t)s.B * s.T * s.Hkv * s.D;
+                const auto q = rounded(testdata::uniform(nq, 26, -2, 2), s.dt),
+                           k = rounded(testdata::uniform(nk, 27, -2, 2), s.dt),
+                           v = rounded(testdata::uniform(nk, 28), s.dt);
+                Exec ex{fam, s.dt, s.pdt, s.sdt};
+                ex.eager_softmax = eager;
+                const B::AttnCommon c{s.D, 1.0f / std::sqrt((float)s.D), s.dt, s.pdt, s.sdt, eager};
+                // the KV cache: sequence b in slot (2b+1) % (B+2), capacity T+5
+                const int Tmax = s.T + 5;
+                const int64_t cs = (int64_t)Tmax * s.Hkv * s.D;
+                std::vector<float> kc((size_t)(s.B + 2) * cs, 0.0f), vc(kc.size(), 0.0f);
+                std::vector<int32_t> slot(s.B);
                 for (int b = 0; b < s.B; ++b) {
-                    const int p = (t + 7 * b) % s.T;
-                    len[b] = p + 1;
-                    std::copy_n(q.begin() + ((size_t)b * s.T + p) * s.H * s.D, s.H * s.D,
-                                qt.begin() + (size_t)b * s.H * s.D);
+                    slot[b] = (2 * b + 1) % (s.B + 2);
+                    for (int t = 0; t < s.T; ++t)
+                        for (int i = 0; i < s.Hkv * s.D; ++i) {
+                            kc[slot[b] * cs + (size_t)t * s.Hkv * s.D + i] = k[((size_t)b * s.T + t) * s.Hkv * s.D + i];
+                            vc[slot[b] * cs + (size_t)t * s.Hkv * s.D + i] = v[((size_t)b * s.T + t) * s.Hkv * s.D + i];
+                        }
                 }
-                attention_decode(ex, ow.data(), qt.data(), kc.data(), vc.data(), slot.data(), len.data(), cs, s.B, s.H,
-                                 s.Hkv, s.D);
-                const B::AttnDecodeArgs da{c,          og.data(), qt.data(), kc.data(), vc.data(), slot.data(),
-                                           len.data(), cs,        s.B,       s.H,       s.Hkv};
-                run_bi_attention(c, (int64_t)s.B * s.H, Tmax, [&](int64_t b) { return B::decode_query(da, b); });
-                ASSERT_TRUE(bits_equal(og, ow)) << "decode step " << t;
+                for_each_cpu_config([&] {
+                    std::vector<float> want(nq), watt((size_t)s.B * s.H * s.T * s.T, 7.0f);
+                    attention_forward(ex, want.data(), watt.data(), q.data(), k.data(), v.data(), s.B, s.T, s.H, s.Hkv,
+                                      s.D);
+                    std::vector<float> got(nq), gatt(watt.size(), 7.0f);
+                    const B::AttnPrefillArgs pa{c,        got.data(), gatt.data(), q.data(), k.data(),
+                                                v.data(), s.B,        s.T,         s.H,      s.Hkv};
+                    run_bi_attention(c, (int64_t)s.B * s.H * s.T, s.T,
+                                     [&](int64_t b) { return B::prefill_query(pa, b); });
+                    ASSERT_TRUE(bits_equal(got, want)) << "prefill";
+                    ASSERT_TRUE(bits_equal(gatt, watt)) << "att";
+                    // decode: sequence b at position (t + 7b) % T, so lengths differ within a step
+                    for (int t = 0; t < s.T; t += std::max(1, s.T / 7)) {
+                        std::vector<float> qt((size_t)s.B * s.H * s.D), ow(qt.size()), og(qt.size(), 3.0f);
+                        std::vector<int32_t> len(s.B);
+                        for (int b = 0; b < s.B; ++b) {
+                            const int p = (t + 7 * b) % s.T;
+                            len[b] = p + 1;
+                            std::copy_n(q.begin() + ((size_t)b * s.T + p) * s.H * s.D, s.H * s.D,
+                                        qt.begin() + (size_t)b * s.H * s.D);
+                        }
+                        attention_decode(ex, ow.data(), qt.data(), kc.data(), vc.data(), slot.data(), len.data(), cs,
+                                         s.B, s.H, s.Hkv, s.D);
+                        const B::AttnDecodeArgs da{c,          og.data(), qt.data(), kc.data(), vc.data(), slot.data(),
+                                                   len.data(), cs,        s.B,       s.H,       s.Hkv};
+                        run_bi_attention(c, (int64_t)s.B * s.H, Tmax,
+                                         [&](int64_t b) { return B::decode_query(da, b); });
+                        ASSERT_TRUE(bits_equal(og, ow)) << "decode step " << t;
+                    }
+                });
             }
-        });
-    }
 }
 
 TEST(CudaBodies, AttentionBackward) {

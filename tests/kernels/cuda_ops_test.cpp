@@ -85,9 +85,17 @@ TEST(CudaOps, DeviceMemoryRoundTrip) {
 // Batch-invariant forward ops: device == CPU, bit for bit, for several batch sizes.
 TEST(CudaOps, BatchInvariantForwardEqualsCpu) {
     MLK_REQUIRE_GPU();
-    for (Dtype dt : kStorage) {
-        SCOPED_TRACE(dtype_name(dt));
-        const Exec bi{Family::batch_invariant, dt, dt, dt};
+    // The rounding points of RMSNorm, SwiGLU and RoPE (Exec::norm, silu,
+    // rope) at fp32 and at bf16.
+    struct Case {
+        Dtype dt, point;
+    };
+    for (Case cs : {Case{Dtype::f32, Dtype::f32}, Case{Dtype::f32, Dtype::bf16}, Case{Dtype::bf16, Dtype::f32},
+                    Case{Dtype::bf16, Dtype::bf16}}) {
+        const Dtype dt = cs.dt;
+        SCOPED_TRACE(testing::Message() << dtype_name(dt) << " norm/silu/rope point " << dtype_name(cs.point));
+        Exec bi{Family::batch_invariant, dt, dt, dt};
+        bi.norm = bi.silu = bi.rope = bi.rope_cache = cs.point;
         for (int M : {1, 7, 64, 300}) {
             SCOPED_TRACE(testing::Message() << "M " << M);
             const int K = 128, N = 52, C = 64, V = 52, E = 16, k = 4;
@@ -156,23 +164,35 @@ TEST(CudaOps, BatchInvariantForwardEqualsCpu) {
             cuda::copy_rows(dmoved.data(), dto.data(), dh.data(), dfrom.data(), M, C);
             EXPECT_TRUE(bits_equal(dmoved.download(), moved)) << "copy_rows";
             const auto table = testdata::uniform((size_t)V * C, 9);  // tokens tgt[m] < V
-            std::vector<float> emb((size_t)M * C), ro((size_t)M * C), qr((size_t)M * C), qs(M);
+            std::vector<float> emb((size_t)M * C), ro((size_t)M * C);
             embedding_forward(emb.data(), tgt.data(), table.data(), M, C, dt);
             const int H = 4, D = 16;  // C = H * D
             std::vector<int32_t> pos(M);
             for (int m = 0; m < M; ++m) pos[m] = (m * 37) % 500;
             ro = h;
-            rope_forward(ro.data(), pos.data(), M, H, D, 10000.0f, dt);
-            quantize_rows(qr.data(), qs.data(), h.data(), M, C, Dtype::fp8_e4m3);
-            Buffer<float> dtable(table), demb(emb.size()), dro(h), dqr(qr.size()), dqs(M);
+            rope_forward(ro.data(), pos.data(), M, H, D, 10000.0f, dt, bi.rope, bi.rope_cache);
+            Buffer<float> dtable(table), demb(emb.size()), dro(h);
             Buffer<int32_t> dpos(pos);
             cuda::embedding_forward(demb.data(), dtgt.data(), dtable.data(), M, C, dt);
-            cuda::rope_forward(dro.data(), dpos.data(), M, H, D, 10000.0f, dt);
-            cuda::quantize_rows(dqr.data(), dqs.data(), dh.data(), M, C, Dtype::fp8_e4m3);
+            cuda::rope_forward(dro.data(), dpos.data(), M, H, D, 10000.0f, dt, bi.rope, bi.rope_cache);
             EXPECT_TRUE(bits_equal(demb.download(), emb)) << "embedding";
             EXPECT_TRUE(bits_equal(dro.download(), ro)) << "rope";
-            EXPECT_TRUE(bits_equal(dqr.download(), qr)) << "quantize_rows";
-            EXPECT_TRUE(bits_equal(dqs.download(), qs)) << "quantize_rows scales";
+            // fp8: activations [M, C] and h as a weight [M, C], every scale kind and granularity
+            for (Fp8Scale kind : {Fp8Scale::fp32, Fp8Scale::pow2})
+                for (Fp8Granularity g : {Fp8Granularity::tensor, Fp8Granularity::channel, Fp8Granularity::block}) {
+                    SCOPED_TRACE(testing::Message() << "fp8 scale " << (int)kind << " granularity " << (int)g);
+                    std::vector<float> qa((size_t)M * C), sa(fp8_activation_scale_count(M, C, g)),
+                        qw = h, sw(fp8_weight_scale_count(M, C, g));
+                    quantize_activations(qa.data(), sa.data(), h.data(), M, C, Dtype::fp8_e4m3, kind, g);
+                    quantize_weight(qw.data(), sw.data(), M, C, Dtype::fp8_e4m3, kind, g);
+                    Buffer<float> dqa(qa.size()), dsa(sa.size()), dqw(h), dsw(sw.size());
+                    cuda::quantize_activations(dqa.data(), dsa.data(), dh.data(), M, C, Dtype::fp8_e4m3, kind, g);
+                    cuda::quantize_weight(dqw.data(), dsw.data(), M, C, Dtype::fp8_e4m3, kind, g);
+                    EXPECT_TRUE(bits_equal(dqa.download(), qa)) << "quantize_activations";
+                    EXPECT_TRUE(bits_equal(dsa.download(), sa)) << "quantize_activations scales";
+                    EXPECT_TRUE(bits_equal(dqw.download(), qw)) << "quantize_weight";
+                    EXPECT_TRUE(bits_equal(dsw.download(), sw)) << "quantize_weight scales";
+                }
         }
     }
 }
@@ -181,15 +201,25 @@ TEST(CudaOps, BatchInvariantForwardEqualsCpu) {
 // device == CPU bitwise; decode == prefill at every position.
 TEST(CudaOps, BatchInvariantAttentionEqualsCpu) {
     MLK_REQUIRE_GPU();
+    // eager: Exec::eager_softmax, which runs the batch-invariant plan in
+    // either family on both backends, so the fast family is checked too.
     struct S {
         int B, T, H, Hkv, D;
         Dtype dt, pdt, sdt;
+        bool eager = false;
+        Family fam = Family::batch_invariant;
     };
     for (S s : {S{3, 40, 4, 2, 16, Dtype::f32, Dtype::f32, Dtype::f32},
                 S{2, 70, 2, 1, 32, Dtype::bf16, Dtype::bf16, Dtype::f32},
-                S{1, 300, 4, 4, 64, Dtype::bf16, Dtype::bf16, Dtype::bf16}}) {
-        SCOPED_TRACE(testing::Message() << "B" << s.B << " T" << s.T << " D" << s.D << " " << dtype_name(s.dt));
-        const Exec bi{Family::batch_invariant, s.dt, s.pdt, s.sdt};
+                S{1, 300, 4, 4, 64, Dtype::bf16, Dtype::bf16, Dtype::bf16},
+                S{3, 40, 4, 2, 16, Dtype::f32, Dtype::f32, Dtype::f32, true},
+                S{2, 70, 2, 1, 32, Dtype::bf16, Dtype::bf16, Dtype::f32, true, Family::fast},
+                S{1, 300, 4, 4, 64, Dtype::bf16, Dtype::bf16, Dtype::bf16, true},
+                S{1, 300, 4, 4, 64, Dtype::bf16, Dtype::bf16, Dtype::bf16, true, Family::fast}}) {
+        SCOPED_TRACE(testing::Message() << "B" << s.B << " T" << s.T << " D" << s.D << " " << dtype_name(s.dt)
+                                        << (s.eager ? " eager" : "") << (s.fam == Family::fast ? " fast" : ""));
+        Exec bi{s.fam, s.dt, s.pdt, s.sdt};
+        bi.eager_softmax = s.eager;
         const size_t nq = (size_t)s.B * s.T * s.H * s.D, nk = (size_t)s.B * s.T * s.Hkv * s.D;
         const auto q = rounded(testdata::uniform(nq, 9, -2, 2), s.dt),
                    k = rounded(testdata::uniform(nk, 10, -2, 2), s.dt), v = rounded(testdata::uniform(nk, 11), s.dt);
@@ -418,6 +448,20 @@ TEST(CudaOps, EveryFamilyCloseToReference) {
                 Buffer<float> dh(h), dg(g), dy(y.size()), drs(M);
                 cuda::rmsnorm_forward(ex, dy.data(), drs.data(), dh.data(), dg.data(), 1e-6f, M, C);
                 EXPECT_TRUE(close(dy.download(), y, 1e-5, rt)) << "rmsnorm";
+                {  // Exec::norm at bf16, either family: round(round(h * r, bf16) * g) with the kernel's own r
+                    Exec en = ex;
+                    en.norm = Dtype::bf16;
+                    Buffer<float> dyn(y.size()), drn(M);
+                    cuda::rmsnorm_forward(en, dyn.data(), drn.data(), dh.data(), dg.data(), 1e-6f, M, C);
+                    const auto yn = dyn.download(), rn = drn.download();
+                    EXPECT_TRUE(bits_equal(rn, drs.download())) << "rstd, norm point";
+                    std::vector<float> yw(yn.size());
+                    for (int m = 0; m < M; ++m)
+                        for (int c = 0; c < C; ++c)
+                            yw[(size_t)m * C + c] =
+                                round_to(round_to(h[(size_t)m * C + c] * rn[m], Dtype::bf16) * g[c], dt);
+                    EXPECT_TRUE(bits_equal(yn, yw)) << "rmsnorm, norm point";
+                }
                 const int V = 1000;
                 const auto z = rounded(testdata::uniform((size_t)M * V, 35, -8, 8), dt);
                 std::vector<double> lp((size_t)M * V), ent(M);
@@ -481,7 +525,9 @@ TEST(CudaOps, FastGemmPlansCloseToReferenceAndFollowTheBatch) {
                                    w = rounded(testdata::uniform((size_t)K * N, 51), dt),
                                    b = rounded(testdata::uniform(N, 52), dt);
                         std::vector<float> xin(x.begin() + off, x.end());
-                        if (is_fp8(quant)) quantize_rows(xin.data(), nullptr, xin.data(), M, K, quant);
+                        if (is_fp8(quant))
+                            quantize_activations(xin.data(), nullptr, xin.data(), M, K, quant, Fp8Scale::fp32,
+                                                 Fp8Granularity::channel);
                         std::vector<double> want((size_t)M * N);
                         auto xd = dbl(xin), wd = dbl(w), bd = dbl(b);
                         ref::matmul_forward<double>(want.data(), xd.data(), wd.data(), bd.data(), M, K, N);

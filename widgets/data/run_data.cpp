@@ -49,7 +49,7 @@ QString seedGroupOf(const std::string& configJson) {
         // Canonical (every key, defaults filled in) when it is a valid config,
         // so two spellings of one configuration fall in one group.
         try {
-            j = config_to_json(config_from_json(j));
+            j = config_to_json(stored_config_from_json(j));
         } catch (const ConfigError&) {
         }
     } catch (const nlohmann::json::exception&) {

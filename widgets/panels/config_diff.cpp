@@ -70,7 +70,7 @@ FlatConfig flatConfig(const std::string& configJson) {
         return out;
     }
     try {
-        const Config c = config_from_json(j);
+        const Config c = stored_config_from_json(j);
         for (const ConfigKey& k : config_schema()) out[k.key] = config_value_text(c, k.key);
         for (const IgnoredKey& ig : config_ignored_keys(c)) out.ignored.emplace(ig.key, ig.reason);
     } catch (const ConfigError&) {

@@ -316,7 +316,7 @@ void DrillDown::setRunStep(Store& store, int64_t runId, int64_t step) {
     samplesPerPrompt_ = Config{}.rl.samples_per_prompt;
     try {  // which batch sequence a text sample is; the default for a configuration that does not read
         if (const auto info = store.run_info(runId))
-            samplesPerPrompt_ = config_from_json(nlohmann::json::parse(info->config_json)).rl.samples_per_prompt;
+            samplesPerPrompt_ = stored_config_from_json(nlohmann::json::parse(info->config_json)).rl.samples_per_prompt;
     } catch (const std::exception&) {
     }
     reload();

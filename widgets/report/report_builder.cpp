@@ -110,7 +110,7 @@ void Builder::resolve() {
         r.label = runLabel(info->id, qs(info->name));
         r.steps = store.steps(info->id);
         try {
-            r.cfg = config_from_json(nlohmann::json::parse(info->config_json));
+            r.cfg = stored_config_from_json(nlohmann::json::parse(info->config_json));
         } catch (const std::exception& e) {
             r.cfg_error = e.what();
         }

@@ -110,6 +110,17 @@ TEST(CliInput, ExtraPositionalWordsAreRejected) {
     expect_usage("probe --preset dense-tiny rollout.precision=fp32", {"--set rollout.precision=fp32"});
 }
 
+// A numerics setting the others override is refused before anything runs,
+// naming the key that decides instead.
+TEST(CliInput, ASettingWithoutEffectIsRefusedNamingTheKeyToUse) {
+    expect_usage(
+        "probe --preset moe-deep --set rollout.profile=vllm-bf16 --set train.profile=fsdp-bf16 --set "
+        "rollout.precision=fp8_e4m3",
+        {"rollout.precision=fp8_e4m3 has no effect", "rollout.profile=vllm-bf16", "rollout.matmul_dtype"});
+    expect_usage("probe --preset dense-tiny --set train.fp8_granularity=block",
+                 {"train.fp8_granularity", "train.matmul_dtype"});
+}
+
 TEST(CliInput, UnknownOptionsAreRejectedWithTheAllowedOnes) {
     expect_usage("presets -x", {"unknown option -x", "--json"});
     expect_usage("runs" + db() + " --bogus", {"unknown option --bogus", "--db"});

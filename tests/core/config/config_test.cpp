@@ -128,6 +128,13 @@ TEST(Config, DefaultsMatchTheSpecification) {
         {"rollout.attn_probs_dtype", "auto"},
         {"rollout.stats_dtype", "auto"},
         {"rollout.lm_head_dtype", "auto"},
+        {"rollout.norm_dtype", "auto"},
+        {"rollout.silu_dtype", "auto"},
+        {"rollout.rope_cache_dtype", "auto"},
+        {"rollout.rope_dtype", "auto"},
+        {"rollout.attn_softmax", "auto"},
+        {"rollout.fp8_scale", "auto"},
+        {"rollout.fp8_granularity", "auto"},
         {"rollout.kv_cache_dtype", "auto"},
         {"train.device", "cpu"},
         {"train.profile", "simple"},
@@ -136,6 +143,13 @@ TEST(Config, DefaultsMatchTheSpecification) {
         {"train.attn_probs_dtype", "auto"},
         {"train.stats_dtype", "auto"},
         {"train.lm_head_dtype", "auto"},
+        {"train.norm_dtype", "auto"},
+        {"train.silu_dtype", "auto"},
+        {"train.rope_cache_dtype", "auto"},
+        {"train.rope_dtype", "auto"},
+        {"train.attn_softmax", "auto"},
+        {"train.fp8_scale", "auto"},
+        {"train.fp8_granularity", "auto"},
     };
     const json flat = config_to_flat_json(Config{});
     EXPECT_EQ(flat, expected) << flat.dump(1);

@@ -5,7 +5,10 @@
 // profile and sampling path; cuda_engines_test holds the GPU its batch-invariant half.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <stdexcept>
+#include <vector>
 
 #include "core/config/config.h"
 #include "core/rl/probe.h"
@@ -41,6 +44,77 @@ TEST_P(HostDeviceRollout, EqualsCpuEngineBitwise) {
         const RolloutCase c{preset, family, numerics, temp, 7};
         expect_same_rollout(rollout_on(c, nullptr), rollout_on(c, &host_device_ops()));
     }
+}
+
+namespace {
+
+// The float-stored fp8 KV cache, as a reference for the one-byte cache: its
+// rows quantised and dequantised in floats (quantize_activations per row of
+// hd, store_kv's arithmetic) and kept as floats in a copy of the cache, read
+// back as they are; the codes and scales are not written.
+class FloatFp8KvOps final : public HostDeviceOps {
+public:
+    void store_kv_fp8(uint8_t* codes, float*, const int64_t* off, float* x, int M, int Hkv, int hd, Dtype fmt,
+                      Fp8Scale kind) const override {
+        const int64_t kv = (int64_t)Hkv * hd;
+        quantize_activations(x, nullptr, x, M * Hkv, hd, fmt, kind, Fp8Granularity::channel);
+        std::vector<float>& cache = caches_[codes];
+        for (int r = 0; r < M; ++r) {
+            if ((int64_t)cache.size() < off[r] + kv) cache.resize((size_t)(off[r] + kv));
+            std::copy_n(x + r * kv, kv, cache.begin() + off[r]);
+        }
+    }
+    void load_kv_fp8(float* out, const uint8_t* codes, const float*, const int32_t* slot, const int32_t* len,
+                     int64_t cache_stride, int span, int Bq, int Hkv, int hd, Dtype) const override {
+        const int64_t kv = (int64_t)Hkv * hd;
+        const std::vector<float>& cache = caches_.at(codes);
+        for (int b = 0; b < Bq; ++b)
+            for (int t = 0; t < len[b]; ++t)
+                std::copy_n(cache.begin() + slot[b] * cache_stride + t * kv, kv, out + ((int64_t)b * span + t) * kv);
+    }
+
+private:
+    mutable std::map<const uint8_t*, std::vector<float>> caches_;
+};
+
+}  // namespace
+
+// An fp8 KV cache holds a byte per value and a scale per (token, KV head),
+// about a quarter of an fp32 cache, and its rollouts have the bits of a
+// cache that keeps the same values as floats: on the CPU engine, on the
+// device path, both formats and scale kinds, both families.
+TEST_P(HostDeviceRollout, Fp8KvCacheInBytesEqualsTheFloatCache) {
+    const auto [preset, family] = GetParam();
+    for (Dtype kv : {Dtype::fp8_e4m3, Dtype::fp8_e5m2})
+        for (Fp8Scale kind : {Fp8Scale::fp32, Fp8Scale::pow2}) {
+            EngineNumerics n = profile(NumericsProfile::vllm_bf16, kv);
+            n.fp8_scale = kind;
+            SCOPED_TRACE(numerics_text(n, true) + (kind == Fp8Scale::fp32 ? ", fp32 scales" : ", pow2 scales"));
+            const RolloutCase c{preset, family, n, 1.0f, 7};
+            const FloatFp8KvOps floats;
+            const RolloutResult want = rollout_on(c, &floats);
+            expect_same_rollout(want, rollout_on(c, nullptr));
+            expect_same_rollout(want, rollout_on(c, &host_device_ops()));
+        }
+    const ModelConfig cfg = model_preset(preset);
+    const EngineNumerics f32 = EngineNumerics::simple(Dtype::f32);
+    EngineNumerics fp8 = f32;
+    fp8.kv_cache = Dtype::fp8_e4m3;
+    const double ratio =
+        RolloutEngine::kv_cache_bytes_per_token(cfg, fp8) / RolloutEngine::kv_cache_bytes_per_token(cfg, f32);
+    EXPECT_DOUBLE_EQ(ratio, (cfg.head_dim + 4.0) / (4.0 * cfg.head_dim));
+    // What a generate held, as the engine reports it.
+    std::vector<float> params = initial_params(cfg, 42);
+    size_t bytes[2] = {};
+    for (int i = 0; i < 2; ++i) {
+        RolloutEngine roll(cfg);
+        roll.load_weights(params, i ? fp8 : f32);
+        roll.generate(family, ragged_prompts(6, 3), 8, SamplingParams{}, 5, 0);
+        bytes[i] = roll.kv_cache_bytes();
+    }
+    EXPECT_GT(bytes[0], 0u);
+    // A quarter, plus a scale's 4 bytes per head_dim values.
+    EXPECT_NEAR((double)bytes[1] / (double)bytes[0], 0.25 + 1.0 / cfg.head_dim, 1e-9) << bytes[1] << " of " << bytes[0];
 }
 
 INSTANTIATE_TEST_SUITE_P(DeviceModel, HostDeviceRollout,

@@ -314,7 +314,8 @@ TEST(Engines, EachRoundingPointChangesBitsAndBothSidesStayBitwise) {
     }
 }
 
-// The profiles' table (numerics.h) and how settings resolve onto it.
+// How settings resolve onto the profiles' table (core/config/profiles.h;
+// the named profiles' values: profiles_test).
 TEST(Engines, ProfilesResolveAsDocumented) {
     const Dtype f = Dtype::f32, b = Dtype::bf16;
     Config c;
@@ -322,33 +323,42 @@ TEST(Engines, ProfilesResolveAsDocumented) {
     EXPECT_EQ(train_numerics(c), (EngineNumerics{f, f, f, f, f, f})) << "simple, train.precision fp32";
     c.rollout.precision = Dtype::fp8_e4m3;
     EXPECT_EQ(rollout_numerics(c), (EngineNumerics{Dtype::fp8_e4m3, b, f, f, b, b})) << "fp8 GEMMs, bf16 storage";
-    c.rollout.profile = NumericsProfile::vllm_bf16;
-    EXPECT_EQ(rollout_numerics(c), (EngineNumerics{b, f, b, f, b, b}));
+    c.rollout.precision = Dtype::bf16;
     c.rollout.profile = NumericsProfile::sglang_fp8;
-    EXPECT_EQ(rollout_numerics(c), (EngineNumerics{Dtype::fp8_e4m3, f, b, f, b, b}));
-    c.train.profile = NumericsProfile::fsdp_bf16;
-    EXPECT_EQ(train_numerics(c), (EngineNumerics{b, b, b, f, b, b}));
-    c.train.profile = NumericsProfile::megatron_bf16;
-    EXPECT_EQ(train_numerics(c), (EngineNumerics{b, f, b, f, b, b}));
     c.train.profile = NumericsProfile::fp32_reference;
     EXPECT_EQ(train_numerics(c), (EngineNumerics{f, f, f, f, f, f}));
     // Overrides win over the profile; auto keeps it.
     c.rollout.lm_head_dtype = PointDtype::f32;
     c.rollout.kv_cache_dtype = PointDtype::fp8_e4m3;
-    c.rollout.residual_dtype = PointDtype::bf16;
-    EXPECT_EQ(rollout_numerics(c), (EngineNumerics{Dtype::fp8_e4m3, b, b, f, f, Dtype::fp8_e4m3}));
+    c.rollout.residual_dtype = PointDtype::f16;
+    c.rollout.norm_dtype = PointDtype::bf16;
+    c.rollout.attn_softmax = SoftmaxPoint::eager;
+    c.rollout.fp8_scale = Fp8ScalePoint::pow2;
+    c.rollout.fp8_granularity = Fp8GranularityPoint::block;
+    EngineNumerics want{Dtype::fp8_e4m3, Dtype::f16, b, f, f, Dtype::fp8_e4m3};
+    want.norm = b, want.eager_softmax = true, want.fp8_scale = Fp8Scale::pow2;
+    want.fp8_granularity = Fp8Granularity::block;
+    EXPECT_EQ(rollout_numerics(c), want);
     c.rollout.attn_probs_dtype = PointDtype::f32;
     c.rollout.stats_dtype = PointDtype::bf16;
     c.rollout.matmul_dtype = PointDtype::f16;
-    EXPECT_EQ(rollout_numerics(c), (EngineNumerics{Dtype::f16, b, f, b, f, Dtype::fp8_e4m3}));
+    c.rollout.fp8_granularity = Fp8GranularityPoint::auto_;
+    want = EngineNumerics{Dtype::f16, Dtype::f16, f, b, f, Dtype::fp8_e4m3};
+    want.norm = b, want.eager_softmax = true, want.fp8_scale = Fp8Scale::pow2;  // the KV cache's scales
+    EXPECT_EQ(rollout_numerics(c), want);
     // The training side's points override the same way (fp32-reference above).
     c.train.matmul_dtype = PointDtype::fp8_e5m2;
     c.train.attn_probs_dtype = PointDtype::bf16;
     c.train.stats_dtype = PointDtype::bf16;
     c.train.residual_dtype = PointDtype::f16;
     c.train.lm_head_dtype = PointDtype::bf16;
+    c.train.silu_dtype = PointDtype::bf16;
+    c.train.rope_dtype = PointDtype::bf16;
+    c.train.rope_cache_dtype = PointDtype::f16;
     // (An fp8 matmul keeps its activations in bf16, which the kv field follows.)
-    EXPECT_EQ(train_numerics(c), (EngineNumerics{Dtype::fp8_e5m2, Dtype::f16, b, b, b, b}));
+    want = EngineNumerics{Dtype::fp8_e5m2, Dtype::f16, b, b, b, b};
+    want.silu = b, want.rope = b, want.rope_cache = Dtype::f16;
+    EXPECT_EQ(train_numerics(c), want);
 }
 
 // Checkpointing (each layer's input kept, the layer recomputed in backward)

@@ -90,6 +90,7 @@ private slots:
     void pasteFromClipboard();
     void invalidCombinationMarksBothControls();
     void deviceThisMachineLacksBlocksStart();
+    void aSettingTheProfileOverridesIsInvalid();
     void warningsMarkKeys();
     void ineffectiveKeysAreGreyedWithTheReason();
     void presetPickerLoadsPreset();
@@ -372,6 +373,29 @@ void ConfigFormTest::invalidCombinationMarksBothControls() {
     QCOMPARE(form.keyState("model.kind"), QString("error"));
 }
 
+// A numerics setting the profile overrides is invalid, not greyed and kept:
+// the message names the key that decides instead.
+void ConfigFormTest::aSettingTheProfileOverridesIsInvalid() {
+    ConfigForm form;
+    Config c;
+    c.rollout.profile = NumericsProfile::vllm_bf16;
+    form.setConfig(c);
+    QVERIFY(form.isValid());
+    QCOMPARE(form.keyState("rollout.precision"), QString("ignored"));
+    auto* precision = qobject_cast<QComboBox*>(form.editor("rollout.precision"));
+    QVERIFY(precision);
+    precision->setCurrentIndex(precision->findData(QStringLiteral("fp8_e4m3")));
+    QVERIFY(!form.isValid());
+    QCOMPARE(form.keyState("rollout.precision"), QString("error"));
+    QCOMPARE(form.keyState("rollout.matmul_dtype"), QString("error"));
+    QVERIFY(form.findChild<QLabel*>("validationStatus")->text().contains("rollout.matmul_dtype"));
+    auto* matmul = qobject_cast<QComboBox*>(form.editor("rollout.matmul_dtype"));
+    precision->setCurrentIndex(precision->findData(QStringLiteral("bf16")));
+    matmul->setCurrentIndex(matmul->findData(QStringLiteral("fp8_e4m3")));
+    QVERIFY(form.isValid());
+    QCOMPARE(form.config().rollout.matmul_dtype, PointDtype::fp8_e4m3);
+}
+
 void ConfigFormTest::warningsMarkKeys() {
     QCOMPARE(ConfigForm::keysInMessage("correction.is_level / rs_level / veto_threshold have no effect with "
                                        "rl.old_policy=recompute"),
@@ -573,13 +597,16 @@ void ConfigFormTest::autoSaysWhatItStandsFor() {
         auto* combo = qobject_cast<QComboBox*>(form.editor(key));
         return combo ? combo->itemText(combo->findData(QStringLiteral("auto"))) : QString();
     };
-    QCOMPARE(autoText("rollout.residual_dtype"), QString("auto (fp32)"));
+    QCOMPARE(autoText("rollout.rope_dtype"), QString("auto (fp32)"));
+    QCOMPARE(autoText("train.rope_dtype"), QString("auto (bf16)"));
     QCOMPARE(autoText("train.residual_dtype"), QString("auto (bf16)"));
     QCOMPARE(autoText("rollout.kv_cache_dtype"), QString("auto (bf16)"));
+    QCOMPARE(autoText("rollout.attn_softmax"), QString("auto (online)"));
     auto* profile = qobject_cast<QComboBox*>(form.editor("train.profile"));
     QVERIFY(profile);
     profile->setCurrentIndex(profile->findData(QStringLiteral("fp32-reference")));
     QCOMPARE(autoText("train.residual_dtype"), QString("auto (fp32)"));
+    QCOMPARE(autoText("train.rope_dtype"), QString("auto (fp32)"));
     QCOMPARE(autoText("train.matmul_dtype"), QString("auto (fp32)"));
     QCOMPARE(form.config().train.residual_dtype, PointDtype::auto_);
 }

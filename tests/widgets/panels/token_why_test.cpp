@@ -37,10 +37,12 @@ using namespace mlk;
 
 namespace {
 
+// Power-of-two scales: the coarser grid whose spike step has a router flip
+// among its worst tokens, which the screenshots need.
 Config spikeConfig() {
     Config c = config_from_json(nlohmann::json::parse(R"({
         "model": {"kind": "moe", "size": "tiny"},
-        "rollout": {"profile": "sglang-fp8", "kv_cache_dtype": "fp8_e4m3"},
+        "rollout": {"profile": "sglang-fp8", "kv_cache_dtype": "fp8_e4m3", "fp8_scale": "pow2"},
         "train": {"profile": "megatron-bf16"},
         "rl": {"old_policy": "bypass", "prompts_per_step": 16, "samples_per_prompt": 4},
         "optim": {"lr": 0.002}})"));
