@@ -399,7 +399,7 @@ void validate(const Config& c) {
         const std::string value = config_value_text(c, k.key);
         if (value == config_value_text(defaults, k.key)) continue;
         errors.push_back(k.key + "=" + value + " has no effect: " + k.reason +
-                         (k.instead.empty() ? "" : "; set " + k.instead + " instead"));
+                         (k.instead.empty() ? "" : " (set " + k.instead + " instead)"));
     }
     for (auto& e : model_rule_violations(c)) errors.push_back(std::move(e));
     if ((c.rl.estimator == AdvantageEstimator::grpo || c.rl.estimator == AdvantageEstimator::rloo) &&
@@ -425,7 +425,9 @@ std::vector<std::string> config_warnings(const Config& c) {
     // configuration does not read: one sentence per reason, naming each.
     const Config defaults;
     std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;
+    const std::vector<std::string>& refused = numerics_keys();  // validate() refuses these when set
     for (const IgnoredKey& ig : config_ignored_keys(c)) {
+        if (std::find(refused.begin(), refused.end(), ig.key) != refused.end()) continue;
         const std::string value = config_value_text(c, ig.key);
         if (value == config_value_text(defaults, ig.key)) continue;
         auto it = std::find_if(by_reason.begin(), by_reason.end(), [&](const auto& r) { return r.first == ig.reason; });
@@ -467,7 +469,7 @@ std::vector<IgnoredKey> config_ignored_keys(const Config& c) {
         add({"rl.gspo_eps_low", "rl.gspo_eps_high"}, "only rl.loss=gspo clips with these");
     if (c.rl.loss != PolicyLossType::ppo) add({"rl.eps_low", "rl.eps_high"}, "only rl.loss=ppo clips with these");
     for (const NumericsKeyWithoutEffect& k : numerics_keys_without_effect(c))
-        out.push_back({k.key, k.reason + (k.instead.empty() ? "" : "; " + k.instead + " decides")});
+        out.push_back({k.key, k.reason + (k.instead.empty() ? "" : " (" + k.instead + " decides)")});
     if (c.model.kind != ModelKind::moe) add({"moe.routing_replay"}, "a dense model has no routers (model.kind=dense)");
     else if (c.moe.routing_replay == RoutingReplay::R2 && c.rl.mini_steps == 1)
         add({"moe.routing_replay"},

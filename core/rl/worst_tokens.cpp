@@ -38,8 +38,11 @@ namespace {
 
 RoundingPointNames rounding_points(const EngineNumerics& n, bool with_kv) {
     const auto name = [](Dtype d) { return std::string(dtype_name(d)); };
-    return {name(n.matmul), name(n.residual), name(n.attn_probs),
-            name(n.stats),  name(n.lm_head),  with_kv ? name(n.kv_cache) : std::string()};
+    RoundingPointNames p{name(n.matmul), name(n.residual), name(n.attn_probs),
+                         name(n.stats),  name(n.lm_head),  with_kv ? name(n.kv_cache) : std::string()};
+    p.norm = name(n.norm), p.silu = name(n.silu), p.rope_cache = name(n.rope_cache), p.rope = name(n.rope);
+    p.softmax = n.eager_softmax ? "eager" : "online";
+    return p;
 }
 
 }  // namespace
@@ -133,17 +136,19 @@ std::vector<TokenAlternative> alts_of(const json& j) {
 }
 
 json points_json(const RoundingPointNames& p) {
-    json o = {{"matmul", p.matmul},
-              {"residual", p.residual},
-              {"attn_probs", p.attn_probs},
-              {"stats", p.stats},
-              {"lm_head", p.lm_head}};
+    json o = {{"matmul", p.matmul},  {"residual", p.residual},     {"attn_probs", p.attn_probs},
+              {"stats", p.stats},    {"lm_head", p.lm_head},       {"norm", p.norm},
+              {"silu", p.silu},      {"rope_cache", p.rope_cache}, {"rope", p.rope},
+              {"softmax", p.softmax}};
     if (!p.kv_cache.empty()) o["kv_cache"] = p.kv_cache;
     return o;
 }
 RoundingPointNames points_of(const json& j) {
-    return {j.value("matmul", ""), j.value("residual", ""), j.value("attn_probs", ""),
-            j.value("stats", ""),  j.value("lm_head", ""),  j.value("kv_cache", "")};
+    RoundingPointNames p{j.value("matmul", ""), j.value("residual", ""), j.value("attn_probs", ""),
+                         j.value("stats", ""),  j.value("lm_head", ""),  j.value("kv_cache", "")};
+    p.norm = j.value("norm", ""), p.silu = j.value("silu", ""), p.rope_cache = j.value("rope_cache", "");
+    p.rope = j.value("rope", ""), p.softmax = j.value("softmax", "");
+    return p;
 }
 
 }  // namespace

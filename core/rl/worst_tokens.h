@@ -30,6 +30,9 @@ inline constexpr int kWorstTokens = 16;
 // One engine's rounding points (numerics.h), as dtype names.
 struct RoundingPointNames {
     std::string matmul, residual, attn_probs, stats, lm_head, kv_cache;  // kv_cache: rollout only ("" for training)
+    // RMSNorm before its weight, SiLU, RoPE cache and arithmetic, "online" or
+    // "eager" softmax ("" in a step stored before these points existed).
+    std::string norm, silu, rope_cache, rope, softmax;
     bool operator==(const RoundingPointNames&) const = default;
 };
 

@@ -299,10 +299,17 @@ void TokenWhy::showDetail(const WorstToken& t) {
         std::string roll, train;
         bool both;  // a point of both engines (the KV cache is the rollout's only)
     };
-    const Point points[] = {
-        {tr("matmul"), ro.matmul, tp.matmul, true},         {tr("residual"), ro.residual, tp.residual, true},
-        {tr("attn P"), ro.attn_probs, tp.attn_probs, true}, {tr("stats"), ro.stats, tp.stats, true},
-        {tr("LM head"), ro.lm_head, tp.lm_head, true},      {tr("KV cache"), ro.kv_cache, "\u2014", false}};
+    const Point points[] = {{tr("matmul"), ro.matmul, tp.matmul, true},
+                            {tr("residual"), ro.residual, tp.residual, true},
+                            {tr("norm"), ro.norm, tp.norm, true},
+                            {tr("SiLU"), ro.silu, tp.silu, true},
+                            {tr("RoPE cache"), ro.rope_cache, tp.rope_cache, true},
+                            {tr("RoPE"), ro.rope, tp.rope, true},
+                            {tr("softmax"), ro.softmax, tp.softmax, true},
+                            {tr("attn P"), ro.attn_probs, tp.attn_probs, true},
+                            {tr("stats"), ro.stats, tp.stats, true},
+                            {tr("LM head"), ro.lm_head, tp.lm_head, true},
+                            {tr("KV cache"), ro.kv_cache, "\u2014", false}};
     for (const Point& p : points) h += QStringLiteral("<th>&nbsp;%1&nbsp;</th>").arg(p.name);
     for (int side = 0; side < 2; ++side) {
         h += QStringLiteral("</tr><tr><td><b>%1</b></td>").arg(side ? tr("training") : tr("rollout"));

@@ -20,6 +20,7 @@
 #include "core/config/config.h"
 #include "core/config/presets.h"
 #include "core/rl/footprint.h"
+#include "tests/screenshot.h"
 #include "widgets/panels/config_form.h"
 
 using namespace mlk;
@@ -389,6 +390,9 @@ void ConfigFormTest::aSettingTheProfileOverridesIsInvalid() {
     QCOMPARE(form.keyState("rollout.precision"), QString("error"));
     QCOMPARE(form.keyState("rollout.matmul_dtype"), QString("error"));
     QVERIFY(form.findChild<QLabel*>("validationStatus")->text().contains("rollout.matmul_dtype"));
+    form.resize(900, 700);
+    QVERIFY(testing_shots::save(precision->parentWidget(), QStringLiteral("form_rollout_numerics_refused")));
+    QVERIFY(testing_shots::save(form.findChild<QLabel*>("validationStatus"), QStringLiteral("form_status_refused")));
     auto* matmul = qobject_cast<QComboBox*>(form.editor("rollout.matmul_dtype"));
     precision->setCurrentIndex(precision->findData(QStringLiteral("bf16")));
     matmul->setCurrentIndex(matmul->findData(QStringLiteral("fp8_e4m3")));
