@@ -15,6 +15,7 @@
 #include "core/engines/rollout_engine.h"
 #include "core/engines/train_engine.h"
 #include "core/model/vocab.h"
+#include "tests/model_params.h"
 #include "tests/token_sequences.h"
 
 using namespace mlk;
@@ -25,12 +26,7 @@ namespace {
 std::vector<std::vector<int32_t>> prompts(int n, uint64_t seed) { return testdata::token_sequences(n, seed, 3, 7); }
 
 // The model's parameters as init_params draws them from `seed`.
-std::vector<float> random_params(const ModelConfig& cfg, uint64_t seed) {
-    const ParamLayout layout = make_param_layout(cfg);
-    std::vector<float> params(layout.total);
-    init_params(cfg, layout, params.data(), seed);
-    return params;
-}
+std::vector<float> random_params(const ModelConfig& cfg, uint64_t seed) { return testdata::model_params(cfg, seed); }
 
 struct Pair {
     RolloutResult roll;

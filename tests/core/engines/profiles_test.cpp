@@ -13,17 +13,13 @@
 #include "core/engines/numerics.h"
 #include "core/engines/rollout_engine.h"
 #include "core/engines/train_engine.h"
+#include "tests/model_params.h"
 #include "tests/token_sequences.h"
 
 namespace mlk {
 namespace {
 
-std::vector<float> random_params(const ModelConfig& cfg, uint64_t seed) {
-    const ParamLayout layout = make_param_layout(cfg);
-    std::vector<float> params(layout.total);
-    init_params(cfg, layout, params.data(), seed);
-    return params;
-}
+std::vector<float> random_params(const ModelConfig& cfg, uint64_t seed) { return testdata::model_params(cfg, seed); }
 
 // What an engine computes under some numerics, as bits: the rollout's
 // sampled tokens and log-probs, or the trainer's log-probs on fixed tokens.
