@@ -11,6 +11,7 @@
 
 #include <sqlite3.h>
 
+#include "core/config/profiles.h"
 #include "core/config/config.h"
 #include "core/engines/machine.h"
 #include "core/model/params.h"
@@ -154,9 +155,9 @@ QString Builder::environment_section() {
         QStringLiteral("Qt %1, SQLite %2")
             .arg(QString::fromLatin1(qVersion()), QString::fromLatin1(sqlite3_libversion())));
     h += QStringLiteral("</table>\n");
-    h += QStringLiteral("<h3>Precisions and kernels per run</h3>\n") + table_open() +
+    h += QStringLiteral("<h3>Numerics and kernels per run</h3>\n") + table_open() +
          QStringLiteral(
-             "<tr><th>run</th><th>model</th><th>rollout precision</th><th>training precision</th>"
+             "<tr><th>run</th><th>model</th><th>rollout numerics</th><th>training numerics</th>"
              "<th>batch-invariant kernels</th><th>kernel threads</th><th>routing replay</th></tr>\n");
     for (const auto& r : runs) {
         if (!r.cfg) {
@@ -169,9 +170,22 @@ QString Builder::environment_section() {
         const ModelConfig m = model_config_of(c);
         const std::string model =
             m.size == "custom" ? m.preset_name() + " (" + architecture_text(m) + ")" : m.preset_name();
+        // The profile (with its one precision where that is read) and what
+        // each rounding point resolves to: a named profile does not read
+        // `precision`, nor does a simple one whose points are all set.
+        const std::vector<NumericsKeyWithoutEffect> unread = numerics_keys_without_effect(c);
+        const auto numerics = [&](const char* engine, const RoundingPoints& p, Dtype precision, const EngineNumerics& n,
+                                  bool kv) {
+            std::string name(enum_name(p.profile));
+            const std::string key = std::string(engine) + ".precision";
+            if (std::none_of(unread.begin(), unread.end(), [&](const auto& u) { return u.key == key; }))
+                name += " " + std::string(dtype_name(precision));
+            return esc(name) + QStringLiteral("<br/><span class=\"note\">%1</span>").arg(esc(numerics_text(n, kv)));
+        };
         h += QStringLiteral("<tr><td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td></tr>\n")
-                 .arg(esc(r.label), esc(model), esc(std::string(enum_name(c.rollout.precision))),
-                      esc(std::string(enum_name(c.train.precision))),
+                 .arg(esc(r.label), esc(model),
+                      numerics("rollout", c.rollout, c.rollout.precision, rollout_numerics(c), true),
+                      numerics("train", c.train, c.train.precision, train_numerics(c), false),
                       c.kernels.batch_invariant ? QStringLiteral("on") : QStringLiteral("off"),
                       c.kernels.threads == 0 ? QStringLiteral("all cores") : QString::number(c.kernels.threads),
                       esc(std::string(enum_name(c.moe.routing_replay))));

@@ -29,6 +29,7 @@
 #include <sqlite3.h>
 
 #include "../../cli_runner.h"
+#include "core/config/profiles.h"
 #include "core/config/config.h"
 #include "core/metrics/catalogue.h"
 #include "core/metrics/run_stats.h"
@@ -102,6 +103,7 @@ private slots:
     void cliErrors();
     void followsTheScreen();
     void builtModelNamesItsDimensions();
+    void numericsAreWhatEachEngineComputes();
     void appVersionIsAColumnOnlyWhenRunsDiffer();
     void machinesAreALineOrATable();
     void perMetricRowsNameRunsByWhatDiffers();
@@ -595,6 +597,25 @@ void ReportTest::builtModelNamesItsDimensions() {
     const QString name = QString::fromStdString("moe-custom (" + architecture_text(model_config_of(c)) + ")");
     QVERIFY(name.contains(QStringLiteral("dense layers 1")));
     QVERIFY2(rep.html.contains(QStringLiteral("<td>%1</td>").arg(name.toHtmlEscaped())), qPrintable(name));
+}
+
+// A named profile does not read `precision`: the table names the profile
+// and what its rounding points resolve to, never the unread precision.
+void ReportTest::numericsAreWhatEachEngineComputes() {
+    Store store = Store::open(db_);
+    Config c;
+    c.rollout.profile = NumericsProfile::vllm_bf16;
+    c.train.profile = NumericsProfile::megatron_bf16;  // train.precision stays its default fp32, unread
+    const int64_t run = store.create_run("named", "default", config_to_json(c).dump(), 1, RunStatus::finished);
+    for (int s = 0; s < 3; ++s) store.append_step(run, step_record(s, {{"reward_mean", 0.1 * s}}));
+    ReportRequest req;
+    req.runs = {run};
+    const QString html = build_report(store, req).html;
+    const QString train = QString::fromStdString(numerics_text(train_numerics(c), false)).toHtmlEscaped();
+    QVERIFY2(html.contains(QStringLiteral("<td>megatron-bf16<br/><span class=\"note\">%1</span></td>").arg(train)),
+             qPrintable(html));
+    QVERIFY(html.contains(QStringLiteral("<th>training numerics</th>")));
+    QVERIFY(!html.contains(QStringLiteral("<th>training precision</th>")));
 }
 
 #include "report_test.moc"
