@@ -7,6 +7,7 @@
 
 #include "core/config/number_text.h"
 #include "core/metrics/catalogue.h"
+#include "core/store/store_db.h"
 
 namespace mlk {
 
@@ -50,18 +51,27 @@ std::string export_csv(Store& store, const std::vector<int64_t>& run_ids) {
     for (int64_t id : run_ids) info_or_throw(store, id);
     const std::vector<std::string> cols = export_columns(store, run_ids);
     const bool many = run_ids.size() > 1;
-    std::string out = many ? "run_id,step" : "step";
+    std::string out = many ? "run_id,run_name,step,time,elapsed_s" : "step,time,elapsed_s";
     for (const auto& c : cols) out += "," + csv_quote(c);
     out += "\n";
     for (int64_t id : run_ids) {
+        const RunInfo info = info_or_throw(store, id);
+        const double created = seconds_from_iso(info.created);
         MetricTable t = store.all_metrics(id);
         std::vector<int> at(cols.size(), -1);
         for (size_t c = 0; c < cols.size(); ++c)
             for (size_t n = 0; n < t.names.size(); ++n)
                 if (t.names[n] == cols[c]) at[c] = (int)n;
         for (size_t s = 0; s < t.steps.size(); ++s) {
-            if (many) out += std::to_string(id) + ",";
-            out += std::to_string(t.steps[s]);
+            if (many) out += std::to_string(id) + "," + csv_quote(info.name) + ",";
+            out += std::to_string(t.steps[s]) + ",";
+            const double time = t.times[s];
+            if (std::isfinite(time)) {
+                out += iso_from_millis(std::llround(time * 1000.0)) + ",";
+                if (std::isfinite(created)) out += fixed_text(time - created, 3);
+            } else {
+                out += ",";
+            }
             for (size_t c = 0; c < cols.size(); ++c) {
                 out += ",";
                 out += csv_number(at[c] >= 0 ? t.values[s][at[c]] : std::numeric_limits<double>::quiet_NaN());

@@ -16,9 +16,12 @@ namespace mlk {
 // catalogue's metrics first, then any other stored name alphabetically).
 std::vector<std::string> export_columns(Store& store, const std::vector<int64_t>& run_ids);
 
-// One run: "step,<metric>,..."; several: "run_id,step,<metric>,...".
-// NaN (stored NaN, or a metric absent at that step), inf and -inf are
-// written as nan, inf, -inf.
+// One run: "step,time,elapsed_s,<metric>,..."; several:
+// "run_id,run_name,step,time,elapsed_s,<metric>,...". time: when the step
+// was stored (ISO-8601 UTC, as W&B's _timestamp); elapsed_s: seconds from the
+// run's creation to then (W&B's _runtime); both empty for a step stored
+// without a time. NaN (stored NaN, or a metric absent at that step), inf and
+// -inf are written as nan, inf, -inf.
 std::string export_csv(Store& store, const std::vector<int64_t>& run_ids);
 
 // One run: {"run": {...metadata, "config": {...}}, "steps": [{"step": 0, "<metric>": v, ...}, ...]}.

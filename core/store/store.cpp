@@ -366,6 +366,7 @@ MetricTable Store::all_metrics(int64_t run_id) {
     for (size_t i = 0; i < t.names.size(); ++i) col[t.names[i]] = i;
     for (const auto& r : rows) {
         t.steps.push_back(r.step);
+        t.times.push_back(r.time);
         std::vector<double> v(t.names.size(), std::numeric_limits<double>::quiet_NaN());
         for (const auto& m : r.metrics) v[col[m.first]] = m.second;
         t.values.push_back(std::move(v));

@@ -99,6 +99,7 @@ struct MetricTable {
     std::vector<int64_t> steps;               // ascending
     std::vector<std::string> names;           // sorted
     std::vector<std::vector<double>> values;  // [step][name]; NaN where absent
+    std::vector<double> times;                // [step]: StoredStep::time
 };
 
 struct RunSummary {

@@ -203,6 +203,8 @@ private:
 
 // Now as ISO-8601 UTC with milliseconds ("2026-01-02T03:04:05.678Z").
 std::string now_iso();
+// Milliseconds since the epoch in now_iso()'s format.
+std::string iso_from_millis(int64_t ms);
 // now_iso()'s format back to seconds since the epoch; NaN for '' or anything else.
 double seconds_from_iso(const std::string& text);
 int pragma_int(Store::Impl& impl, const char* sql);

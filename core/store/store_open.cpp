@@ -197,7 +197,10 @@ ConnectionMark::~ConnectionMark() {
 
 std::string now_iso() {
     using namespace std::chrono;
-    const int64_t ms = duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+    return iso_from_millis(duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
+}
+
+std::string iso_from_millis(int64_t ms) {
     const std::time_t secs = static_cast<std::time_t>(ms / 1000);
     std::tm t{};
     gmtime_r(&secs, &t);

@@ -99,7 +99,13 @@ TEST_F(CommaLocale, ExportsWriteAndReadPoints) {
     rec.metrics = {{"reward_mean", 0.625}, {"k3_kl", 1.5e-4}};
     s.append_step(id, rec);
     const std::string csv = export_csv(s, {id});
-    EXPECT_EQ(csv, "step,reward_mean,k3_kl\n0,0.625,0.00014999999999999999\n");
+    const std::string header = "step,time,elapsed_s,reward_mean,k3_kl\n";
+    ASSERT_EQ(csv.rfind(header, 0), 0u) << csv;
+    // step, its time, the seconds since the run was created (a point, not a comma), the metrics
+    const std::string row = csv.substr(header.size());
+    EXPECT_EQ(row.rfind("0,", 0), 0u) << row;
+    EXPECT_NE(row.find(",0.625,0.00014999999999999999\n"), std::string::npos) << row;
+    EXPECT_NE(row.find("Z,0."), std::string::npos) << row;
     EXPECT_EQ(parse_exported_number(nlohmann::json("0.625")), 0.625);
     EXPECT_THROW(parse_exported_number(nlohmann::json("half")), std::invalid_argument);
 }

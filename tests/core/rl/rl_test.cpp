@@ -307,7 +307,7 @@ TEST(Rl, ExportRoundTripsStoredMetricsExactly) {
     std::ifstream cin(csv);
     std::string header, line;
     std::getline(cin, header);
-    EXPECT_EQ(header.rfind("step,reward_mean,", 0), 0u) << header;
+    EXPECT_EQ(header.rfind("step,time,elapsed_s,reward_mean,", 0), 0u) << header;
     std::vector<std::string> cols;
     for (size_t p = 0, q; p <= header.size(); p = q + 1) {
         q = header.find(',', p);
@@ -323,7 +323,9 @@ TEST(Rl, ExportRoundTripsStoredMetricsExactly) {
             cells.push_back(line.substr(p, q - p));
         }
         ASSERT_EQ(cells.size(), cols.size());
-        for (size_t c = 1; c < cols.size(); ++c) {
+        EXPECT_EQ(cells[1].size(), std::string("2026-12-08T02:33:41.123Z").size()) << cells[1];
+        EXPECT_GE(std::strtod(cells[2].c_str(), nullptr), 0.0) << cells[2];
+        for (size_t c = 3; c < cols.size(); ++c) {
             size_t n = std::find(t.names.begin(), t.names.end(), cols[c]) - t.names.begin();
             ASSERT_LT(n, t.names.size());
             double v = std::strtod(cells[c].c_str(), nullptr);

@@ -7,8 +7,10 @@
 #include <atomic>
 #include <chrono>
 #include <optional>
+#include <sstream>
 #include <thread>
 
+#include "core/store/export.h"
 #include "core/store/run_lock.h"
 #include "tests/core/store/store_test_util.h"
 
@@ -138,6 +140,40 @@ TEST_F(StoreTest, RoundTripEveryTableExactly) {
     EXPECT_TRUE(r.token_samples(id, 1).empty());
     EXPECT_TRUE(r.text_samples(id + 1, 0).empty());
     EXPECT_FALSE(r.run_info(id + 1));
+}
+
+// Several runs in one CSV say which is which by name too, and every row when
+// it was stored and how long after the run's creation (W&B's _timestamp and
+// _runtime), as tools that plot against wall-clock time expect.
+TEST_F(StoreTest, ACsvOfSeveralRunsNamesThemAndTimesEveryStep) {
+    Store s = Store::open(file("csv.sqlite"));
+    const int64_t a = s.create_run("fp8, bypass", "default", "{}", 1);
+    const int64_t b = s.create_run("on policy", "default", "{}", 2);
+    for (int64_t id : {a, b})
+        for (int step = 0; step < 2; ++step) {
+            StepRecord rec;
+            rec.step = step;
+            rec.metrics = {{"reward_mean", 0.5}};
+            s.append_step(id, rec);
+        }
+    const std::string csv = export_csv(s, {a, b});
+    std::istringstream in(csv);
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line, "run_id,run_name,step,time,elapsed_s,reward_mean");
+    std::vector<std::string> rows;
+    while (std::getline(in, line)) rows.push_back(line);
+    ASSERT_EQ(rows.size(), 4u);
+    EXPECT_EQ(rows[0].rfind(std::to_string(a) + ",\"fp8, bypass\",0,", 0), 0u) << rows[0];
+    EXPECT_EQ(rows[3].rfind(std::to_string(b) + ",on policy,1,", 0), 0u) << rows[3];
+    for (const std::string& r : rows) {
+        // time: ISO-8601 UTC to the millisecond; elapsed_s: non-negative seconds
+        const size_t z = r.find("Z,");
+        ASSERT_NE(z, std::string::npos) << r;
+        EXPECT_EQ(r[z - 4], '.') << r;
+        EXPECT_GE(std::stod(r.substr(z + 2)), 0.0) << r;
+        EXPECT_NE(r.find(",0.5"), std::string::npos) << r;
+    }
 }
 
 TEST_F(StoreTest, AppendValidatesAndReplaces) {
