@@ -64,6 +64,7 @@ void RunBrowser::buildUi() {
 
     auto* top = new QHBoxLayout;
     filter_ = new QLineEdit(this);
+    filter_->setObjectName(QStringLiteral("runFilter"));
     filter_->setPlaceholderText(tr("Filter by name, preset, status or notes"));
     filter_->setClearButtonEnabled(true);
     auto* pinBtn = new QPushButton(tr("Pin as baseline"), this);
@@ -345,13 +346,7 @@ void RunBrowser::populate() {
     selectRuns(keepSel);
     populating_ = false;
 
-    QString info = tr("%n run(s)", nullptr, static_cast<int>(rows_.size()));
-    if (!db_ || !db_->isOpen()) info = tr("No run database open");
-    for (const QString& error : {lastError_, editError_})
-        if (!error.isEmpty())
-            info += QStringLiteral(" \u2014 <span style='color:%1'>%2</span>")
-                        .arg(palette::statusColour("failed").name(), error.toHtmlEscaped());
-    info_->setText(info);
+    updateInfo();
     onSelectionChanged();
     updateDiff();
     updateSummary();
@@ -452,6 +447,23 @@ bool RunBrowser::matchesFilter(int64_t id) const {
 
 void RunBrowser::applyFilter() {
     for (int r = 0; r < table_->rowCount(); ++r) table_->setRowHidden(r, !matchesFilter(idAtRow(r)));
+    updateInfo();
+}
+
+// The count says what the table shows: with a filter hiding rows, how many of
+// how many.
+void RunBrowser::updateInfo() {
+    const int all = static_cast<int>(rows_.size());
+    int shown = 0;
+    for (int r = 0; r < table_->rowCount(); ++r) shown += !table_->isRowHidden(r);
+    QString info =
+        shown == all ? tr("%n run(s)", nullptr, all) : tr("%1 of %n run(s) match the filter", nullptr, all).arg(shown);
+    if (!db_ || !db_->isOpen()) info = tr("No run database open");
+    for (const QString& error : {lastError_, editError_})
+        if (!error.isEmpty())
+            info += QStringLiteral(" \u2014 <span style='color:%1'>%2</span>")
+                        .arg(palette::statusColour("failed").name(), error.toHtmlEscaped());
+    info_->setText(info);
 }
 
 QList<int64_t> RunBrowser::runIds() const {

@@ -170,6 +170,7 @@ private:
     void editNotes(int64_t id);
     void changeColour(int64_t id);
     void applyFilter();
+    void updateInfo();
     bool matchesFilter(int64_t id) const;
     void populateTree();
     QTreeWidgetItem* addTreeRun(QTreeWidgetItem* parent, int64_t id);

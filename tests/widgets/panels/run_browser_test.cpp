@@ -13,6 +13,7 @@
 #include <QHeaderView>
 #include <QImage>
 #include <QLabel>
+#include <QLineEdit>
 #include <QSignalSpy>
 #include <QStyleOptionViewItem>
 #include <QTableWidget>
@@ -69,6 +70,7 @@ private slots:
     void init();
     void cleanup();
     void listsEveryRunWithStats();
+    void theRunCountSaysHowManyTheFilterShows();
     void sortsNumerically();
     void selectionEmitsIds();
     void renamePersists();
@@ -136,6 +138,23 @@ void RunBrowserTest::cleanup() {
     db_.reset();
     store_.reset();
     dir_.reset();
+}
+
+// "8 run(s)" under a filter that shows 2 rows read as if the filter did
+// nothing: the count says how many rows of how many the table shows.
+void RunBrowserTest::theRunCountSaysHowManyTheFilterShows() {
+    RunBrowser br;
+    br.setDatabase(db_.get());
+    auto* info = br.findChild<QLabel*>("runInfo");
+    auto* filter = br.findChild<QLineEdit*>("runFilter");
+    QVERIFY(info && filter);
+    QVERIFY2(info->text().startsWith("3 run(s)"), qPrintable(info->text()));
+    filter->setText(QStringLiteral("moe"));
+    QVERIFY2(info->text().startsWith("1 of 3 run(s) match the filter"), qPrintable(info->text()));
+    br.refresh();  // a new step or run reloads the list: the filter's count stays
+    QVERIFY2(info->text().startsWith("1 of 3 run(s) match the filter"), qPrintable(info->text()));
+    filter->clear();
+    QVERIFY2(info->text().startsWith("3 run(s)"), qPrintable(info->text()));
 }
 
 void RunBrowserTest::listsEveryRunWithStats() {
