@@ -31,6 +31,12 @@ int SweepSummary::runs_stored() const {
     return n;
 }
 
+int SweepSummary::runs_in_progress() const {
+    int n = 0;
+    for (const auto& c : configs) n += c.in_progress;
+    return n;
+}
+
 SweepSummary summarize_sweep(Store& store, int64_t sweep_id, const VerdictThresholds& t, const std::string& baseline) {
     const std::optional<std::string> spec_text = store.sweep_spec_json(sweep_id);
     if (!spec_text) throw StoreError("sweep " + std::to_string(sweep_id) + " does not exist");
@@ -48,8 +54,13 @@ SweepSummary summarize_sweep(Store& store, int64_t sweep_id, const VerdictThresh
             for (const auto& other : configs)
                 if (!other.at("config").contains(k) || other.at("config").at(k) != v) differing.insert(k);
     std::map<std::string, std::vector<RunOutcome>> by_name;
+    std::map<std::string, int> in_progress;
     for (const SweepRun& r : store.sweep_runs(sweep_id)) {
         RunOutcome o = stored_run_outcome(store, r.run_id, t);
+        if (o.status == run_status_name(RunStatus::running) || o.status == run_status_name(RunStatus::paused)) {
+            ++in_progress[r.config_name];
+            continue;
+        }
         o.seed = r.seed;  // the slot's seed, as the sweep counts them
         by_name[r.config_name].push_back(std::move(o));
     }
@@ -57,6 +68,7 @@ SweepSummary summarize_sweep(Store& store, int64_t sweep_id, const VerdictThresh
     std::string names;
     for (const auto& c : configs) {
         SweepConfigInfo info{c.at("name").get<std::string>(), c.value("preset", std::string()), {}};
+        info.in_progress = in_progress[info.name];
         for (const auto& k : differing)
             if (c.at("config").contains(k)) info.differs[k] = c.at("config").at(k);
         std::vector<RunOutcome> runs = std::move(by_name[info.name]);

@@ -25,6 +25,9 @@ struct SweepConfigInfo {
     // The settings in which this configuration differs from the sweep's
     // others (flat keys, e.g. "correction.is_level"): what tells them apart.
     nlohmann::ordered_json differs = nlohmann::ordered_json::object();
+    // Its runs still being written (running or paused): left out of the
+    // statistics, whose final reward and deltas would read partial runs as ended.
+    int in_progress = 0;
 };
 
 struct SweepSummary {
@@ -33,9 +36,10 @@ struct SweepSummary {
     VerdictThresholds thresholds;
     size_t baseline = 0;                   // index into configs
     std::vector<SweepConfigInfo> configs;  // in the sweep's order
-    std::vector<ConfigSummary> stats;      // parallel to configs; runs by seed, those stored so far
+    std::vector<ConfigSummary> stats;      // parallel to configs; runs by seed, those that have ended
     int runs_expected() const { return (int)configs.size() * seeds; }
-    int runs_stored() const;
+    int runs_stored() const;  // ended: finished, failed, stopped, diverged or interrupted
+    int runs_in_progress() const;
 };
 
 // StoreError for an unknown sweep; std::invalid_argument naming the

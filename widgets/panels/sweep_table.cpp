@@ -370,13 +370,14 @@ void SweepTable::fillTree() {
         return;
     }
     const SweepSummary& s = *summary_;
-    QString info = tr("Sweep %1: %2 configurations \u00d7 %3 seeds \u00d7 %4 steps; %5 of %6 runs stored.")
+    QString info = tr("Sweep %1: %2 configurations \u00d7 %3 seeds \u00d7 %4 steps; %5 of %6 runs ended.")
                        .arg(s.sweep_id)
                        .arg(s.configs.size())
                        .arg(s.seeds)
                        .arg(s.steps)
                        .arg(s.runs_stored())
                        .arg(s.runs_expected());
+    if (s.runs_in_progress() > 0) info += tr(" %n running, not counted until it ends.", nullptr, s.runs_in_progress());
     if (!(thresholds_ == VerdictThresholds{})) info += tr(" Thresholds changed from the defaults.");
     info_->setText(info);
     info_->setToolTip(qs(collapse_rule_text(thresholds_) + "\n" + divergence_rule_text() + "\n" +
@@ -394,7 +395,8 @@ void SweepTable::fillTree() {
         top->setData(ColConfig, kConfigRole, (qulonglong)i);
         top->setIcon(ColConfig, swatch(configColour(i)));
         top->setToolTip(ColConfig, settingsTooltip(c));
-        top->setText(ColRuns, QStringLiteral("%1/%2").arg(n).arg(s.seeds));
+        top->setText(ColRuns, c.in_progress > 0 ? tr("%1/%2 (+%3 running)").arg(n).arg(s.seeds).arg(c.in_progress)
+                                                : QStringLiteral("%1/%2").arg(n).arg(s.seeds));
         top->setText(ColCollapsed, QString::number(st.collapsed));
         if (n > 0 && 2 * st.collapsed >= n) {
             top->setBackground(ColCollapsed, bad.fill);

@@ -55,7 +55,7 @@ public:
     QString spec() const {
         QString h = QStringLiteral(
                         "<h2>Sweep</h2>\n<p>Sweep %1 (spec %2, created %3 UTC): %4 configuration(s) \u00d7 %5 "
-                        "seed(s) \u00d7 %6 steps; %7 of %8 runs stored.</p>\n")
+                        "seed(s) \u00d7 %6 steps; %7 of %8 runs ended.</p>\n")
                         .arg(sum_.sweep_id)
                         .arg(esc(info_.spec_hash), esc(utcTimeText(info_.created)))
                         .arg(sum_.configs.size())

@@ -22,6 +22,7 @@
 
 #include "tests/screenshot.h"
 #include "../sweep_store.h"
+#include "core/store/run_lock.h"
 #include "core/store/sweep_summary.h"
 #include "widgets/data/palette.h"
 #include "widgets/data/run_database.h"
@@ -42,6 +43,7 @@ private slots:
     void cleanupTestCase();
     void rowsMatchTheSummary();
     void thresholdsEditor();
+    void aRunningSeedIsNotCountedAsEnded();
 
 private:
     // Waits for the panel's off-thread summary after a change.
@@ -186,6 +188,50 @@ void SweepTableTest::rowsMatchTheSummary() {
     QEvent leave(QEvent::Leave);
     QApplication::sendEvent(tree->viewport(), &leave);
     QCOMPARE(hovered.last().at(0).toLongLong(), int64_t(0));
+}
+
+// A seed still running was counted as ended: "3/3" and a final reward and
+// delta from its partial series. It shows as running and stays out of the
+// statistics until it ends.
+void SweepTableTest::aRunningSeedIsNotCountedAsEnded() {
+    const std::string path = dir_->filePath("running.sqlite").toStdString();
+    int64_t sweep = 0, live = 0;
+    std::unique_ptr<RunWriterLock> writing;
+    {
+        Store s = Store::open(path);
+        sweep = fx::make_sweep(s, 1, 3);
+        Config c = fx::config_of(1);
+        c.seed = 3;
+        live = s.create_run("default " + fx::kConfigs[1], "default", config_to_json(c).dump(), 3, RunStatus::running,
+                            SweepRun{sweep, 0, fx::kConfigs[1], 3, "[]"});
+        writing = std::make_unique<RunWriterLock>(RunWriterLock::acquire(path, live));
+        StepRecord r;
+        r.step = 0;
+        r.metrics = {{"reward_mean", 0.99}};
+        s.append_step(live, r);
+    }
+    Store check = Store::open(path);
+    const SweepSummary sum = summarize_sweep(check, sweep);
+    QCOMPARE(sum.configs[1].in_progress, 1);
+    QCOMPARE(sum.runs_in_progress(), 1);
+    QCOMPARE((int)sum.stats[1].runs.size(), 2);
+    QCOMPARE(sum.runs_stored(), 5);
+    RunDatabase db;
+    QVERIFY(db.open(QString::fromStdString(path)));
+    SweepTable table;
+    QSignalSpy updated(&table, &SweepTable::updated);
+    table.setDatabase(&db);
+    QVERIFY(settle(table, updated, 0));
+    QCOMPARE(table.tree()->topLevelItem(1)->text(SweepTable::ColRuns), QStringLiteral("2/3 (+1 running)"));
+    QCOMPARE(table.tree()->topLevelItem(1)->text(SweepTable::ColFinal), sweepSpreadText(sum.stats[1].final_reward));
+    // It ends: counted, with its series.
+    writing.reset();
+    {
+        Store w = Store::open(path);
+        w.set_status(live, RunStatus::finished);
+    }
+    QCOMPARE(summarize_sweep(check, sweep).runs_in_progress(), 0);
+    QCOMPARE(summarize_sweep(check, sweep).runs_stored(), 6);
 }
 
 void SweepTableTest::thresholdsEditor() {
