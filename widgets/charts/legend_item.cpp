@@ -22,15 +22,52 @@ constexpr int kMoreInTip = 25;    // names listed in the "+N more" tooltip
 
 QString idLabel(const LegendEntry& entry) { return QStringLiteral("#%1").arg(entry.runId); }
 
-// "#id name" in `width`: the id whole, then the name's last word (what tells
-// a sweep's seeds apart, "seed=5"), then as much of the rest as fits, cut at
-// its end.
-QString idAndName(const LegendEntry& entry, const QFontMetricsF& metrics, double width) {
+// What every entry's name begins and ends with, cut back to a separator
+// ("miles-dense-token-is seeds" and "miles-dense-token-is-mis seeds" share
+// "miles-dense-token-" and " seeds"): what a cut name drops first, as it tells
+// no entry from another. Zeros for fewer than two entries.
+struct Shared {
+    qsizetype prefix = 0, suffix = 0;
+};
+Shared sharedEnds(const std::vector<LegendEntry>& entries) {
+    if (entries.size() < 2) return {};
+    const auto separator = [](QChar c) { return QStringLiteral(" -_=,").contains(c); };
+    QString first = entries.front().name;
+    qsizetype p = first.size(), q = first.size();
+    for (const LegendEntry& e : entries) {
+        qsizetype n = 0;
+        while (n < p && n < e.name.size() && first[n] == e.name[n]) ++n;
+        p = n;
+        qsizetype m = 0;
+        while (m < q && m < e.name.size() && first[first.size() - 1 - m] == e.name[e.name.size() - 1 - m]) ++m;
+        q = m;
+    }
+    while (p > 0 && !separator(first[p - 1])) --p;
+    while (q > 0 && !separator(first[first.size() - q])) --q;
+    for (const LegendEntry& e : entries)
+        if (p + q >= e.name.size()) return {};  // some name is all shared: nothing left to show
+    return {p, q};
+}
+
+// "#id name" in `width`: the id whole; where the names share a start or an
+// end, what lies between (with the shared end where it fits); else the
+// name's last word (what tells a sweep's seeds apart, "seed=5"), then as much
+// of the rest as fits, cut at its end.
+QString idAndName(const LegendEntry& entry, const QFontMetricsF& metrics, double width, Shared shared) {
     const QString id = idLabel(entry) + QLatin1Char(' ');
     if (!entry.nameWithId.startsWith(id)) return metrics.elidedText(entry.nameWithId, Qt::ElideRight, width);
     const QString name = entry.nameWithId.mid(id.size());
     const double room = width - metrics.horizontalAdvance(id);
     if (metrics.horizontalAdvance(name) <= room) return entry.nameWithId;
+    if ((shared.prefix > 0 || shared.suffix > 0) && entry.name == name) {
+        const QString ellipsis(QChar(0x2026));
+        const QString head = shared.prefix > 0 ? ellipsis : QString();
+        const QString core = name.mid(shared.prefix, name.size() - shared.prefix - shared.suffix);
+        for (const QString& tail :
+             {shared.suffix > 0 ? name.right(shared.suffix) : QString(), shared.suffix > 0 ? ellipsis : QString()})
+            if (metrics.horizontalAdvance(head + core + tail) <= room) return id + head + core + tail;
+        return id + metrics.elidedText(head + core, Qt::ElideMiddle, room);
+    }
     const qsizetype space = name.lastIndexOf(QLatin1Char(' '));
     const QString last = name.mid(space + 1);
     const double lastWidth = metrics.horizontalAdvance(QStringLiteral("\u2026 ") + last);
@@ -150,9 +187,11 @@ void LegendItem::grid(double width, int maxRows) {
     }
     const int capacity = columns * maxRows;
     const int shown = n <= capacity ? n : capacity - 1;
+    const Shared shared = sharedEnds(entries_);
     for (int i = 0; i < shown; ++i) {
         const LegendEntry& entry = entries_[i];
-        const QString label = names_ == Names::idsOnly ? idLabel(entry) : idAndName(entry, metrics, column - chrome);
+        const QString label =
+            names_ == Names::idsOnly ? idLabel(entry) : idAndName(entry, metrics, column - chrome, shared);
         const double w = std::min(column - kSpacing, swatch + kGap + metrics.horizontalAdvance(label));
         cells_.push_back({i, QRectF((i % columns) * column, kTopGap + (i / columns) * row, w, row), label});
     }

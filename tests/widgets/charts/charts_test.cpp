@@ -51,6 +51,39 @@ class ChartsTest : public QObject {
 private slots:
     // --- MetricChart ---------------------------------------------------------
 
+    // Names that share a long start were cut at their end, keeping the start
+    // and losing what tells them apart ("#5 miles-de… seeds" twice): the
+    // shared start goes first.
+    void aCutLegendNameKeepsWhatTellsItApart() {
+        const QStringList names = {"miles-dense-baseline seeds", "miles-dense-token-is seeds",
+                                   "miles-dense-token-is-mis seeds", "miles-dense-token-is-mis-bn seeds"};
+        std::vector<LegendEntry> entries;
+        for (int i = 0; i < 12; ++i) {
+            LegendEntry e;
+            e.runId = i + 1;
+            e.colour = Qt::blue;
+            e.name = names[i % 4];
+            e.nameWithId = QStringLiteral("#%1 ").arg(i + 1) + e.name;
+            e.whole = e.nameWithId;
+            entries.push_back(e);
+        }
+        LegendItem legend;
+        legend.setEntries(entries);
+        legend.layOut(900, 2);
+        QCOMPARE(legend.names(), LegendItem::Names::idsFirst);
+        const QStringList labels = legend.labels();
+        QCOMPARE(labels.size(), qsizetype(12));
+        for (int i = 0; i < 12; ++i) {
+            QVERIFY2(labels[i].startsWith(QStringLiteral("#%1 ").arg(i + 1)), qPrintable(labels[i]));
+            QVERIFY2(!labels[i].contains(QStringLiteral("miles-de\u2026")), qPrintable(labels[i]));
+        }
+        // The four configurations read apart, ids aside.
+        QSet<QString> apart;
+        for (int i = 0; i < 4; ++i) apart.insert(labels[i].section(QLatin1Char(' '), 1));
+        QVERIFY2(apart.size() == 4, qPrintable(labels.join(" | ")));
+        QVERIFY2(labels[2].contains(QStringLiteral("is-mis")), qPrintable(labels[2]));
+    }
+
     void logAxisKeepsZerosAndMarksNaN() {
         RunDataStore data;
         const std::vector<double> k3{0, 1e-3, kNaN, 0, 2e-3, kNaN, 5e-4, 0, 1e-3, kInf, 3e-3, 4e-4};
