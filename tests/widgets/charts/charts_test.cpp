@@ -11,6 +11,8 @@
 #include <QLogValueAxis>
 #include <QMenu>
 #include <QScatterSeries>
+#include <QGraphicsScene>
+#include <QPainter>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QPixmap>
@@ -67,9 +69,20 @@ private slots:
             e.whole = e.nameWithId;
             entries.push_back(e);
         }
-        LegendItem legend;
+        QGraphicsScene scene;
+        auto* item = new LegendItem;  // the scene owns it
+        scene.addItem(item);
+        LegendItem& legend = *item;
         legend.setEntries(entries);
-        legend.layOut(900, 2);
+        const double height = legend.layOut(900, 2);
+        if (const QByteArray shots = qgetenv("MLK_SCREENSHOT_DIR"); !shots.isEmpty()) {
+            QImage image(900, int(height) + 4, QImage::Format_ARGB32);
+            image.fill(Qt::white);
+            QPainter painter(&image);
+            scene.render(&painter, QRectF(0, 0, 900, height + 4), QRectF(0, 0, 900, height + 4));
+            painter.end();
+            image.save(QString::fromLocal8Bit(shots) + QStringLiteral("/legend_shared_starts.png"));
+        }
         QCOMPARE(legend.names(), LegendItem::Names::idsFirst);
         const QStringList labels = legend.labels();
         QCOMPARE(labels.size(), qsizetype(12));
