@@ -230,7 +230,6 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
         out.edgePoints += (int)edgePts.size();
 
         bool named = false;
-        const bool showPoints = spec.lines && r.points.size() <= 25;
         for (const auto& seg : segments) {
             if (seg.isEmpty() && named) continue;
             QXYSeries* s;
@@ -242,7 +241,10 @@ RenderedChart render_xy_chart(const ChartSpec& spec, const std::vector<ChartRun>
                 QPen pen(c);
                 pen.setWidthF(smoothed ? 1.0 : 1.8);
                 s->setPen(pen);
-                s->setPointsVisible(showPoints || seg.size() == 1);
+                // As the screen draws it: a line through the points, a dot
+                // only where a point has no neighbour to join.
+                s->setPointsVisible(seg.size() == 1);
+                out.markedPoints += seg.size() == 1 ? 1 : 0;
                 s->setMarkerSize(5);
             } else {
                 auto* sc = new QScatterSeries;

@@ -70,6 +70,7 @@ struct RenderedChart {
     int finitePoints = 0;                                     // points drawn at their value (or at the floor)
     int floorPoints = 0;                                      // of those, values <= 0 drawn at the floor
     int edgePoints = 0;                                       // NaN/Inf drawn as edge markers
+    int markedPoints = 0;  // line charts: points drawn as a dot, as on screen only a point with no neighbour
 };
 
 // Line or scatter chart of several runs with a legend.

@@ -104,6 +104,7 @@ private slots:
     void followsTheScreen();
     void builtModelNamesItsDimensions();
     void numericsAreWhatEachEngineComputes();
+    void pointsAreMarkedAsOnScreen();
     void appVersionIsAColumnOnlyWhenRunsDiffer();
     void machinesAreALineOrATable();
     void perMetricRowsNameRunsByWhatDiffers();
@@ -222,6 +223,21 @@ QStringList ReportTest::summary_values(Store& s, const std::vector<int64_t>& run
             v << QString::fromStdString(value_text(st.mean_last));
         }
     return v;
+}
+
+// The screen draws a run as a line and a dot only where a point has no
+// neighbour; the report marked every point of a run of at most 25.
+void ReportTest::pointsAreMarkedAsOnScreen() {
+    report::ChartSpec spec;
+    spec.size = QSize(400, 200);
+    report::ChartRun shortRun{"short", palette::runColour(1), {}, {}, {}, {}},
+        gappy{"gappy", palette::runColour(2), {}, {}, {}, {}};
+    for (int s = 0; s < 10; ++s) shortRun.points.push_back({(double)s, 0.1 * s});
+    // NaN at steps 1 and 3: steps 0 and 2 stand alone, steps 4-5 a line.
+    for (int s = 0; s < 6; ++s) gappy.points.push_back({(double)s, s == 1 || s == 3 ? kNaN : 0.5});
+    const report::RenderedChart c = report::render_xy_chart(spec, {shortRun, gappy});
+    QCOMPARE(c.markedPoints, 2);
+    QCOMPARE(c.finitePoints, 14);
 }
 
 void ReportTest::chartsKeepNanAndZero() {
