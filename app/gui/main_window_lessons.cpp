@@ -11,6 +11,8 @@
 #include <QTabWidget>
 #include <QTimer>
 
+#include <algorithm>
+
 #include "app/gui/main_window.h"
 #include "app/gui/run_worker.h"
 #include "core/config/lessons.h"
@@ -131,6 +133,14 @@ void MainWindow::runLesson(int index) {
     browser_->refresh();
     browser_->selectRuns(QList<int64_t>(lessonRuns_.begin(), lessonRuns_.end()));
     charts_->setVisibleRuns(lessonRuns_);
+    // A longer finished run stands in for a lesson's: the charts show the
+    // lesson's steps, which its text describes, not what came after them.
+    int lessonSteps = 0;
+    for (const LessonRun& r : l.runs) lessonSteps = std::max(lessonSteps, r.steps);
+    bool longer = false;
+    for (qint64 id : lessonRuns_)
+        if (const std::optional<RunInfo> info = db_->runInfo(id); info && info->steps > lessonSteps) longer = true;
+    if (longer && lessonSteps > 0) charts_->setSharedXRange(0, lessonSteps - 1);
     QString status = refused ? tr("Loaded %1 finished runs of this lesson; the others need a database you can "
                                   "write: this one is read-only for you.")
                                    .arg(loaded)
@@ -138,6 +148,7 @@ void MainWindow::runLesson(int index) {
                                     : tr("Queued %1 runs").arg(jobs.size());
     if (!jobs.empty() && loaded) status += tr(", loaded %1 finished").arg(loaded);
     if (!jobs.empty() && waiting) status += tr(" (after %1 already queued or running)").arg(waiting);
+    if (longer) status += tr("; the charts show the lesson's %1 steps of the longer runs loaded").arg(lessonSteps);
     if (!jobs.empty())
         status += tr(". A configuration's first run warms up its base policy once (seconds to a minute).");
     lessons_->setStatus(status);

@@ -208,6 +208,37 @@ private slots:
         QVERIFY2(w.lessonsPanel()->status().contains("Loaded 2"), qPrintable(w.lessonsPanel()->status()));
     }
 
+    void aLongerRunLoadedForALessonIsShownToTheLessonsSteps() {
+        // Lesson 1's runs stored with 30 steps (a CLI run of the same
+        // configuration, longer): loaded, and the charts show the first 20.
+        const QString db = dir_.path() + "/longer.sqlite";
+        {
+            Store store = Store::open(db.toStdString());
+            for (const LessonRun& r : lessons()[0].runs) {
+                Config c = lesson_run_config(r);
+                c.rl.steps = 30;
+                const int64_t id = store.create_run(r.preset, r.preset, config_to_json(c).dump(), uint64_t(c.seed),
+                                                    RunStatus::finished);
+                for (int k = 0; k < 30; ++k) {
+                    StepRecord rec;
+                    rec.step = k;
+                    rec.metrics = {{"k3_kl", k < 20 ? 1e-11 : 1e-6}};
+                    store.append_step(id, rec);
+                }
+            }
+        }
+        MainWindow w(db);
+        w.show();
+        w.runLesson(0);
+        QCOMPARE(w.worker()->queued(), 0);
+        const std::optional<XRange> shown = w.charts()->sharedXRange();
+        QVERIFY(shown.has_value());
+        QCOMPARE(shown->lo, 0.0);
+        QCOMPARE(shown->hi, double(lessons()[0].runs[0].steps - 1));
+        QVERIFY2(w.lessonsPanel()->status().contains("the charts show the lesson's 20 steps"),
+                 qPrintable(w.lessonsPanel()->status()));
+    }
+
     void everyLessonRunsToItsFirstStep_data() {
         QTest::addColumn<int>("lesson");
         for (size_t i = 0; i < lessons().size(); ++i) QTest::newRow(lessons()[i].id.c_str()) << int(i);
