@@ -104,10 +104,40 @@ QString ChartTracker::describe(const Nearest& nearest) const {
         where += QObject::tr(" at %1 s")
                      .arg(trace.elapsed[nearest.index], 0, 'f', trace.elapsed[nearest.index] < 100 ? 2 : 0);
     return QObject::tr(
-               "<b>%1</b><br>%2<br>raw: %3<br>smoothed: %4<br><span style='color:%5'>right-click to drill down"
+               "<b>%1</b><br>%2<br>raw: %3<br>smoothed: %4%5<br><span style='color:%6'>right-click to drill down"
                "</span>")
         .arg(trace.name.toHtmlEscaped(), where, rawText,
-             std::isfinite(raw) ? formatValue(smoothed) : QObject::tr("n/a"), palette::secondaryText().name());
+             std::isfinite(raw) ? formatValue(smoothed) : QObject::tr("n/a"),
+             othersAtStep(trace, trace.cursor.data.steps[nearest.index]), palette::secondaryText().name());
+}
+
+// Every other shown run's raw value at the same step, largest first (NaN
+// last), as TensorBoard's and W&B's hover list every run at the x under the
+// mouse; "" with no other run at that step.
+QString ChartTracker::othersAtStep(const Trace& nearest, double step) const {
+    struct Row {
+        double value;
+        QString html;
+    };
+    std::vector<Row> rows;
+    for (const auto& [id, trace] : traces_.traces()) {
+        if (&trace == &nearest || !traces_.isShown(trace)) continue;
+        const auto& steps = trace.cursor.data.steps;
+        const auto it = std::lower_bound(steps.begin(), steps.end(), step);
+        if (it == steps.end() || *it != step) continue;
+        const double v = trace.cursor.data.values[static_cast<std::size_t>(it - steps.begin())];
+        rows.push_back({v, QStringLiteral("<span style='color:%1'>\u25a0</span> %2: %3")
+                               .arg(trace.colour.name(), trace.name.toHtmlEscaped(), formatValue(v))});
+    }
+    if (rows.empty()) return {};
+    std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+        return std::isnan(b.value) ? !std::isnan(a.value) : a.value > b.value;
+    });
+    constexpr std::size_t kListed = 12;
+    QString html = QObject::tr("<br><b>other runs at this step</b> (raw)");
+    for (std::size_t i = 0; i < rows.size() && i < kListed; ++i) html += QStringLiteral("<br>") + rows[i].html;
+    if (rows.size() > kListed) html += QObject::tr("<br>\u2026 and %1 more").arg(rows.size() - kListed);
+    return html;
 }
 
 std::vector<RunStep> ChartTracker::runStepsAt(const QPoint& viewPos) const {

@@ -54,6 +54,7 @@ private:
     };
     std::optional<Nearest> nearest(const QPoint& viewPos) const;
     QString describe(const Nearest& nearest) const;
+    QString othersAtStep(const Trace& nearest, double step) const;
 
     QChartView* view_;
     const ChartTraces& traces_;

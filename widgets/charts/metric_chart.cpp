@@ -553,6 +553,12 @@ bool MetricChart::viewportEvent(QEvent* event) {
             QToolTip::showText(help->globalPos(), metricToolTip(metric_), viewport());
             return true;
         }
+        // Over a point the hover read-out stays while the mouse does: the
+        // scene, with no item tip there, would hide it after a second.
+        if (tracker_->shown()) {
+            tracker_->show(help->pos());
+            return true;
+        }
     }
     return QChartView::viewportEvent(event);
 }

@@ -13,7 +13,9 @@
 #include <QScatterSeries>
 #include <QGraphicsScene>
 #include <QPainter>
+#include <QHelpEvent>
 #include <QSignalSpy>
+#include <QToolTip>
 #include <QTemporaryDir>
 #include <QPixmap>
 #include <QTest>
@@ -270,6 +272,42 @@ private slots:
         QEvent leave(QEvent::Leave);
         QApplication::sendEvent(chart.viewport(), &leave);
         QVERIFY(!chart.hoverMarkerShown());
+    }
+
+    // The read-out lists every run at the step under the mouse, as
+    // TensorBoard and W&B do, and stays while the mouse stays: the view's
+    // own tooltip event hid it after about a second.
+    void hoverListsEveryRunAtTheStepAndStays() {
+        RunDataStore data;
+        feed(data, 1, "reward_mean", {0.1, 0.2, 0.3, 0.4});
+        feed(data, 2, "reward_mean", {0.5, 0.6, 0.7, 0.8});
+        feed(data, 3, "reward_mean", {0.9, 0.1, 0.05});  // shorter: no step 3
+        feed(data, 4, "reward_mean", {0.3, 0.3, 0.3, 0.35});
+        MetricChart chart(&data, QStringLiteral("reward_mean"));
+        showAndSettle(chart, QSize(700, 400));
+        chart.redrawNow();
+        const QPoint at = chart.mapFromScene(chart.toScene(3, 0.8));
+        const QString text = chart.hoverTextAt(at);
+        QVERIFY2(text.contains(QStringLiteral("run-2")) && text.contains(QStringLiteral("raw: 0.8")), qPrintable(text));
+        const qsizetype others = text.indexOf(QStringLiteral("other runs at this step"));
+        QVERIFY2(others > 0, qPrintable(text));
+        const qsizetype r4 = text.indexOf(QStringLiteral("run-4: 0.35")),
+                        r1 = text.indexOf(QStringLiteral("run-1: 0.4"));
+        QVERIFY2(r4 > others && r1 > others, qPrintable(text));
+        QVERIFY2(r1 < r4, qPrintable(text));                                   // largest first
+        QVERIFY2(!text.contains(QStringLiteral("run-3:")), qPrintable(text));  // no value at step 3
+        // The mouse rests on the point: the view's tooltip event keeps the read-out.
+        QTest::mouseMove(chart.viewport(), at);
+        QTRY_VERIFY_WITH_TIMEOUT(chart.hoverMarkerShown(), kEventDeadlineMs);
+        QHelpEvent tip(QEvent::ToolTip, at, chart.viewport()->mapToGlobal(at));
+        QApplication::sendEvent(chart.viewport(), &tip);
+        QVERIFY(chart.hoverMarkerShown());
+        QTRY_VERIFY_WITH_TIMEOUT(QToolTip::isVisible(), kEventDeadlineMs);
+        QVERIFY2(QToolTip::text().contains(QStringLiteral("other runs at this step")), qPrintable(QToolTip::text()));
+        if (const QByteArray shots = qgetenv("MLK_SCREENSHOT_DIR"); !shots.isEmpty())
+            for (QWidget* w : QApplication::topLevelWidgets())
+                if (w->inherits("QTipLabel") && w->isVisible())
+                    w->grab().save(QString::fromLocal8Bit(shots) + QStringLiteral("/hover_every_run.png"));
     }
 
     void saveWritesPngAndSvg() {
