@@ -30,6 +30,9 @@ void MainWindow::buildSweepsDock() {
     resizeDocks({runsDock_}, {kRunsDockHeight}, Qt::Vertical);
     connect(sweeps_, &SweepTable::runHovered, charts_, [this](int64_t id) { charts_->setEmphasis(id); });
     connect(sweeps_, &SweepTable::showRunsRequested, this, [this](const QList<int64_t>& ids) {
+        // The run list selects what the charts show, so its tab, the metric
+        // summary and the charts name the same runs.
+        browser_->selectRuns(ids);
         charts_->setGroupSeeds(true);
         charts_->setVisibleRuns(QList<qint64>(ids.begin(), ids.end()));
         centre_->setCurrentWidget(charts_);

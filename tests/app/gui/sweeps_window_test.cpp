@@ -2,6 +2,7 @@
 // choosing a configuration overlays its runs on the charts as one seed band,
 // and the sweep report exported from the window follows the screen.
 // MLK_SCREENSHOT_DIR keeps window-sweeps.png.
+#include <algorithm>
 #include <cmath>
 
 #include <QApplication>
@@ -22,6 +23,7 @@
 #include "tests/screenshot.h"
 #include "tests/widgets/sweep_store.h"
 #include "widgets/charts/chart_grid.h"
+#include "widgets/panels/run_browser.h"
 #include "widgets/panels/sweep_table.h"
 #include "tests/event_deadline.h"
 
@@ -63,6 +65,13 @@ private slots:
         row->setExpanded(true);
         row->setSelected(true);
         QVERIFY(w.charts()->groupSeeds());
+        // The run list and its metric summary follow what the charts show.
+        QList<int64_t> seeds;
+        for (const RunOutcome& o : table->summary()->stats[0].runs) seeds << o.run_id;
+        std::sort(seeds.begin(), seeds.end());
+        QList<int64_t> selected = w.runBrowser()->selectedRunIds();
+        std::sort(selected.begin(), selected.end());
+        QCOMPARE(selected, seeds);
         QTest::qWait(300);
         QVERIFY(mlk::testing_shots::save(&w, "window-sweeps"));
 
