@@ -402,7 +402,7 @@ void MainWindow::enqueueRun() {
     const Config base = find_preset(preset) ? preset_config(preset) : Config{};
     job.name = QString::fromStdString(default_run_name(preset, base, job.config));
     worker_->enqueue(job);
-    QSettings().setValue("lastConfig", form_->toJson());
+    rememberConfig();
     if (busy_) showStatus(tr("Queued: %1").arg(job.name), 4000);
 }
 
@@ -529,7 +529,10 @@ void MainWindow::restoreSettings() {
             move(avail.topLeft());
         }
     }
-    const QString last = s.value("lastConfig").toString();
+    // The preset first, so a configuration modified from it is named by it
+    // again ("production-moe-deep + 1 modification", not "default + 4").
+    const QString last = s.value("lastConfig").toString(), lastPreset = s.value("lastPreset").toString();
+    if (!last.isEmpty() && !lastPreset.isEmpty() && find_preset(lastPreset.toStdString())) form_->setPreset(lastPreset);
     QString err;
     if (!last.isEmpty() && !form_->fromJson(last, &err))
         showStatus(tr("The last configuration could not be restored: %1").arg(err), 8000);
@@ -548,11 +551,17 @@ void MainWindow::restoreSettings() {
     rebuildRecentMenu();
 }
 
+void MainWindow::rememberConfig() {
+    QSettings s;
+    s.setValue("lastConfig", form_->toJson());
+    s.setValue("lastPreset", form_->presetName());
+}
+
 void MainWindow::saveSettings() {
     QSettings s;
     s.setValue("geometry", saveGeometry());
     s.setValue("windowState", saveState());
-    s.setValue("lastConfig", form_->toJson());
+    rememberConfig();
     QStringList metrics;
     for (auto* c : charts_->charts()) metrics << c->metric();
     s.setValue("extraCharts", metrics);

@@ -143,6 +143,8 @@ private:
     std::optional<qint64> finishedRunLike(const Config& cfg) const;
     void restoreSettings();
     void saveSettings();
+    // The form's configuration and the preset it came from, restored at the next start.
+    void rememberConfig();
     void addRecent(const QString& path);
     void rebuildRecentMenu();
     void exportSelected(const QString& format);

@@ -25,7 +25,7 @@ int MainWindow::enqueueSweep(const SweepSpec& spec, const std::vector<SweepConfi
     if (refuseReadOnly()) return 0;
     const std::vector<RunJob> jobs = sweepJobs(spec, configs);
     for (const RunJob& job : jobs) worker_->enqueue(job);
-    QSettings().setValue("lastConfig", form_->toJson());
+    rememberConfig();
     showStatus(tr("Queued a sweep: %1 configurations \u00D7 %2 seeds = %3 runs")
                    .arg(configs.size())
                    .arg(spec.seeds)

@@ -588,6 +588,28 @@ private slots:
         w.close();
     }
 
+    // The last configuration came back as "default + 4 modifications": the
+    // preset it was modified from is named again after a restart.
+    void theLastConfigurationComesBackWithItsPreset() {
+        QTemporaryDir d;
+        Config modified;
+        {
+            MainWindow w(d.path() + "/last.sqlite");
+            QVERIFY(w.configForm()->setPreset(QStringLiteral("production-moe-deep")));
+            modified = w.configForm()->config();
+            modified.rl.steps = 7;
+            w.configForm()->setConfig(modified);
+            w.close();  // saves the settings
+        }
+        MainWindow w(d.path() + "/last.sqlite");
+        QCOMPARE(w.configForm()->presetName(), QStringLiteral("production-moe-deep"));
+        QVERIFY(w.configForm()->config() == modified);
+        QVERIFY(w.configForm()->modifiedFromPreset());
+        // Leave the defaults for the tests after this one.
+        QVERIFY(w.configForm()->setPreset(QStringLiteral("default")));
+        w.close();
+    }
+
     void malformedPastedJsonKeepsTheConfiguration() {
         QTemporaryDir d;
         MainWindow w(d.path() + "/paste.sqlite");
