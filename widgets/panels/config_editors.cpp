@@ -20,6 +20,7 @@
 #include "core/engines/numerics.h"
 #include "widgets/data/palette.h"
 #include "widgets/data/qt_text.h"
+#include "widgets/panels/bounded_spin_box.h"
 
 namespace mlk::config_editors {
 
@@ -103,7 +104,7 @@ QWidget* make(const ConfigKey& k, QObject* context, std::function<void()> edited
         }
         case ValueType::integer:
             if (k.min >= INT_MIN && k.max <= INT_MAX) {
-                auto* sb = new QSpinBox;
+                auto* sb = new BoundedSpinBox(qs(k.label));
                 sb->setRange(static_cast<int>(k.min), static_cast<int>(k.max));
                 sb->setAccelerated(true);
                 const QString zero = zeroMeaning(k.description);

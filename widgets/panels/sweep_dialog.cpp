@@ -18,6 +18,7 @@
 #include "core/config/presets.h"
 #include "widgets/data/palette.h"
 #include "widgets/data/qt_text.h"
+#include "widgets/panels/bounded_spin_box.h"
 
 namespace mlk {
 
@@ -85,7 +86,7 @@ SweepDialog::SweepDialog(const Config& base, const QString& preset, QWidget* par
     outer->addWidget(settings_);
 
     auto* form = new QFormLayout;
-    seeds_ = new QSpinBox(this);
+    seeds_ = new BoundedSpinBox(tr("Seeds"), this);
     seeds_->setObjectName(QStringLiteral("sweepSeeds"));
     seeds_->setRange(1, kMaxSweepSeeds);
     seeds_->setValue(kDefaultSeeds);

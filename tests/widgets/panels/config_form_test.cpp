@@ -21,6 +21,7 @@
 #include "core/config/presets.h"
 #include "core/rl/footprint.h"
 #include "tests/screenshot.h"
+#include "widgets/panels/bounded_spin_box.h"
 #include "widgets/panels/config_form.h"
 
 using namespace mlk;
@@ -92,6 +93,7 @@ private slots:
     void invalidCombinationMarksBothControls();
     void deviceThisMachineLacksBlocksStart();
     void aSettingTheProfileOverridesIsInvalid();
+    void aNumberBeyondItsRangeSaysTheLimit();
     void warningsMarkKeys();
     void ineffectiveKeysAreGreyedWithTheReason();
     void presetPickerLoadsPreset();
@@ -398,6 +400,33 @@ void ConfigFormTest::aSettingTheProfileOverridesIsInvalid() {
     matmul->setCurrentIndex(matmul->findData(QStringLiteral("fp8_e4m3")));
     QVERIFY(form.isValid());
     QCOMPARE(form.config().rollout.matmul_dtype, PointDtype::fp8_e4m3);
+}
+
+// Typing 999999 into Layers left "9" and "Configuration valid", with no
+// word of the maximum: the number stays as typed until editing ends, then
+// goes to the maximum, and the box says why.
+void ConfigFormTest::aNumberBeyondItsRangeSaysTheLimit() {
+    ConfigForm form;
+    form.setConfig(Config{});
+    auto* layers = qobject_cast<BoundedSpinBox*>(form.editor("model.num_layers"));
+    QVERIFY(layers);
+    QSignalSpy clamped(layers, &BoundedSpinBox::clamped);
+    layers->selectAll();
+    QTest::keyClicks(layers, QStringLiteral("999999"));
+    QCOMPARE(layers->text(), QStringLiteral("999999"));  // kept as typed while editing
+    QTest::keyClick(layers, Qt::Key_Return);
+    QCOMPARE(layers->value(), layers->maximum());
+    QCOMPARE(clamped.count(), 1);
+    QVERIFY2(layers->lastClamp().contains(QStringLiteral("999999 is above the maximum %1").arg(layers->maximum())),
+             qPrintable(layers->lastClamp()));
+    QCOMPARE(form.config().model.num_layers, layers->maximum());
+    // A number in range says nothing.
+    layers->selectAll();
+    QTest::keyClicks(layers, QStringLiteral("3"));
+    QTest::keyClick(layers, Qt::Key_Return);
+    QCOMPARE(layers->value(), 3);
+    QCOMPARE(clamped.count(), 1);
+    QVERIFY(layers->lastClamp().isEmpty());
 }
 
 void ConfigFormTest::warningsMarkKeys() {

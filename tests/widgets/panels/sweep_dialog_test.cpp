@@ -13,6 +13,7 @@
 
 #include "core/config/presets.h"
 #include "tests/screenshot.h"
+#include "widgets/panels/bounded_spin_box.h"
 #include "widgets/panels/sweep_dialog.h"
 
 using namespace mlk;
@@ -74,6 +75,23 @@ private slots:
         typeFirstRow(d, "optim.lr", "0.001,0.001");
         QVERIFY(d.errorText().contains("twice"));
         QVERIFY(!d.acceptable());
+    }
+
+    // Seeds = 0 showed 0 while the summary counted the previous 3: the
+    // number typed goes to the minimum when editing ends, and the box says so.
+    void seedsBelowTheMinimumSayTheLimitAndTheSummaryAgrees() {
+        SweepDialog d(preset_config("default"), "default");
+        d.show();
+        d.addSetting("optim.lr", "0.001,0.002");
+        auto* seeds = d.findChild<BoundedSpinBox*>("sweepSeeds");
+        QVERIFY(seeds);
+        seeds->selectAll();
+        QTest::keyClicks(seeds, QStringLiteral("0"));
+        QTest::keyClick(seeds, Qt::Key_Return);
+        QCOMPARE(seeds->value(), 1);
+        QVERIFY2(seeds->lastClamp().contains(QStringLiteral("Seeds: 0 is below the minimum 1")),
+                 qPrintable(seeds->lastClamp()));
+        QCOMPARE(d.findChild<QLabel*>("sweepSummary")->text(), QString("2 configurations \u00D7 1 seed = 2 runs"));
     }
 
     void validGridShowsItsSizeAndExpandsAsTheCliDoes() {
