@@ -69,6 +69,23 @@ EngineNumerics profile_points(NumericsProfile p, Dtype precision) {
     return EngineNumerics::simple(precision);
 }
 
+// The fp8 settings are auto, then the kernel's enumeration in its order:
+// one cast each way, and the settings' name table names both.
+static_assert(int(Fp8ScalePoint::fp32) == int(Fp8Scale::fp32) + 1 &&
+              int(Fp8ScalePoint::pow2) == int(Fp8Scale::pow2) + 1);
+static_assert(int(Fp8GranularityPoint::tensor) == int(Fp8Granularity::tensor) + 1 &&
+              int(Fp8GranularityPoint::channel) == int(Fp8Granularity::channel) + 1 &&
+              int(Fp8GranularityPoint::block) == int(Fp8Granularity::block) + 1);
+template <class Kernel, class Point>
+Kernel kernel_of(Point p) {
+    return static_cast<Kernel>(static_cast<int>(p) - 1);
+}
+std::string name_of(Fp8Scale s) { return std::string(enum_name(static_cast<Fp8ScalePoint>(int(s) + 1))); }
+std::string name_of(Fp8Granularity g) { return std::string(enum_name(static_cast<Fp8GranularityPoint>(int(g) + 1))); }
+std::string softmax_name(bool eager) {
+    return std::string(enum_name(eager ? SoftmaxPoint::eager : SoftmaxPoint::online));
+}
+
 Dtype point(PointDtype d, Dtype from_profile) {
     switch (d) {
         case PointDtype::auto_: return from_profile;
@@ -94,12 +111,9 @@ EngineNumerics resolve(const RoundingPoints& r, Dtype precision, const PointDtyp
     n.rope = point(r.rope_dtype, n.rope);
     n.rope_cache = point(r.rope_cache_dtype, n.rope_cache);
     if (r.attn_softmax != SoftmaxPoint::auto_) n.eager_softmax = r.attn_softmax == SoftmaxPoint::eager;
-    if (r.fp8_scale != Fp8ScalePoint::auto_)
-        n.fp8_scale = r.fp8_scale == Fp8ScalePoint::pow2 ? Fp8Scale::pow2 : Fp8Scale::fp32;
+    if (r.fp8_scale != Fp8ScalePoint::auto_) n.fp8_scale = kernel_of<Fp8Scale>(r.fp8_scale);
     if (r.fp8_granularity != Fp8GranularityPoint::auto_)
-        n.fp8_granularity = r.fp8_granularity == Fp8GranularityPoint::tensor  ? Fp8Granularity::tensor
-                            : r.fp8_granularity == Fp8GranularityPoint::block ? Fp8Granularity::block
-                                                                              : Fp8Granularity::channel;
+        n.fp8_granularity = kernel_of<Fp8Granularity>(r.fp8_granularity);
     n.kv_cache = kv ? point(*kv, n.activations()) : n.activations();
     // A cache that holds every key and value exactly stores them unchanged:
     // the activations' own precision, fp32, or fp16 for bf16 values (fp16
@@ -139,15 +153,9 @@ const std::vector<PointKey>& point_keys() {
         {"silu_dtype", d(&EngineNumerics::silu)},
         {"rope_dtype", d(&EngineNumerics::rope)},
         {"rope_cache_dtype", d(&EngineNumerics::rope_cache)},
-        {"attn_softmax", [](const EngineNumerics& n) { return std::string(n.eager_softmax ? "eager" : "online"); }},
-        {"fp8_scale",
-         [](const EngineNumerics& n) { return std::string(n.fp8_scale == Fp8Scale::pow2 ? "pow2" : "fp32"); }},
-        {"fp8_granularity",
-         [](const EngineNumerics& n) {
-             return std::string(n.fp8_granularity == Fp8Granularity::tensor  ? "tensor"
-                                : n.fp8_granularity == Fp8Granularity::block ? "block"
-                                                                             : "channel");
-         }},
+        {"attn_softmax", [](const EngineNumerics& n) { return softmax_name(n.eager_softmax); }},
+        {"fp8_scale", [](const EngineNumerics& n) { return name_of(n.fp8_scale); }},
+        {"fp8_granularity", [](const EngineNumerics& n) { return name_of(n.fp8_granularity); }},
         {"kv_cache_dtype", d(&EngineNumerics::kv_cache)},
     };
     return keys;
@@ -185,11 +193,11 @@ std::string numerics_text(const EngineNumerics& n, bool with_kv_cache) {
     auto d = [](Dtype x) { return std::string(dtype_name(x)); };
     std::string s = "matmul " + d(n.matmul) + ", residual " + d(n.residual) + ", norm " + d(n.norm) + ", SiLU " +
                     d(n.silu) + ", RoPE cache " + d(n.rope_cache) + ", RoPE " + d(n.rope) + ", softmax " +
-                    (n.eager_softmax ? "eager" : "online") + ", P " + d(n.attn_probs) + ", stats " + d(n.stats) +
-                    ", LM head " + d(n.lm_head);
+                    softmax_name(n.eager_softmax) + ", P " + d(n.attn_probs) + ", stats " + d(n.stats) + ", LM head " +
+                    d(n.lm_head);
     if (with_kv_cache) s += ", KV " + d(n.kv_cache);
     if (is_fp8(n.matmul) || (with_kv_cache && is_fp8(n.kv_cache))) {
-        s += std::string(", fp8 scales ") + (n.fp8_scale == Fp8Scale::pow2 ? "pow2" : "fp32");
+        s += ", fp8 scales " + name_of(n.fp8_scale);
         if (is_fp8(n.matmul))
             s += std::string(" per ") + (n.fp8_granularity == Fp8Granularity::tensor  ? "tensor"
                                          : n.fp8_granularity == Fp8Granularity::block ? "128-block"

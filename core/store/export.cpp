@@ -48,14 +48,15 @@ std::string csv_quote(const std::string& s) {
 }  // namespace
 
 std::string export_csv(Store& store, const std::vector<int64_t>& run_ids) {
-    for (int64_t id : run_ids) info_or_throw(store, id);
+    std::vector<RunInfo> infos;  // every run checked before anything is written
+    for (int64_t id : run_ids) infos.push_back(info_or_throw(store, id));
     const std::vector<std::string> cols = export_columns(store, run_ids);
     const bool many = run_ids.size() > 1;
     std::string out = many ? "run_id,run_name,step,time,elapsed_s" : "step,time,elapsed_s";
     for (const auto& c : cols) out += "," + csv_quote(c);
     out += "\n";
-    for (int64_t id : run_ids) {
-        const RunInfo info = info_or_throw(store, id);
+    for (const RunInfo& info : infos) {
+        const int64_t id = info.id;
         const double created = seconds_from_iso(info.created);
         MetricTable t = store.all_metrics(id);
         std::vector<int> at(cols.size(), -1);

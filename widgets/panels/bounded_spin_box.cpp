@@ -3,16 +3,27 @@
 #include <QLineEdit>
 #include <QToolTip>
 
+#include <optional>
+
 namespace mlk {
 
+namespace {
+
+// The box's text as a whole number, if it is one.
+std::optional<qint64> wholeNumber(const QString& text) {
+    bool ok = false;
+    const qint64 v = text.trimmed().toLongLong(&ok);
+    return ok ? std::optional<qint64>(v) : std::nullopt;
+}
+
+}  // namespace
+
 BoundedSpinBox::BoundedSpinBox(const QString& what, QWidget* parent) : QSpinBox(parent), what_(what) {
-    setCorrectionMode(QAbstractSpinBox::CorrectToNearestValue);
     // Before the spin box corrects the text at the end of an edit: what was typed.
     connect(lineEdit(), &QLineEdit::textEdited, this, [this](const QString& text) {
-        bool ok = false;
-        const qint64 v = text.trimmed().toLongLong(&ok);
-        outside_ = ok && (v < minimum() || v > maximum());
-        typed_ = v;
+        const std::optional<qint64> v = wholeNumber(text);
+        outside_ = v && (*v < minimum() || *v > maximum());
+        typed_ = v.value_or(0);
         if (!outside_) lastClamp_.clear();
     });
     connect(this, &QAbstractSpinBox::editingFinished, this, [this] { noteClamp(); });
@@ -22,16 +33,13 @@ QValidator::State BoundedSpinBox::validate(QString& text, int& pos) const {
     const QValidator::State state = QSpinBox::validate(text, pos);
     if (state == QValidator::Acceptable) return state;
     // A whole number out of range stays as typed; editing's end corrects it.
-    bool ok = false;
-    text.trimmed().toLongLong(&ok);
-    return ok ? QValidator::Intermediate : state;
+    return wholeNumber(text) ? QValidator::Intermediate : state;
 }
 
 void BoundedSpinBox::fixup(QString& input) const {
-    bool ok = false;
-    const qint64 v = input.trimmed().toLongLong(&ok);
-    if (ok && v > maximum()) input = textFromValue(maximum());
-    else if (ok && v < minimum()) input = textFromValue(minimum());
+    const std::optional<qint64> v = wholeNumber(input);
+    if (v && *v > maximum()) input = textFromValue(maximum());
+    else if (v && *v < minimum()) input = textFromValue(minimum());
     else QSpinBox::fixup(input);
 }
 

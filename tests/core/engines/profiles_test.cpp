@@ -19,8 +19,6 @@
 namespace mlk {
 namespace {
 
-std::vector<float> random_params(const ModelConfig& cfg, uint64_t seed) { return testdata::model_params(cfg, seed); }
-
 // What an engine computes under some numerics, as bits: the rollout's
 // sampled tokens and log-probs, or the trainer's log-probs on fixed tokens.
 // A large batch for points whose effect is rare at this size: an fp32
@@ -30,7 +28,7 @@ class Bits {
 public:
     Bits(int prompts, int new_tokens)
         : cfg_(model_preset("dense-tiny")),
-          params_(random_params(cfg_, 42)),
+          params_(testdata::model_params(cfg_, 42)),
           prompts_(prompts),
           new_tokens_(new_tokens) {
         // Norm weights away from their initial 1, so rounding x/rms before
