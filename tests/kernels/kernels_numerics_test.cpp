@@ -292,7 +292,7 @@ TEST(KernelsNumerics, AttentionProbsAndNormaliserAreRoundedWhereTheProfileSaysSo
 // silu, rope, eager_softmax): every CPU ISA path and both families equal a
 // scalar reference written here, and a bf16 point changes the bits of the
 // default (fp32 point) on random data, whose bits equal the same reference
-// with the point at fp32 (today's expression).
+// with the point at fp32 (each expression rounded once).
 namespace {
 
 size_t count_differ(const std::vector<float>& a, const std::vector<float>& b) {
