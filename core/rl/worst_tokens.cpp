@@ -38,11 +38,17 @@ namespace {
 
 RoundingPointNames rounding_points(const EngineNumerics& n, bool with_kv) {
     const auto name = [](Dtype d) { return std::string(dtype_name(d)); };
-    RoundingPointNames p{name(n.matmul), name(n.residual), name(n.attn_probs),
-                         name(n.stats),  name(n.lm_head),  with_kv ? name(n.kv_cache) : std::string()};
-    p.norm = name(n.norm), p.silu = name(n.silu), p.rope_cache = name(n.rope_cache), p.rope = name(n.rope);
-    p.softmax = n.eager_softmax ? "eager" : "online";
-    return p;
+    return {.matmul = name(n.matmul),
+            .residual = name(n.residual),
+            .attn_probs = name(n.attn_probs),
+            .stats = name(n.stats),
+            .lm_head = name(n.lm_head),
+            .kv_cache = with_kv ? name(n.kv_cache) : std::string(),
+            .norm = name(n.norm),
+            .silu = name(n.silu),
+            .rope_cache = name(n.rope_cache),
+            .rope = name(n.rope),
+            .softmax = n.eager_softmax ? "eager" : "online"};
 }
 
 }  // namespace
@@ -135,19 +141,30 @@ std::vector<TokenAlternative> alts_of(const json& j) {
     return o;
 }
 
+// Each rounding point's JSON key and field, written and read alike; the KV
+// cache is written only for the rollout, which has one.
+constexpr std::pair<const char*, std::string RoundingPointNames::*> kPointFields[] = {
+    {"matmul", &RoundingPointNames::matmul},
+    {"residual", &RoundingPointNames::residual},
+    {"attn_probs", &RoundingPointNames::attn_probs},
+    {"stats", &RoundingPointNames::stats},
+    {"lm_head", &RoundingPointNames::lm_head},
+    {"kv_cache", &RoundingPointNames::kv_cache},
+    {"norm", &RoundingPointNames::norm},
+    {"silu", &RoundingPointNames::silu},
+    {"rope_cache", &RoundingPointNames::rope_cache},
+    {"rope", &RoundingPointNames::rope},
+    {"softmax", &RoundingPointNames::softmax}};
+
 json points_json(const RoundingPointNames& p) {
-    json o = {{"matmul", p.matmul},  {"residual", p.residual},     {"attn_probs", p.attn_probs},
-              {"stats", p.stats},    {"lm_head", p.lm_head},       {"norm", p.norm},
-              {"silu", p.silu},      {"rope_cache", p.rope_cache}, {"rope", p.rope},
-              {"softmax", p.softmax}};
-    if (!p.kv_cache.empty()) o["kv_cache"] = p.kv_cache;
+    json o = json::object();
+    for (const auto& [key, field] : kPointFields)
+        if (field != &RoundingPointNames::kv_cache || !p.kv_cache.empty()) o[key] = p.*field;
     return o;
 }
 RoundingPointNames points_of(const json& j) {
-    RoundingPointNames p{j.value("matmul", ""), j.value("residual", ""), j.value("attn_probs", ""),
-                         j.value("stats", ""),  j.value("lm_head", ""),  j.value("kv_cache", "")};
-    p.norm = j.value("norm", ""), p.silu = j.value("silu", ""), p.rope_cache = j.value("rope_cache", "");
-    p.rope = j.value("rope", ""), p.softmax = j.value("softmax", "");
+    RoundingPointNames p;
+    for (const auto& [key, field] : kPointFields) p.*field = j.value(key, "");
     return p;
 }
 
