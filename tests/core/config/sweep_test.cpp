@@ -89,7 +89,9 @@ TEST(Sweep, RunNamesTellEverySlotApart) {
             const std::string name = sweep_run_name(c, seed);
             EXPECT_TRUE(names.insert(name).second) << name;
             EXPECT_EQ(name.rfind(c.name, 0), 0u) << name;  // the configuration's name, as the summary shows it
-            if (seed != 1) EXPECT_TRUE(name.ends_with(" seed=" + std::to_string(seed))) << name;
+            if (seed != 1) {
+                EXPECT_TRUE(name.ends_with(" seed=" + std::to_string(seed))) << name;
+            }
         }
     EXPECT_EQ(sweep_run_name(configs[0], 1), configs[0].name);  // the default seed
     // A base with another seed (the workbench's form): the sweep runs seeds
